@@ -1,0 +1,184 @@
+"""A customer's record -> the query vector, from the model card alone.
+
+The bank turns a raw record into the certified query with its preprocessor
+(label-encode categories, standardise with the training means and standard
+deviations, keep sensitive codes) and then quantises it at the card's scale,
+rounding halves up, checking the public input box and the sensitive domains.
+A customer repeats that computation from the card's public preprocessing so
+that a certificate can be checked to be about *their* record, not someone
+else's. Every step below mirrors the bank's arithmetic operation for operation
+(IEEE double subtraction then division, exact rational rounding), because one
+unit of difference in the last place of the query makes it a different query.
+
+Depends on the card only (pydantic): the verifier client imports it.
+"""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any, Mapping
+
+import numpy as np
+
+from .card import FeatureEncoding, ModelCard
+
+NUMERIC = "numeric"
+CATEGORICAL = "categorical"
+SENSITIVE = "sensitive"  # categorical, kept as its raw code (mean 0, std 1 on the card)
+
+
+class RecordError(ValueError):
+    """The record cannot be turned into a query of this model."""
+
+
+class MissingFieldError(RecordError):
+    pass
+
+
+class UnknownFieldError(RecordError):
+    pass
+
+
+class InvalidValueError(RecordError):
+    """A value of the wrong type, or text that is not a number."""
+
+
+class UnknownCategoryError(RecordError):
+    pass
+
+
+class NonFiniteValueError(RecordError):
+    pass
+
+
+class OutOfBoxError(RecordError):
+    """A feature outside the model's public input box, or a sensitive value outside its domain."""
+
+
+class CardPreprocessingError(RecordError):
+    """The card does not describe a usable preprocessing."""
+
+
+def encode_record(card: ModelCard, record: Mapping[str, Any]) -> tuple[int, ...]:
+    """The fixed-point query (integers at 2^card.scale_bits, model input order) of `record`.
+
+    `record` maps each feature name of the card to a raw value: a number for
+    numeric features, a category code (e.g. "A43", or 1 for "1") for
+    categorical and sensitive ones. Raises a `RecordError` subclass that says
+    which field is wrong and why.
+    """
+    scaled = standardise_record(card, record)
+    query = tuple(_round_half_up(v, card.scale_bits) for v in scaled)
+    _check_box(card, card.features, record, query)
+    return query
+
+
+def standardise_record(card: ModelCard, record: Mapping[str, Any]) -> tuple[float, ...]:
+    """The record as model inputs before quantisation: the doubles the bank's preprocessor gives."""
+    features = _checked_features(card)
+    if not isinstance(record, Mapping):
+        raise InvalidValueError(f"a record must map feature names to values, got {type(record).__name__}")
+    names = [f.name for f in features]
+    missing = [n for n in names if n not in record]
+    if missing:
+        raise MissingFieldError(f"record is missing feature(s): {', '.join(missing)}")
+    extra = [str(k) for k in record if k not in names]
+    if extra:
+        raise UnknownFieldError(f"record has unknown field(s): {', '.join(extra)}; "
+                                f"the model's features are {', '.join(names)}")
+    # (v - mean) / std in doubles, exactly as the bank's numpy float64 arithmetic.
+    scaled = [(_encode_value(f, record[f.name]) - f.mean) / f.std for f in features]
+    for f, v in zip(features, scaled):
+        if not math.isfinite(v):
+            raise NonFiniteValueError(f"feature {f.name!r}: {record[f.name]!r} is too large "
+                                      "(its standardised value is not finite)")
+    return tuple(scaled)
+
+
+def _checked_features(card: ModelCard) -> tuple[FeatureEncoding, ...]:
+    if not card.features:
+        raise CardPreprocessingError(f"model card {card.model_id!r} does not publish its preprocessing; "
+                                     "the record cannot be encoded")
+    for f, name in zip(card.features, card.feature_names):
+        if f.name != name:
+            raise CardPreprocessingError(f"model card: preprocessing names {f.name!r} where the model's input is {name!r}")
+        if f.kind not in (NUMERIC, CATEGORICAL, SENSITIVE):
+            raise CardPreprocessingError(f"model card: feature {f.name!r} has unknown kind {f.kind!r}")
+        if f.kind != NUMERIC and not f.categories:
+            raise CardPreprocessingError(f"model card: feature {f.name!r} has no categories")
+        if not (f.std > 0 and math.isfinite(f.std) and math.isfinite(f.mean)):
+            raise CardPreprocessingError(f"model card: feature {f.name!r} has an unusable mean or standard deviation")
+    return card.features
+
+
+def _encode_value(feature: FeatureEncoding, raw: Any) -> float:
+    """The unscaled value of one feature: its number, or the index of its category."""
+    if raw is None:
+        raise MissingFieldError(f"feature {feature.name!r}: value is missing")
+    if feature.kind != NUMERIC:
+        key = _category_key(feature.name, raw)
+        if key not in feature.categories:
+            raise UnknownCategoryError(f"feature {feature.name!r}: unknown category {raw!r}; "
+                                       f"expected one of {', '.join(feature.categories)}")
+        return float(feature.categories.index(key))
+    if _is_bool(raw):
+        raise InvalidValueError(f"feature {feature.name!r}: boolean {raw!r} is not a number")
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise InvalidValueError(f"feature {feature.name!r}: {raw!r} is not a number") from None
+    except OverflowError:
+        raise NonFiniteValueError(f"feature {feature.name!r}: {raw!r} is too large") from None
+    if not math.isfinite(value):
+        raise NonFiniteValueError(f"feature {feature.name!r}: value {raw!r} is not finite")
+    return value
+
+
+def _category_key(name: str, value: Any) -> str:
+    """Canonical text of a category value: 1, 1.0 and "1" are the same code (as the bank reads them)."""
+    if isinstance(value, str):
+        return value.strip()
+    if _is_bool(value):
+        raise InvalidValueError(f"feature {name!r}: boolean {value!r} is not a category value")
+    if _is_integer(value):
+        return str(int(value))
+    if _is_float(value):
+        if not math.isfinite(value):
+            raise NonFiniteValueError(f"feature {name!r}: category value {value!r} is not finite")
+        if float(value).is_integer():
+            return str(int(value))
+        return repr(float(value))
+    raise InvalidValueError(f"feature {name!r}: category value {value!r} has unsupported type {type(value).__name__}")
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, (bool, np.bool_))
+
+
+def _is_integer(value: Any) -> bool:
+    return isinstance(value, (int, np.integer))
+
+
+def _is_float(value: Any) -> bool:
+    return isinstance(value, (float, np.floating))
+
+
+def _round_half_up(value: float, bits: int) -> int:
+    """round(value * 2^bits), halves up, from the exact rational value of the double."""
+    scaled = Fraction(value) * (1 << bits)
+    q, r = divmod(scaled.numerator, scaled.denominator)
+    return q + 1 if 2 * r >= scaled.denominator else q
+
+
+def _check_box(card: ModelCard, features, record: Mapping[str, Any], query: tuple[int, ...]) -> None:
+    unit = 1 << card.scale_bits
+    for f, v, lo, hi in zip(features, query, card.box_lower, card.box_upper):
+        if not lo <= v <= hi:
+            # The box in the customer's own units: mean + std * bound.
+            low, high = f.mean + f.std * lo / unit, f.mean + f.std * hi / unit
+            raise OutOfBoxError(f"feature {f.name!r} = {record[f.name]!r} lies outside the model's input domain "
+                                f"[{low:.6g}, {high:.6g}]: no certificate can be issued for it")
+    for s in card.sensitive:
+        if query[s.column] not in s.values:
+            raise OutOfBoxError(f"sensitive feature {s.name!r} = {record[card.feature_names[s.column]]!r} "
+                                "is not a value of its domain")
