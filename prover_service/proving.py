@@ -8,12 +8,15 @@ checker's approval, the statement witness, one Groth16 proof, the bundle.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Callable, Sequence
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
 
 from circuits.backends import get_backend
 from circuits.builder import ConstraintSystem
@@ -36,9 +39,14 @@ from .statement_witness import bucket_sizes, statement_inputs, statement_shape
 from .workspace import ModelWorkspace, write_atomically
 
 Progress = Callable[[str], None]
+StageCallback = Callable[[str, float], None]
 
 
 def _quiet(_: str) -> None:
+    pass
+
+
+def _no_stage(_: str, __: float) -> None:
     pass
 
 
@@ -112,23 +120,26 @@ class Prover:
         cs = ConstraintSystem(with_values=False)
         build_statement(cs, shape)
         r1cs = cs.compile(wire_names=False)
-        # Keyed by the full shape digest: a recommitted model with other bounds gets new keys.
-        directory = self.workspace.keys_dir(f"{shape.bucket}-{shape.digest()[:12]}")
-        vk_path = directory / "verification_key.json"
-        if vk_path.is_file() and (directory / "proving_key").is_dir():
-            pk = load_proving_key(directory / "proving_key", self.backend)
-            vk = verifying_key_from_json(json.loads(vk_path.read_text()))
-        else:
-            if any(b.bucket == shape.bucket for b in self.card.circuits):
-                # The card already publishes this bucket's verifying key: new keys would not match it.
-                raise ModelError(f"the card publishes bucket {shape.bucket}, but its keys are missing from "
-                                 f"{directory}: restore them from backup")
-            self.progress(f"setting up keys for bucket {shape.bucket} ({r1cs.n_constraints} constraints)")
-            pk, vk = setup(r1cs, self.backend, progress=_setup_progress(self.progress))
-            save_proving_key(pk, directory / "proving_key", self.backend)
-            write_atomically(vk_path, json.dumps(verifying_key_to_json(vk), indent=1))
-            write_atomically(directory / "shape.json", json.dumps(shape.to_json(), indent=1))
-        self._publish_bucket(shape, r1cs, vk)
+        # Workers in other processes may need the same new bucket at once: one sets it up,
+        # the others wait and load it; the card is rewritten under the same lock.
+        with exclusive_lock(self.workspace.root / "keys" / ".setup.lock"):
+            # Keyed by the full shape digest: a recommitted model with other bounds gets new keys.
+            directory = self.workspace.keys_dir(f"{shape.bucket}-{shape.digest()[:12]}")
+            vk_path = directory / "verification_key.json"
+            if vk_path.is_file() and (directory / "proving_key").is_dir():
+                pk = load_proving_key(directory / "proving_key", self.backend)
+                vk = verifying_key_from_json(json.loads(vk_path.read_text()))
+            else:
+                if any(b.bucket == shape.bucket for b in self.card.circuits):
+                    # The card already publishes this bucket's verifying key: new keys would not match it.
+                    raise ModelError(f"the card publishes bucket {shape.bucket}, but its keys are missing from "
+                                     f"{directory}: restore them from backup")
+                self.progress(f"setting up keys for bucket {shape.bucket} ({r1cs.n_constraints} constraints)")
+                pk, vk = setup(r1cs, self.backend, progress=_setup_progress(self.progress))
+                save_proving_key(pk, directory / "proving_key", self.backend)
+                write_atomically(vk_path, json.dumps(verifying_key_to_json(vk), indent=1))
+                write_atomically(directory / "shape.json", json.dumps(shape.to_json(), indent=1))
+            self._publish_bucket(shape, r1cs, vk)
         keys = BucketKeys(shape, r1cs, pk, vk)
         self._keys[shape.bucket] = keys
         return keys
@@ -161,18 +172,23 @@ class Prover:
             raise CertificationError(f"internal: produced certificate fails its own check: {exc}") from exc
         return certificate
 
-    def prove(self, query: IntVector) -> ProvedCertificate:
+    def prove(self, query: IntVector, on_stage: StageCallback = _no_stage) -> ProvedCertificate:
+        """Certify `query` and prove it; `on_stage(words, fraction)` hears each step as it starts."""
         t0 = time.perf_counter()
+        on_stage("certifying (plaintext, from the precompute store)", 0.05)
         certificate = self.certify(query)
         t1 = time.perf_counter()
         region_slots, farkas_slots = bucket_sizes(certificate)
+        on_stage(f"loading the keys of bucket k{region_slots}-f{farkas_slots}", 0.2)
         keys = self.keys(self.shape_for(region_slots, farkas_slots))
         t2 = time.perf_counter()  # key setup is offline work: not counted online
+        on_stage("building the statement witness", 0.35)
         public, witness = statement_inputs(self.model, self.salt, certificate, keys.shape)
         cs = ConstraintSystem(with_values=True)
         build_statement(cs, keys.shape, public, witness)
         values = cs.witness()
         t3 = time.perf_counter()
+        on_stage(f"proving ({keys.r1cs.n_constraints} constraints)", 0.5)
         proof = prove(keys.proving_key, keys.r1cs, values, self.backend)
         t4 = time.perf_counter()
         bundle = self._bundle(certificate, keys, public.field_elements(), proof)
@@ -205,6 +221,18 @@ class Prover:
             public_signals=tuple(public_to_json(public)),
             proof_hex=proof_to_bytes(proof).hex(),
         )
+
+
+@contextmanager
+def exclusive_lock(path: Path) -> Iterator[None]:
+    """An advisory lock on `path` across processes (POSIX flock), released on exit."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _setup_progress(progress: Progress):

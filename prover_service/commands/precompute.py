@@ -97,25 +97,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _setup_keys(args: argparse.Namespace, db) -> list[tuple[str, int, float]]:
     """Set up the keys of every bucket the first test customers need (offline work)."""
-    from offline_precompute.certify import query_from_index, test_inputs
+    from prover_service.key_setup import setup_keys_for_test_customers
     from prover_service.proving import Prover
-    from prover_service.statement_witness import bucket_sizes
     from prover_service.workspace import ModelWorkspace
 
     say = (lambda m: None) if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
     prover = Prover(ModelWorkspace.open(args.model), db, progress=say)
-    X, _ = test_inputs(prover.workspace.artifact, args.data_dir)
-    needed: dict[str, tuple[int, int]] = {}
-    for index in range(min(args.key_queries, len(X))):
-        certificate = prover.certify(query_from_index(prover.workspace.artifact, prover.model, index, args.data_dir))
-        k, f = bucket_sizes(certificate)
-        needed.setdefault(f"k{k}-f{f}", (k, f))
-    say(f"buckets needed by the first {args.key_queries} test customers: {', '.join(sorted(needed))}")
-    done = []
-    for name, (k, f) in sorted(needed.items(), key=lambda kv: kv[1]):
-        shape = prover.shape_for(k, f)
-        fresh = not prover.workspace.keys_dir(f"{shape.bucket}-{shape.digest()[:12]}").is_dir()
-        start = time.perf_counter()
-        keys = prover.keys(shape)
-        done.append((name, keys.r1cs.n_constraints, time.perf_counter() - start if fresh else 0.0))
-    return done
+    done = setup_keys_for_test_customers(prover, args.key_queries, args.data_dir, say)
+    return [(d.bucket, d.n_constraints, d.seconds) for d in done]

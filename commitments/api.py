@@ -1,0 +1,105 @@
+"""The service's public wire format: what the bank's API and a customer exchange.
+
+The prover service answers with these models and the verifier client parses
+them, so both sides agree on one definition. Model cards and certificate
+bundles have their own modules (`card`, `bundle`); these are the envelopes
+around them. Depends on pydantic only: the verifier client imports it.
+
+    GET  /v1/models                         -> ModelList
+    GET  /v1/models/{model_id}/card         -> ModelCard
+    POST /v1/models/{model_id}/decisions    DecisionRequest -> DecisionAccepted (202)
+    GET  /v1/jobs/{job_id}                  -> JobView
+    GET  /v1/certificates/{certificate_id}  -> CertificateBundle
+    errors                                  -> ErrorBody with a 4xx/5xx status
+"""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+API_PREFIX = "/v1"
+
+JobStatus = Literal["queued", "running", "succeeded", "failed"]
+JobKind = Literal["certificate", "precompute"]
+FINISHED: frozenset[str] = frozenset({"succeeded", "failed"})
+
+# A customer record: raw attribute name -> raw value (number or category label).
+RecordValue = str | int | float | bool | None
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ErrorBody(_Message):
+    detail: str
+
+
+class ModelSummary(_Message):
+    model_id: str
+    description: str = ""
+    dataset: str
+    commitment: str
+    card_digest: str
+    n_inputs: int
+    hidden_sizes: tuple[int, ...]
+    sensitive_features: tuple[str, ...]
+    buckets: tuple[str, ...] = ()
+    card_url: str
+
+
+class ModelList(_Message):
+    models: tuple[ModelSummary, ...]
+
+
+class DecisionRequest(_Message):
+    """One customer's record, attribute by attribute, as the card's `features` name them."""
+
+    record: dict[str, RecordValue] = Field(
+        description="raw attribute values: numbers for numeric features, category codes for categorical ones",
+        examples=[{"duration": 12, "purpose": "A43"}],
+    )
+
+
+class DecisionAccepted(_Message):
+    job_id: str
+    model_id: str
+    decision: int
+    decision_label: str
+    status: JobStatus
+    job_url: str
+    certificate_url: str | None = None  # set once the certificate exists
+
+
+class JobView(_Message):
+    job_id: str
+    model_id: str
+    kind: JobKind
+    status: JobStatus
+    stage: str  # what the worker is doing now, in words
+    progress: float = Field(ge=0.0, le=1.0)
+    attempts: int = Field(ge=0)
+    created_at: str
+    updated_at: str
+    error: str | None = None
+    certificate_id: str | None = None
+    certificate_url: str | None = None
+    result: dict[str, Any] | None = None  # precompute jobs: what was computed
+
+
+class RegisterModel(_Message):
+    """Register a committed model directory found under the service's models directory."""
+
+    directory: str = Field(min_length=1, max_length=255, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+                           description="name of the model directory inside FAIRPROOF_MODELS_DIR")
+
+
+class PrecomputeRequest(_Message):
+    key_queries: int = Field(default=0, ge=0, le=1000,
+                             description="also set up the circuit keys the first N test customers need")
+
+
+class Health(_Message):
+    status: Literal["ok", "unavailable"]
+    checks: dict[str, str] = Field(default_factory=dict)

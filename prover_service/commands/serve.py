@@ -1,0 +1,65 @@
+"""`fairproof serve`: the prover service over HTTP (FastAPI on uvicorn)."""
+from __future__ import annotations
+
+import argparse
+
+SETTINGS_HELP = ("Configuration comes from FAIRPROOF_* environment variables (see the README, 'Running the "
+                 "service'); options given here override them. The admin API key is read from "
+                 "FAIRPROOF_ADMIN_API_KEY only, never from the command line.")
+
+
+def add_settings_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--models-dir", metavar="DIR", help="committed model directories (FAIRPROOF_MODELS_DIR)")
+    p.add_argument("--database-url", metavar="URL",
+                   help="service database (FAIRPROOF_DATABASE_URL; default sqlite:///MODELS_DIR/service.sqlite)")
+    p.add_argument("--store-url", metavar="URL", help="precompute store for all models (FAIRPROOF_STORE_URL)")
+    p.add_argument("--backend", choices=("mcl", "reference"), help="curve backend (FAIRPROOF_BACKEND)")
+
+
+def settings_from(args: argparse.Namespace, **extra):
+    from prover_service.service.settings import Settings
+
+    return Settings.from_env(models_dir=args.models_dir, database_url=args.database_url, store_url=args.store_url,
+                             backend=args.backend, **extra)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "serve",
+        help="run the prover service (HTTP API; proofs in background workers)",
+        description="Serve model cards, decisions and certificates over HTTP. " + SETTINGS_HELP,
+    )
+    p.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    add_settings_options(p)
+    p.add_argument("--queue", choices=("inprocess", "procrastinate"),
+                   help="who proves: threads in this process (default) or `fairproof worker` processes "
+                        "(FAIRPROOF_QUEUE; needs PostgreSQL)")
+    p.add_argument("--workers", type=int, metavar="N", help="in-process worker threads (FAIRPROOF_WORKERS, default 1)")
+    p.add_argument("--register", action="append", default=[], metavar="NAME",
+                   help="register this model directory (inside the models directory) before serving; repeatable")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from prover_service.service.app import create_app
+    from prover_service.service.database import open_service_database
+    from prover_service.service.logs import configure_logging
+    from prover_service.service.registry import ModelRegistry
+
+    settings = settings_from(args, queue=args.queue, workers=args.workers)
+    configure_logging(settings.log_level)
+    if args.register:
+        db = open_service_database(settings.resolved_database_url)
+        try:
+            registry = ModelRegistry(db, settings)
+            for name in args.register:
+                registry.register(name)
+            registry.close()
+        finally:
+            db.dispose()
+    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_config=None,
+                timeout_graceful_shutdown=30)
+    return 0

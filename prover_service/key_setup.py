@@ -1,0 +1,44 @@
+"""Offline key setup for the circuit buckets the first customers will need.
+
+Which bucket a query needs depends on its covering sets, so the bank certifies
+the first N customers of the test split (plaintext only, no proof) and sets
+up the keys of every bucket they land in, smallest first.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from offline_precompute.certify import query_from_index, test_inputs
+
+from .proving import Prover
+from .statement_witness import bucket_sizes
+
+
+@dataclass(frozen=True)
+class BucketSetup:
+    bucket: str
+    n_constraints: int
+    seconds: float  # 0 when the keys already existed
+
+
+def setup_keys_for_test_customers(prover: Prover, n_customers: int, data_dir: str | os.PathLike[str] | None = None,
+                                  say: Callable[[str], None] = lambda _: None) -> list[BucketSetup]:
+    artifact = prover.workspace.artifact
+    X, _ = test_inputs(artifact, data_dir)
+    needed: dict[str, tuple[int, int]] = {}
+    for index in range(min(n_customers, len(X))):
+        certificate = prover.certify(query_from_index(artifact, prover.model, index, data_dir))
+        k, f = bucket_sizes(certificate)
+        needed.setdefault(f"k{k}-f{f}", (k, f))
+    say(f"buckets needed by the first {n_customers} test customers: {', '.join(sorted(needed))}")
+    done = []
+    for name, (k, f) in sorted(needed.items(), key=lambda kv: kv[1]):
+        shape = prover.shape_for(k, f)
+        fresh = not prover.workspace.keys_dir(f"{shape.bucket}-{shape.digest()[:12]}").is_dir()
+        start = time.perf_counter()
+        keys = prover.keys(shape)
+        done.append(BucketSetup(name, keys.r1cs.n_constraints, time.perf_counter() - start if fresh else 0.0))
+    return done

@@ -1,0 +1,307 @@
+"""The FastAPI application: customers' endpoints, admin endpoints, health.
+
+Customers see model cards, their decision, their job and their certificate;
+nothing else (no weights, salts, covering sets or store). Proving never runs
+in a request: a decision request records a job in the ledger and hands it to
+the dispatcher; `?wait=S` lets a caller of a small model wait up to S seconds
+for the certificate in the same request.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+import uuid
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Annotated, Any, AsyncIterator
+
+from fastapi import Depends, FastAPI, Header, Path, Query, Request, status
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from sqlalchemy import select, text
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from commitments.api import (API_PREFIX, DecisionAccepted, DecisionRequest, ErrorBody, Health, JobView, ModelList,
+                             ModelSummary, PrecomputeRequest, RegisterModel)
+from commitments.bundle import CertificateBundle
+from commitments.card import ModelCard
+
+from .database import ServiceDatabase, open_service_database
+from .dispatch import Dispatcher, InProcessDispatcher
+from .errors import Forbidden, NotFound, ServiceError, Unauthorized
+from .jobs import CERTIFICATE, PRECOMPUTE, JobLedger, JobRecord
+from .limits import BodySizeLimit
+from .registry import LoadedModel, ModelRegistry
+from .schema import AuditEntry
+from .settings import Settings
+
+log = logging.getLogger("fairproof.service")
+
+MODEL_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+UUID = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorBody} for code in (401, 403, 404, 409, 413, 422, 503)
+}
+
+
+@dataclass
+class ServiceState:
+    settings: Settings
+    db: ServiceDatabase
+    ledger: JobLedger
+    registry: ModelRegistry
+    dispatcher: Dispatcher
+
+
+def build_state(settings: Settings, backend=None) -> ServiceState:
+    db = open_service_database(settings.resolved_database_url)
+    ledger = JobLedger(db, lease_seconds=settings.lease_seconds, max_attempts=settings.max_attempts)
+    if backend is None and settings.backend:
+        from circuits.backends import get_backend
+
+        backend = get_backend(settings.backend)
+    registry = ModelRegistry(db, settings, backend)
+    dispatcher: Dispatcher
+    if settings.queue == "procrastinate":
+        from .queue_procrastinate import ProcrastinateDispatcher
+
+        dispatcher = ProcrastinateDispatcher(ledger, settings.resolved_database_url)
+    else:
+        dispatcher = InProcessDispatcher(ledger, registry, workers=settings.workers, data_dir=settings.data_dir)
+    return ServiceState(settings, db, ledger, registry, dispatcher)
+
+
+# ------------------------------------------------------------------ dependencies
+def service(request: Request) -> ServiceState:
+    return request.app.state.service
+
+
+State = Annotated[ServiceState, Depends(service)]
+ModelId = Annotated[str, Path(pattern=MODEL_ID, description="the model's id, as its card names it")]
+
+
+def require_admin(state: State, x_api_key: Annotated[str | None, Header()] = None) -> None:
+    expected = state.settings.admin_api_key
+    if expected is None:
+        raise Forbidden("admin endpoints are disabled: no admin API key is configured")
+    # Constant time: the comparison must not tell an attacker how much of a guess was right.
+    if x_api_key is None or not secrets.compare_digest(x_api_key.encode(), expected.get_secret_value().encode()):
+        raise Unauthorized("missing or wrong admin API key (header X-API-Key)")
+
+
+Admin = Depends(require_admin)
+
+
+# ------------------------------------------------------------------ views
+def _job_view(job: JobRecord) -> JobView:
+    return JobView(
+        job_id=job.id, model_id=job.model_id, kind=job.kind, status=job.status, stage=job.stage,
+        progress=round(job.progress, 4), attempts=job.attempts,
+        created_at=job.created_at.isoformat(timespec="seconds"), updated_at=job.updated_at.isoformat(timespec="seconds"),
+        error=job.error, certificate_id=job.certificate_id,
+        certificate_url=f"{API_PREFIX}/certificates/{job.certificate_id}" if job.certificate_id else None,
+        result=job.result,
+    )
+
+
+def _summary(loaded: LoadedModel) -> ModelSummary:
+    card = loaded.card()
+    return ModelSummary(
+        model_id=card.model_id, description=card.description, dataset=card.dataset, commitment=card.commitment,
+        card_digest=card.digest(), n_inputs=card.architecture.n_inputs, hidden_sizes=card.architecture.hidden_sizes,
+        sensitive_features=tuple(f.name for f in card.sensitive), buckets=tuple(b.bucket for b in card.circuits),
+        card_url=f"{API_PREFIX}/models/{card.model_id}/card",
+    )
+
+
+# ------------------------------------------------------------------ the app
+def create_app(settings: Settings, *, backend=None) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        state = build_state(settings, backend)
+        app.state.service = state
+        await state.dispatcher.start()
+        log.info("service started", extra={"database": state.db.display_url, "queue": state.dispatcher.name,
+                                           "models_dir": str(settings.models_dir)})
+        try:
+            yield
+        finally:
+            await state.dispatcher.stop()
+            state.registry.close()
+            state.db.dispose()
+
+    app = FastAPI(
+        title="FairProof prover service",
+        version="1",
+        summary="Credit decisions with zero-knowledge certificates of individual fairness.",
+        lifespan=lifespan,
+        responses=ERRORS,
+    )
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    _install_error_handlers(app)
+    _install_request_log(app)
+    _routes(app)
+    return app
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ServiceError)
+    async def service_error(_: Request, exc: ServiceError) -> JSONResponse:
+        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"detail": _validation_reason(exc)}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse({"detail": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
+
+
+def _validation_reason(exc: RequestValidationError) -> str:
+    reasons = []
+    for err in exc.errors()[:5]:
+        where = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
+        reasons.append(f"{where}: {err.get('msg')}")
+    return "invalid request: " + "; ".join(reasons)
+
+
+def _install_request_log(app: FastAPI) -> None:
+    @app.middleware("http")
+    async def request_log(request: Request, call_next):
+        request_id = request.headers.get("x-request-id") or uuid.uuid4().hex
+        start = time.perf_counter()
+        try:
+            response = await call_next(request)
+        except Exception:
+            log.exception("unhandled error", extra={"request_id": request_id, "path": request.url.path})
+            response = JSONResponse({"detail": "internal error; the request id is " + request_id}, status_code=500)
+        response.headers["x-request-id"] = request_id
+        log.info("request", extra={"request_id": request_id, "method": request.method, "path": request.url.path,
+                                   "status": response.status_code,
+                                   "ms": round(1000 * (time.perf_counter() - start), 1)})
+        return response
+
+
+def _routes(app: FastAPI) -> None:
+    # ------------------------------------------------------------ health
+    @app.get(f"{API_PREFIX}/health", response_model=Health, tags=["health"])
+    def health() -> Health:
+        """Liveness: the process answers."""
+        return Health(status="ok")
+
+    @app.get(f"{API_PREFIX}/ready", response_model=Health, tags=["health"], responses={503: {"model": Health}})
+    def ready(state: State) -> Any:
+        """Readiness: the database answers at the current schema and the workers are alive."""
+        checks: dict[str, str] = {}
+        ok = True
+        try:
+            with state.db.engine.connect() as conn:
+                conn.execute(text("SELECT 1"))
+            current = state.db.is_current()
+            checks["database"] = "ok" if current else "schema is not at the newest migration"
+            ok &= current
+        except Exception as exc:
+            checks["database"] = f"unreachable: {type(exc).__name__}"
+            ok = False
+        workers_ok, words = state.dispatcher.health()
+        checks["workers"] = words
+        ok &= workers_ok
+        body = Health(status="ok" if ok else "unavailable", checks=checks)
+        return body if ok else JSONResponse(body.model_dump(), status_code=503)
+
+    # ------------------------------------------------------------ models
+    @app.get(f"{API_PREFIX}/models", response_model=ModelList, tags=["models"])
+    def list_models(state: State) -> ModelList:
+        """The models this bank serves, with their commitments."""
+        summaries = []
+        for model_id in state.registry.model_ids():
+            try:
+                summaries.append(_summary(state.registry.get(model_id)))
+            except ServiceError as exc:  # one broken model must not hide the others
+                log.warning("model not listed", extra={"model_id": model_id, "reason": exc.detail})
+        return ModelList(models=tuple(summaries))
+
+    @app.get(f"{API_PREFIX}/models/{{model_id}}/card", response_model=ModelCard, tags=["models"])
+    def model_card(model_id: ModelId, state: State) -> ModelCard:
+        """The public model card: architecture, domain box, sensitive features, commitment, verifying keys."""
+        return state.registry.get(model_id).card()
+
+    # ------------------------------------------------------------ decisions
+    @app.post(f"{API_PREFIX}/models/{{model_id}}/decisions", response_model=DecisionAccepted,
+              status_code=status.HTTP_202_ACCEPTED, tags=["decisions"],
+              responses={200: {"model": DecisionAccepted, "description": "the certificate was ready within `wait`"}})
+    async def request_decision(model_id: ModelId, body: DecisionRequest, state: State,
+                               wait: Annotated[float, Query(ge=0, le=60, description="seconds to wait for the "
+                                                                                    "certificate")] = 0) -> Any:
+        """A customer's record in; the decision and the job that proves its certificate out."""
+        loaded = await run_in_threadpool(state.registry.get, model_id)
+        query, decision = await run_in_threadpool(loaded.decide, body.record)
+        job = await run_in_threadpool(state.ledger.submit, CERTIFICATE, model_id, {"query": list(query)},
+                                      decision=decision)
+        await state.dispatcher.enqueue(job.id)
+        log.info("decision requested", extra={"job_id": job.id, "model_id": model_id, "decision": decision})
+        if wait:
+            deadline = time.monotonic() + wait
+            while not job.finished and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+                job = await run_in_threadpool(state.ledger.get, job.id) or job
+        label = (await run_in_threadpool(loaded.card)).architecture.class_labels[decision]
+        accepted = DecisionAccepted(
+            job_id=job.id, model_id=model_id, decision=decision, decision_label=label, status=job.status,
+            job_url=f"{API_PREFIX}/jobs/{job.id}",
+            certificate_url=f"{API_PREFIX}/certificates/{job.certificate_id}" if job.certificate_id else None,
+        )
+        code = status.HTTP_200_OK if job.certificate_id else status.HTTP_202_ACCEPTED
+        return JSONResponse(accepted.model_dump(), status_code=code)
+
+    @app.get(f"{API_PREFIX}/jobs/{{job_id}}", response_model=JobView, tags=["decisions"])
+    def job_status(job_id: Annotated[str, Path(pattern=UUID)], state: State) -> JobView:
+        """Where a job is: queued, running (with its stage and progress), succeeded or failed (with why)."""
+        job = state.ledger.get(job_id)
+        if job is None:
+            raise NotFound(f"unknown job {job_id}")
+        return _job_view(job)
+
+    @app.get(f"{API_PREFIX}/certificates/{{certificate_id}}", tags=["decisions"],
+             responses={200: {"model": CertificateBundle, "description": "the certificate bundle"}})
+    def certificate(certificate_id: Annotated[str, Path(pattern=UUID)], state: State) -> Response:
+        """The certificate bundle, exactly as issued (verify it with `fairproof-verify`)."""
+        bundle = state.ledger.certificate_json(certificate_id)
+        if bundle is None:
+            raise NotFound(f"unknown certificate {certificate_id}")
+        return Response(bundle, media_type="application/json")
+
+    # ------------------------------------------------------------ admin
+    @app.post(f"{API_PREFIX}/admin/models", response_model=ModelSummary, status_code=status.HTTP_201_CREATED,
+              tags=["admin"], dependencies=[Admin])
+    def register_model(body: RegisterModel, state: State) -> ModelSummary:
+        """Serve a committed model directory (by name, inside the models directory). Idempotent."""
+        loaded = state.registry.register(body.directory)
+        log.info("model registered", extra={"model_id": loaded.model_id, "commitment": loaded.commitment})
+        return _summary(loaded)
+
+    @app.post(f"{API_PREFIX}/admin/models/{{model_id}}/precompute", response_model=JobView,
+              status_code=status.HTTP_202_ACCEPTED, tags=["admin"], dependencies=[Admin])
+    async def start_precompute(model_id: ModelId, body: PrecomputeRequest, state: State) -> JobView:
+        """Enumerate the model's regions into its store (resumable) and optionally set up circuit keys."""
+        await run_in_threadpool(state.registry.get, model_id)
+        job = await run_in_threadpool(state.ledger.submit, PRECOMPUTE, model_id, body.model_dump())
+        await state.dispatcher.enqueue(job.id)
+        return _job_view(job)
+
+    @app.get(f"{API_PREFIX}/admin/audit", tags=["admin"], dependencies=[Admin])
+    def audit_log(state: State, after: Annotated[int, Query(ge=0)] = 0,
+                  limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> dict[str, Any]:
+        """Issued certificates in issue order (append-only)."""
+        with state.db.sessions() as session:
+            rows = session.scalars(select(AuditEntry).where(AuditEntry.seq > after)
+                                   .order_by(AuditEntry.seq).limit(limit)).all()
+            entries = [{c.name: getattr(r, c.name) for c in AuditEntry.__table__.columns} for r in rows]
+        for e in entries:
+            e["at"] = e["at"].isoformat()
+        return {"entries": entries}
+

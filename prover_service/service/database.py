@@ -1,0 +1,83 @@
+"""The service's database: engine, sessions, and migrations to Alembic's head.
+
+The service and every worker migrate on start. On PostgreSQL an advisory
+lock serialises concurrent starts, so a service and its workers booting
+together never race on the schema.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from offline_precompute.db import make_engine
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+VERSION_TABLE = "service_alembic_version"
+_MIGRATION_LOCK_KEY = 0x46505356  # "FPSV": any fixed 64-bit key unique to this schema
+
+
+def alembic_config() -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    return config
+
+
+def head_revision() -> str:
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None, "the migrations directory has no revision"
+    return head
+
+
+def current_revision(engine: Engine) -> str | None:
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE}).get_current_revision()
+
+
+def migrate(engine: Engine, revision: str = "head") -> None:
+    """Bring the schema to `revision` (default: the newest)."""
+    config = alembic_config()
+    with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK_KEY})
+        config.attributes["connection"] = conn
+        command.upgrade(config, revision)
+
+
+@dataclass
+class ServiceDatabase:
+    url: str
+    engine: Engine
+    sessions: sessionmaker[Session]
+
+    @property
+    def display_url(self) -> str:
+        return make_url(self.url).render_as_string(hide_password=True)
+
+    @contextmanager
+    def transaction(self) -> Iterator[Session]:
+        """A session whose work commits on success and rolls back on any error."""
+        with self.sessions.begin() as session:
+            yield session
+
+    def is_current(self) -> bool:
+        return current_revision(self.engine) == head_revision()
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def open_service_database(url: str, *, upgrade: bool = True) -> ServiceDatabase:
+    engine = make_engine(url)
+    if upgrade:
+        migrate(engine)
+    return ServiceDatabase(url, engine, sessionmaker(engine, expire_on_commit=False))

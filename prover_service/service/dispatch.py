@@ -1,0 +1,110 @@
+"""Who runs the jobs: worker threads inside the service (the embedded default).
+
+The ledger is the source of truth; a dispatcher only decides when a worker
+looks at a job. Both dispatchers resume on start whatever the ledger holds
+unfinished, and sweep periodically for jobs whose worker went silent, so a
+crash or restart loses no accepted job. `queue_procrastinate` holds the
+scale-out dispatcher (workers in other processes or on other machines).
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from typing import Protocol
+
+from .jobs import JobLedger
+from .registry import ModelRegistry
+from .runner import JobRunner, worker_name
+
+log = logging.getLogger("fairproof.dispatch")
+
+
+class Dispatcher(Protocol):
+    name: str
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def enqueue(self, job_id: str) -> None: ...
+
+    def health(self) -> tuple[bool, str]: ...
+
+
+class InProcessDispatcher:
+    """A pool of threads in this process, fed by a local queue and a periodic sweep of the ledger."""
+
+    name = "inprocess"
+
+    def __init__(self, ledger: JobLedger, registry: ModelRegistry, *, workers: int, data_dir: str | None = None,
+                 sweep_seconds: float | None = None):
+        self.ledger = ledger
+        self.registry = registry
+        self.workers = workers
+        self.data_dir = data_dir
+        self.sweep_seconds = sweep_seconds or max(1.0, ledger.lease.total_seconds() / 2)
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        self._pending: set[str] = set()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    async def start(self) -> None:
+        for i in range(self.workers):
+            thread = threading.Thread(target=self._work, name=f"prover-{i}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        if self.workers:
+            sweeper = threading.Thread(target=self._sweep, name="ledger-sweep", daemon=True)
+            sweeper.start()
+            self._threads.append(sweeper)
+            self._resume()
+
+    async def stop(self) -> None:
+        self._stopping.set()
+        for _ in range(self.workers):
+            self._queue.put(None)
+        for thread in self._threads:
+            thread.join(timeout=60)  # a proof in flight finishes; its job is resumed otherwise
+
+    async def enqueue(self, job_id: str) -> None:
+        self._offer(job_id)
+
+    def health(self) -> tuple[bool, str]:
+        alive = sum(t.is_alive() for t in self._threads if t.name.startswith("prover-"))
+        if self.workers and alive < self.workers:
+            return False, f"{alive} of {self.workers} worker threads alive"
+        return True, f"{alive} worker threads, {self._queue.qsize()} jobs waiting"
+
+    # ------------------------------------------------------------ internals
+    def _offer(self, job_id: str) -> None:
+        with self._lock:
+            if job_id in self._pending:
+                return
+            self._pending.add(job_id)
+        self._queue.put(job_id)
+
+    def _resume(self) -> None:
+        try:
+            for job_id in self.ledger.resumable():
+                self._offer(job_id)
+        except Exception:
+            log.warning("could not read the ledger to resume jobs; will retry", exc_info=True)
+
+    def _sweep(self) -> None:
+        while not self._stopping.wait(self.sweep_seconds):
+            self._resume()
+
+    def _work(self) -> None:
+        runner = JobRunner(self.ledger, self.registry, worker_name(threading.current_thread().name), self.data_dir)
+        while True:
+            job_id = self._queue.get()
+            if job_id is None:
+                return
+            with self._lock:
+                self._pending.discard(job_id)
+            try:
+                runner.run(job_id)
+            except Exception:  # the runner reports its own failures; this keeps the thread alive
+                log.exception("worker error", extra={"job_id": job_id})

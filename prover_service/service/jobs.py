@@ -1,0 +1,215 @@
+"""The job ledger: every accepted request is a row here before the client hears back.
+
+A job moves queued -> running -> succeeded | failed. A worker claims a job
+with a compare-and-set that also takes a lease; while it works it renews the
+lease. A job whose lease ran out (its worker died) can be claimed again, so a
+restart loses nothing; the unique job id on certificates means a job retried
+after its first worker finished unseen still yields one certificate.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import and_, or_, select, update
+from sqlalchemy.exc import IntegrityError
+
+from commitments.bundle import CertificateBundle
+
+from .database import ServiceDatabase
+from .schema import AuditEntry, IssuedCertificate, Job, as_utc, utcnow
+
+CERTIFICATE = "certificate"
+PRECOMPUTE = "precompute"
+QUEUED, RUNNING, SUCCEEDED, FAILED = "queued", "running", "succeeded", "failed"
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """A snapshot of one job, detached from any session."""
+
+    id: str
+    kind: str
+    model_id: str
+    status: str
+    stage: str
+    progress: float
+    attempts: int
+    request: dict[str, Any]
+    decision: int | None
+    error: str | None
+    result: dict[str, Any] | None
+    created_at: datetime
+    updated_at: datetime
+    certificate_id: str | None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (SUCCEEDED, FAILED)
+
+
+class LeaseLost(Exception):
+    """Another worker holds this job now: stop working on it."""
+
+
+class JobLedger:
+    def __init__(self, db: ServiceDatabase, *, lease_seconds: float = 30.0, max_attempts: int = 3):
+        self.db = db
+        self.lease = timedelta(seconds=lease_seconds)
+        self.max_attempts = max_attempts
+
+    # ------------------------------------------------------------ submit/read
+    def submit(self, kind: str, model_id: str, request: dict[str, Any], *, decision: int | None = None) -> JobRecord:
+        now = utcnow()
+        job = Job(id=str(uuid.uuid4()), kind=kind, model_id=model_id, status=QUEUED, stage="waiting for a worker",
+                  progress=0.0, attempts=0, request_json=json.dumps(request), decision=decision,
+                  created_at=now, updated_at=now)
+        with self.db.transaction() as session:
+            session.add(job)
+        return self._record(job, None)
+
+    def get(self, job_id: str) -> JobRecord | None:
+        with self.db.sessions() as session:
+            job = session.get(Job, job_id)
+            if job is None:
+                return None
+            return self._record(job, self._certificate_id(session, job_id))
+
+    def resumable(self) -> list[str]:
+        """Jobs nobody is working on: queued, or running under an expired lease; oldest first."""
+        now = utcnow()
+        with self.db.sessions() as session:
+            rows = session.scalars(
+                select(Job.id).where(_claimable(now)).order_by(Job.created_at, Job.id)
+            ).all()
+        return list(rows)
+
+    def certificate_json(self, certificate_id: str) -> str | None:
+        with self.db.sessions() as session:
+            row = session.get(IssuedCertificate, certificate_id)
+            return None if row is None else row.bundle_json
+
+    # ------------------------------------------------------------- workers
+    def claim(self, job_id: str, owner: str) -> JobRecord | None:
+        """Take the job if nobody holds it; None if it is finished or leased to a live worker."""
+        now = utcnow()
+        with self.db.transaction() as session:
+            taken = session.execute(
+                update(Job)
+                .where(Job.id == job_id, _claimable(now))
+                .values(status=RUNNING, lease_owner=owner, lease_expires_at=now + self.lease,
+                        attempts=Job.attempts + 1, updated_at=now, stage="claimed by a worker")
+                .execution_options(synchronize_session=False)
+            ).rowcount
+        if taken != 1:
+            return None
+        record = self.get(job_id)
+        assert record is not None
+        if record.attempts > self.max_attempts:
+            # A job that kept killing its workers is not retried forever.
+            self.fail(job_id, owner, f"gave up after {self.max_attempts} attempts (workers stopped mid-job)")
+            return None
+        return record
+
+    def renew(self, job_id: str, owner: str, *, stage: str | None = None, progress: float | None = None) -> None:
+        """Extend the lease (and report progress); LeaseLost if another worker took the job."""
+        now = utcnow()
+        values: dict[str, Any] = {"lease_expires_at": now + self.lease, "updated_at": now}
+        if stage is not None:
+            values["stage"] = stage[:200]
+        if progress is not None:
+            values["progress"] = min(1.0, max(0.0, progress))
+        with self.db.transaction() as session:
+            held = session.execute(
+                update(Job).where(Job.id == job_id, Job.status == RUNNING, Job.lease_owner == owner)
+                .values(**values).execution_options(synchronize_session=False)
+            ).rowcount
+        if held != 1:
+            raise LeaseLost(job_id)
+
+    def finish_certificate(self, job_id: str, owner: str, bundle: CertificateBundle, commitment: str) -> str:
+        """Store the bundle, append the audit entry and close the job, in one transaction.
+
+        Returns the job's certificate id: this bundle's, or the one an earlier
+        attempt already stored (the job then keeps that one; nothing is duplicated).
+        """
+        text = bundle.model_dump_json()
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        now = utcnow()
+        try:
+            with self.db.transaction() as session:
+                existing = self._certificate_id(session, job_id)
+                if existing is not None:
+                    return existing
+                session.add(IssuedCertificate(id=bundle.certificate_id, job_id=job_id, model_id=bundle.model_id,
+                                              bundle_json=text, bundle_sha256=digest, created_at=now))
+                session.add(AuditEntry(
+                    at=now, event="certificate_issued", model_id=bundle.model_id, commitment=commitment,
+                    card_digest=bundle.card_digest, job_id=job_id, certificate_id=bundle.certificate_id,
+                    decision=bundle.decision, status=bundle.status, eps_numerator=str(bundle.eps.numerator),
+                    eps_scale_bits=bundle.eps.scale_bits, bundle_sha256=digest))
+                session.execute(
+                    update(Job).where(Job.id == job_id)
+                    .values(status=SUCCEEDED, stage="certificate issued", progress=1.0, error=None,
+                            lease_owner=None, lease_expires_at=None, updated_at=now)
+                    .execution_options(synchronize_session=False))
+        except IntegrityError:
+            # Another attempt stored its certificate between our check and our insert.
+            with self.db.sessions() as session:
+                existing = self._certificate_id(session, job_id)
+            if existing is None:
+                raise
+            return existing
+        return bundle.certificate_id
+
+    def finish(self, job_id: str, owner: str, result: dict[str, Any]) -> None:
+        self._close(job_id, owner, status=SUCCEEDED, stage="done", error=None, result=result)
+
+    def fail(self, job_id: str, owner: str, error: str) -> None:
+        """A permanent failure: the request itself cannot be served (the reason is shown to the client)."""
+        self._close(job_id, owner, status=FAILED, stage="failed", error=error[:2000], result=None)
+
+    def release(self, job_id: str, owner: str, reason: str) -> None:
+        """Give the job back after a transient failure (it is claimed again, up to max_attempts)."""
+        now = utcnow()
+        with self.db.transaction() as session:
+            session.execute(
+                update(Job).where(Job.id == job_id, Job.status == RUNNING, Job.lease_owner == owner)
+                .values(status=QUEUED, stage=f"retrying: {reason}"[:200], lease_owner=None, lease_expires_at=None,
+                        updated_at=now)
+                .execution_options(synchronize_session=False))
+
+    # ------------------------------------------------------------- helpers
+    def _close(self, job_id: str, owner: str, *, status: str, stage: str, error: str | None,
+               result: dict[str, Any] | None) -> None:
+        now = utcnow()
+        with self.db.transaction() as session:
+            session.execute(
+                update(Job).where(Job.id == job_id, Job.status.in_((QUEUED, RUNNING)))
+                .values(status=status, stage=stage, error=error, progress=1.0 if status == SUCCEEDED else Job.progress,
+                        result_json=None if result is None else json.dumps(result),
+                        lease_owner=None, lease_expires_at=None, updated_at=now)
+                .execution_options(synchronize_session=False))
+
+    @staticmethod
+    def _certificate_id(session, job_id: str) -> str | None:
+        return session.scalar(select(IssuedCertificate.id).where(IssuedCertificate.job_id == job_id))
+
+    @staticmethod
+    def _record(job: Job, certificate_id: str | None) -> JobRecord:
+        return JobRecord(
+            id=job.id, kind=job.kind, model_id=job.model_id, status=job.status, stage=job.stage,
+            progress=job.progress, attempts=job.attempts, request=json.loads(job.request_json),
+            decision=job.decision, error=job.error,
+            result=None if job.result_json is None else json.loads(job.result_json),
+            created_at=as_utc(job.created_at), updated_at=as_utc(job.updated_at), certificate_id=certificate_id,
+        )
+
+
+def _claimable(now: datetime):
+    return or_(Job.status == QUEUED, and_(Job.status == RUNNING, Job.lease_expires_at < now))
+

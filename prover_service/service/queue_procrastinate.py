@@ -1,0 +1,158 @@
+"""Scale-out: proving jobs on worker processes or machines sharing the PostgreSQL database.
+
+The queue is procrastinate, a task queue that lives in PostgreSQL. The
+service already needs PostgreSQL for its ledger when it runs on more than one
+machine, so the queue adds no broker to deploy, back up or secure; jobs wait
+in the same database the ledger lives in, workers take them with
+SELECT ... FOR UPDATE SKIP LOCKED, and procrastinate's worker heartbeats
+let a surviving worker retry the jobs of one that died. A queue message only
+names a ledger job: the ledger's claim-and-lease decides who works on it, so
+a message delivered twice still yields one certificate.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Callable
+
+import procrastinate
+import psycopg
+from procrastinate.exceptions import AlreadyEnqueued
+from sqlalchemy.engine import make_url
+
+from .jobs import JobLedger
+from .runner import JobRunner
+
+log = logging.getLogger("fairproof.queue")
+
+QUEUE = "fairproof-jobs"
+TASK = "fairproof.run_job"
+
+
+def libpq_conninfo(database_url: str) -> str:
+    """The SQLAlchemy URL of the ledger as a libpq connection string."""
+    url = make_url(database_url)
+    if url.get_backend_name() != "postgresql":
+        raise ValueError("the procrastinate queue needs a PostgreSQL database URL (FAIRPROOF_DATABASE_URL)")
+    return url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def build_queue(database_url: str, runner: Callable[[], JobRunner] | None = None) -> procrastinate.App:
+    """The procrastinate app; `runner` (workers only) gives the runner for the current thread."""
+    app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=libpq_conninfo(database_url)))
+
+    @app.task(name=TASK, queue=QUEUE)
+    def run_job(job_id: str) -> None:
+        if runner is None:
+            raise RuntimeError("this process only enqueues jobs; start `fairproof worker` to run them")
+        runner().run(job_id)
+
+    return app
+
+
+async def ensure_queue_schema(app: procrastinate.App, database_url: str) -> None:
+    """Create procrastinate's tables on first use, under a lock: service and workers start together."""
+    async with await psycopg.AsyncConnection.connect(libpq_conninfo(database_url), autocommit=True) as conn:
+        await conn.execute("SELECT pg_advisory_lock(hashtext('fairproof-procrastinate-schema'))")
+        try:
+            cur = await conn.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL")
+            row = await cur.fetchone()
+            if not (row and row[0]):
+                await conn.execute(app.schema_manager.get_schema())
+                log.info("procrastinate schema applied")
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock(hashtext('fairproof-procrastinate-schema'))")
+
+
+async def enqueue(app: procrastinate.App, job_id: str) -> None:
+    try:
+        await app.configure_task(TASK, queueing_lock=job_id).defer_async(job_id=job_id)
+    except AlreadyEnqueued:
+        pass  # already waiting for a worker
+
+
+async def retry_stalled(app: procrastinate.App, seconds_since_heartbeat: float) -> int:
+    """Hand the jobs of workers that stopped beating back to the queue."""
+    stalled = list(await app.job_manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=seconds_since_heartbeat))
+    for job in stalled:
+        await app.job_manager.retry_job(job)
+    if stalled:
+        log.warning("retried jobs of stopped workers", extra={"count": len(stalled)})
+    return len(stalled)
+
+
+class ProcrastinateDispatcher:
+    """The service side: defer jobs to the queue, and keep the queue in step with the ledger."""
+
+    name = "procrastinate"
+
+    def __init__(self, ledger: JobLedger, database_url: str, *, sweep_seconds: float | None = None):
+        self.ledger = ledger
+        self.database_url = database_url
+        self.app = build_queue(database_url)
+        self.sweep_seconds = sweep_seconds or max(1.0, ledger.lease.total_seconds() / 2)
+        self._sweeper: asyncio.Task | None = None
+        self._last_error: str | None = None
+
+    async def start(self) -> None:
+        await self.app.open_async()
+        await ensure_queue_schema(self.app, self.database_url)
+        await self._sweep_once()
+        self._sweeper = asyncio.create_task(self._sweep_forever())
+
+    async def stop(self) -> None:
+        if self._sweeper:
+            self._sweeper.cancel()
+            try:
+                await self._sweeper
+            except asyncio.CancelledError:
+                pass
+        await self.app.close_async()
+
+    async def enqueue(self, job_id: str) -> None:
+        await enqueue(self.app, job_id)
+
+    def health(self) -> tuple[bool, str]:
+        if self._last_error:
+            return False, f"queue: {self._last_error}"
+        return True, "procrastinate queue"
+
+    async def _sweep_once(self) -> None:
+        """Re-offer every job the ledger holds unfinished and unleased (the lock drops duplicates)."""
+        try:
+            await retry_stalled(self.app, self.ledger.lease.total_seconds())
+            for job_id in await asyncio.to_thread(self.ledger.resumable):
+                await enqueue(self.app, job_id)
+            self._last_error = None
+        except Exception as exc:
+            self._last_error = f"{type(exc).__name__}: {exc}"
+            log.warning("queue sweep failed", exc_info=True)
+
+    async def _sweep_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.sweep_seconds)
+            await self._sweep_once()
+
+
+async def run_worker(database_url: str, runner: Callable[[], JobRunner], *, concurrency: int,
+                     lease_seconds: float) -> None:
+    """`fairproof worker`: take jobs from the queue until SIGINT/SIGTERM."""
+    app = build_queue(database_url, runner)
+    async with app.open_async():
+        await ensure_queue_schema(app, database_url)
+
+        async def recover() -> None:
+            while True:
+                try:
+                    await retry_stalled(app, lease_seconds)
+                except Exception:
+                    log.warning("stalled-job recovery failed", exc_info=True)
+                await asyncio.sleep(max(1.0, lease_seconds / 2))
+
+        recovery = asyncio.create_task(recover())
+        try:
+            await app.run_worker_async(queues=[QUEUE], concurrency=concurrency, install_signal_handlers=True,
+                                       update_heartbeat_interval=max(0.5, lease_seconds / 4),
+                                       stalled_worker_timeout=lease_seconds)
+        finally:
+            recovery.cancel()

@@ -1,0 +1,97 @@
+"""The service's tables (SQLAlchemy 2.0 typed ORM).
+
+    service_models        models the service serves, pinned by commitment at registration
+    service_jobs          the job ledger: one row per accepted request, never deleted
+    service_certificates  issued bundles; at most one per job (no duplicates on retry)
+    service_audit_log     append-only: one row per issued certificate (triggers refuse
+                          UPDATE and DELETE on both SQLite and PostgreSQL)
+
+Alembic owns the schema (migrations/); these classes must match its head.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from sqlalchemy import DateTime, Float, ForeignKey, Integer, MetaData, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def as_utc(value: datetime) -> datetime:
+    """SQLite hands datetimes back without a zone; every stored time is UTC."""
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class ServedModel(Base):
+    __tablename__ = "service_models"
+
+    model_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    directory: Mapped[str] = mapped_column(String(255))
+    commitment: Mapped[str] = mapped_column(String(100))
+    card_digest: Mapped[str] = mapped_column(String(64))
+    registered_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Job(Base):
+    __tablename__ = "service_jobs"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16))  # certificate | precompute
+    model_id: Mapped[str] = mapped_column(ForeignKey("service_models.model_id"), index=True)
+    status: Mapped[str] = mapped_column(String(16), index=True)  # queued | running | succeeded | failed
+    stage: Mapped[str] = mapped_column(String(200), default="queued")
+    progress: Mapped[float] = mapped_column(Float, default=0.0)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    request_json: Mapped[str] = mapped_column(Text)  # the query (certificate) or parameters (precompute)
+    decision: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    result_json: Mapped[str | None] = mapped_column(Text, nullable=True)
+    lease_owner: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class IssuedCertificate(Base):
+    __tablename__ = "service_certificates"
+    __table_args__ = (UniqueConstraint("job_id"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("service_jobs.id"))
+    model_id: Mapped[str] = mapped_column(ForeignKey("service_models.model_id"), index=True)
+    bundle_json: Mapped[str] = mapped_column(Text)
+    bundle_sha256: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class AuditEntry(Base):
+    __tablename__ = "service_audit_log"
+
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    event: Mapped[str] = mapped_column(String(32))
+    model_id: Mapped[str] = mapped_column(String(128))
+    commitment: Mapped[str] = mapped_column(String(100))
+    card_digest: Mapped[str] = mapped_column(String(64))
+    job_id: Mapped[str] = mapped_column(String(36))
+    certificate_id: Mapped[str] = mapped_column(String(36))
+    decision: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(32))
+    eps_numerator: Mapped[str] = mapped_column(String(40))  # exact, may exceed 64 bits
+    eps_scale_bits: Mapped[int] = mapped_column(Integer)
+    bundle_sha256: Mapped[str] = mapped_column(String(64))

@@ -1,0 +1,52 @@
+"""Service configuration, read once from the environment into a typed object.
+
+Every variable is documented in the README ("Running the service"); the
+docker-compose file sets the same names.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+ENV_PREFIX = "FAIRPROOF_"
+DEFAULT_DATABASE_FILE = "service.sqlite"
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # Committed model directories (fairproof train/commit) live here; admins register them by name.
+    models_dir: Path = Path("var/models")
+    # The service's own database: jobs, certificates, cards, audit log.
+    database_url: str = ""
+    # Precompute store for every model (empty: each model's own SQLite file).
+    store_url: str = ""
+    # Admin API key; admin endpoints are refused when unset.
+    admin_api_key: SecretStr | None = None
+    # Who runs jobs: threads inside the service, or procrastinate workers sharing PostgreSQL.
+    queue: Literal["inprocess", "procrastinate"] = "inprocess"
+    workers: int = Field(default=1, ge=0, le=32)  # in-process worker threads
+    backend: str | None = None  # curve backend: mcl, reference, or fastest available
+    data_dir: str | None = None  # datasets, for precompute key setup on test customers
+    max_body_bytes: int = Field(default=64 * 1024, ge=1024)
+    lease_seconds: float = Field(default=30.0, gt=1.0)  # a job whose worker went silent this long is resumed
+    max_attempts: int = Field(default=3, ge=1)
+    log_level: str = "INFO"
+
+    @property
+    def resolved_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{(self.models_dir / DEFAULT_DATABASE_FILE).resolve()}"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides) -> "Settings":
+        env = os.environ if environ is None else environ
+        values: dict = {}
+        for name in cls.model_fields:
+            raw = env.get(ENV_PREFIX + name.upper())
+            if raw is not None and raw.strip() != "":
+                values[name] = raw.strip()
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls.model_validate(values)
