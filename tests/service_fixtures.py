@@ -1,0 +1,197 @@
+"""Running the real service for tests: a committed German model, a fresh PostgreSQL
+database, and `fairproof serve` / `fairproof worker` as child processes on loopback.
+
+PostgreSQL databases are created per use (and dropped with FORCE afterwards),
+so tests never see each other's jobs. The server comes from
+FAIRPROOF_TEST_PG_URL (default: the local CI server).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import httpx
+import pytest
+
+from tests.store_fixtures import PG_URL
+
+REPO = Path(__file__).resolve().parents[1]
+ADMIN_KEY = "test-admin-key-" + uuid.uuid4().hex
+MODEL_DIRECTORY = "german-4x2-fair"
+
+
+# ------------------------------------------------------------------ databases
+@contextlib.contextmanager
+def fresh_pg_database() -> Iterator[str]:
+    """The URL of a new, empty PostgreSQL database, dropped on exit."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import OperationalError
+
+    name = f"fp_svc_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    except OperationalError as exc:  # pragma: no cover - depends on the machine
+        admin.dispose()
+        pytest.skip(f"PostgreSQL at {PG_URL} unreachable: {exc.orig}")
+    try:
+        yield make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+# ------------------------------------------------------------------ the model
+def build_models_dir(root: Path, *, key_customers: int = 4) -> Path:
+    """A models directory holding a committed, precomputed German (4,2) model with keys set up."""
+    from fairness.errors import DataError
+    from fairness.model import save_artifact
+    from fairness.training import load_or_train
+    from offline_precompute.db import open_database, resolve_store_url
+    from offline_precompute.enumerate import precompute
+    from prover_service.key_setup import setup_keys_for_test_customers
+    from prover_service.proving import Prover
+    from prover_service.publishing import commit_model
+    from prover_service.workspace import ModelWorkspace
+
+    try:
+        artifact = load_or_train("german", (4, 2), "fair", cache_dir=root / "cache")
+    except DataError as exc:  # pragma: no cover - depends on the machine
+        pytest.skip(f"German Credit dataset not available: {exc}")
+    models = root / "models"
+    save_artifact(artifact, models / MODEL_DIRECTORY)
+    workspace = ModelWorkspace.open(models / MODEL_DIRECTORY)
+    commit_model(workspace, model_id=MODEL_DIRECTORY)
+    db = open_database(resolve_store_url(None, workspace.root))
+    try:
+        prover = Prover(workspace, db)
+        precompute(db, prover.model)
+        setup_keys_for_test_customers(prover, key_customers)
+    finally:
+        db.dispose()
+    return models
+
+
+def customer_records(n: int) -> list[dict]:
+    from fairness.datasets import load_dataset
+
+    ds = load_dataset("german", sensitive=["foreign_worker"], seed=0)
+    return [dict(r) for r in ds.records_test[:n]]
+
+
+# ------------------------------------------------------------------ processes
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class ServiceProcess:
+    """`fairproof serve` (or `fairproof worker`) as a child process with its own environment."""
+
+    args: list[str]
+    env: dict[str, str]
+    log_path: Path
+    port: int | None = None
+    process: subprocess.Popen | None = field(default=None, init=False)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, *, wait_ready: bool = True, timeout: float = 60.0) -> "ServiceProcess":
+        log = open(self.log_path, "ab")
+        self.process = subprocess.Popen([sys.executable, "-m", "prover_service.cli", *self.args], cwd=REPO,
+                                        env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        if wait_ready and self.port is not None:
+            self.wait_ready(timeout)
+        return self
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process and self.process.poll() is not None:
+                raise RuntimeError(f"service exited with {self.process.returncode}:\n{self.log_tail()}")
+            try:
+                if httpx.get(f"{self.url}/v1/ready", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"service not ready after {timeout} s:\n{self.log_tail()}")
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown handler runs, as when a machine dies."""
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:  # pragma: no cover - a hung shutdown
+                self.kill()
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+
+def service_env(models_dir: Path, database_url: str, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FAIRPROOF_")}
+    env.update({
+        "PYTHONPATH": str(REPO),
+        "FAIRPROOF_MODELS_DIR": str(models_dir),
+        "FAIRPROOF_DATABASE_URL": database_url,
+        "FAIRPROOF_ADMIN_API_KEY": ADMIN_KEY,
+        "FAIRPROOF_LOG_LEVEL": "INFO",
+    })
+    if os.environ.get("FAIRPROOF_DATA_DIR"):
+        env["FAIRPROOF_DATA_DIR"] = os.environ["FAIRPROOF_DATA_DIR"]
+    env.update(extra)
+    return env
+
+
+def serve(models_dir: Path, database_url: str, log_path: Path, **extra: str) -> ServiceProcess:
+    port = free_port()
+    return ServiceProcess(["serve", "--port", str(port)], service_env(models_dir, database_url, **extra), log_path,
+                          port)
+
+
+def worker(models_dir: Path, database_url: str, log_path: Path, **extra: str) -> ServiceProcess:
+    return ServiceProcess(["worker"], service_env(models_dir, database_url, **extra), log_path)
+
+
+def register_model(url: str) -> dict:
+    r = httpx.post(f"{url}/v1/admin/models", json={"directory": MODEL_DIRECTORY}, headers={"X-API-Key": ADMIN_KEY},
+                   timeout=30)
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def wait_for_job(url: str, job_id: str, timeout: float = 120.0, *, until=("succeeded", "failed")) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job = httpx.get(f"{url}/v1/jobs/{job_id}", timeout=10).json()
+        if job["status"] in until:
+            return job
+        time.sleep(0.1)
+    raise AssertionError(f"job {job_id} not {until} after {timeout} s: {job}")
