@@ -294,7 +294,7 @@ def _routes(app: FastAPI) -> None:
         return _job_view(job)
 
     @app.get(f"{API_PREFIX}/admin/audit", tags=["admin"], dependencies=[Admin])
-    def audit_log(state: State, after: Annotated[int, Query(ge=0)] = 0,
+    def audit_log(state: State, after: Annotated[int, Query(ge=0, le=2**63 - 1)] = 0,
                   limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> dict[str, Any]:
         """Issued certificates in issue order (append-only)."""
         with state.db.sessions() as session:
