@@ -12,9 +12,12 @@ import sys
 
 from circuits.errors import CircuitError
 from fairness.errors import FairnessError
+from offline_precompute.errors import StoreError
+from prover_service.service.errors import ServiceError
 
 # Failures caused by the user's input or environment: reported in one line, no traceback.
-USER_ERRORS: tuple[type[Exception], ...] = (CircuitError, FairnessError, FileNotFoundError, PermissionError)
+USER_ERRORS: tuple[type[Exception], ...] = (CircuitError, FairnessError, StoreError, ServiceError, FileNotFoundError,
+                                            PermissionError)
 
 # Order here is the order `fairproof --help` lists the commands in.
 COMMAND_MODULES: tuple[str, ...] = (

@@ -17,10 +17,18 @@ def add_settings_options(p: argparse.ArgumentParser) -> None:
 
 
 def settings_from(args: argparse.Namespace, **extra):
+    from pydantic import ValidationError
+
+    from prover_service.service.errors import ConfigurationError
     from prover_service.service.settings import Settings
 
-    return Settings.from_env(models_dir=args.models_dir, database_url=args.database_url, store_url=args.store_url,
-                             backend=args.backend, **extra)
+    try:
+        return Settings.from_env(models_dir=args.models_dir, database_url=args.database_url,
+                                 store_url=args.store_url, backend=args.backend, **extra)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err.get("loc", ()))
+        raise ConfigurationError(f"configuration: {where + ': ' if where else ''}{err.get('msg')}") from None
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

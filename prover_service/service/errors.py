@@ -32,3 +32,7 @@ class Unauthorized(ServiceError):
 
 class Unavailable(ServiceError):
     status_code = 503
+
+
+class ConfigurationError(ServiceError):
+    """The service's own settings are unusable (reported at start, never to a customer)."""

@@ -16,7 +16,7 @@ import uuid
 from dataclasses import dataclass
 
 from circuits.errors import CircuitError
-from fairness.errors import FairnessError
+from fairness.errors import CertificationError, DataError, FairnessError
 
 from .errors import ServiceError
 from .jobs import CERTIFICATE, PRECOMPUTE, JobLedger, JobRecord, LeaseLost
@@ -25,6 +25,16 @@ from .registry import ModelRegistry
 log = logging.getLogger("fairproof.worker")
 
 PERMANENT_ERRORS: tuple[type[Exception], ...] = (FairnessError, CircuitError, ServiceError)
+
+
+def public_reason(exc: Exception, job_id: str) -> str:
+    """What the customer reads. Problems with their record are explained; anything about the
+    bank's side (paths, keys, stores) stays in the bank's logs."""
+    if isinstance(exc, DataError):
+        return f"the record cannot be certified: {exc}"
+    if isinstance(exc, CertificationError):
+        return "no fairness certificate could be computed for this record; the bank has been notified"
+    return f"internal error while proving (job {job_id}); the bank has been notified"
 
 
 def worker_name(role: str) -> str:
@@ -93,8 +103,8 @@ class JobRunner:
             log.warning("lease lost; another worker has the job", extra={"job_id": job.id})
             return None
         except PERMANENT_ERRORS as exc:
-            log.info("job failed", extra={"job_id": job.id, "error": str(exc)})
-            self.ledger.fail(job.id, self.owner, str(exc))
+            log.error("job failed", extra={"job_id": job.id, "error": f"{type(exc).__name__}: {exc}"})
+            self.ledger.fail(job.id, self.owner, public_reason(exc, job.id))
             return "failed"
         except Exception as exc:
             log.exception("job interrupted; it will be retried", extra={"job_id": job.id})

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 ENV_PREFIX = "FAIRPROOF_"
 DEFAULT_DATABASE_FILE = "service.sqlite"
@@ -35,6 +35,15 @@ class Settings(BaseModel):
     lease_seconds: float = Field(default=30.0, gt=1.0)  # a job whose worker went silent this long is resumed
     max_attempts: int = Field(default=3, ge=1)
     log_level: str = "INFO"
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Settings":
+        if self.admin_api_key is not None and len(self.admin_api_key.get_secret_value()) < 16:
+            raise ValueError("FAIRPROOF_ADMIN_API_KEY must be at least 16 characters (use a random token)")
+        if self.queue == "procrastinate" and not self.resolved_database_url.startswith("postgresql"):
+            raise ValueError("FAIRPROOF_QUEUE=procrastinate needs a PostgreSQL FAIRPROOF_DATABASE_URL "
+                             "(the queue lives in that database)")
+        return self
 
     @property
     def resolved_database_url(self) -> str:
