@@ -1,0 +1,198 @@
+"""Trust on first use for model commitments: one model per service and model id.
+
+A fairness certificate only means something if every customer is judged by
+the same model. The first time a customer sees a model card from a service,
+its commitment is pinned in a local file; from then on a card for the same
+(service, model id) with another commitment is refused, so a bank cannot
+quietly serve different weights to different customers or swap the model
+between two decisions. A card whose commitment is unchanged but whose digest
+differs (other preprocessing, box or scale under the same weights) is refused
+too: it would change what the certificate means for the same record.
+
+The pin file is JSON, written atomically (a temporary file renamed over the
+old one) with mode 0600; a pin is never overwritten. Unreadable or corrupt
+files are reported, never replaced.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from commitments.card import ModelCard
+
+PIN_FILE_ENV = "FAIRPROOF_PIN_FILE"
+PIN_FILE_VERSION = 1
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+class PinError(Exception):
+    """Base of the pin store's errors."""
+
+
+class PinFileError(PinError):
+    """The pin file cannot be read or written."""
+
+
+class PinMismatch(PinError):
+    """The service presents a model other than the one pinned for it."""
+
+
+class Pin(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    service: str  # normalised base URL
+    model_id: str
+    commitment: str
+    card_digest: str
+    first_seen: str  # ISO 8601, UTC
+
+
+class _PinFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: Literal[1] = PIN_FILE_VERSION
+    pins: list[Pin] = []
+
+
+@dataclass(frozen=True)
+class PinCheck:
+    pin: Pin
+    first_use: bool  # True when this call pinned the model
+
+
+def default_pin_file() -> Path:
+    env = os.environ.get(PIN_FILE_ENV)
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".config" / "fairproof" / "pins.json"
+
+
+def normalise_service_url(url: str) -> str:
+    """One spelling per service: lower-case scheme and host, no default port, no trailing slash,
+    no query or fragment."""
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not parts.hostname:
+        raise ValueError(f"service URL {url!r} must be an http:// or https:// URL with a host")
+    host = parts.hostname.lower()
+    if ":" in host:
+        host = f"[{host}]"  # IPv6 literal
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"service URL {url!r} has an invalid port") from None
+    netloc = host if port in (None, _DEFAULT_PORTS[scheme]) else f"{host}:{port}"
+    return urlunsplit((scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
+class PinStore:
+    """Pins of (service URL, model id) -> commitment, in one JSON file."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None):
+        self.path = Path(path).expanduser() if path is not None else default_pin_file()
+
+    def pins(self) -> list[Pin]:
+        return list(self._read().pins)
+
+    def get(self, service_url: str, model_id: str) -> Pin | None:
+        service = normalise_service_url(service_url)
+        return next((p for p in self._read().pins if (p.service, p.model_id) == (service, model_id)), None)
+
+    def check(self, service_url: str, card: ModelCard) -> PinCheck:
+        """Pin `card` on first use; refuse a card that differs from the pinned one (PinMismatch)."""
+        service = normalise_service_url(service_url)
+        with self._locked():
+            data = self._read()
+            pinned = next((p for p in data.pins if (p.service, p.model_id) == (service, card.model_id)), None)
+            if pinned is not None:
+                _check_against(pinned, card, self.path)
+                return PinCheck(pinned, first_use=False)
+            pin = Pin(service=service, model_id=card.model_id, commitment=card.commitment,
+                      card_digest=card.digest(), first_seen=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+            data.pins.append(pin)
+            self._write(data)
+            return PinCheck(pin, first_use=True)
+
+    # -- file handling ----------------------------------------------------------------
+
+    def _read(self) -> _PinFile:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return _PinFile()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise PinFileError(f"cannot read pin file {self.path}: {getattr(exc, 'strerror', None) or exc}") from None
+        try:
+            data = _PinFile.model_validate_json(text)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err.get("loc", ())) or "document"
+            raise PinFileError(f"pin file {self.path} is corrupt ({where}: {err.get('msg')}); "
+                               "repair or remove it (removing it forgets every pinned model)") from None
+        keys = [(p.service, p.model_id) for p in data.pins]
+        if len(set(keys)) != len(keys):
+            raise PinFileError(f"pin file {self.path} is corrupt (a model is pinned twice); repair or remove it")
+        return data
+
+    def _write(self, data: _PinFile) -> None:
+        text = json.dumps(data.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+        try:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as f:  # mkstemp creates it 0600
+                    f.write(text)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.chmod(tmp, 0o600)
+                os.replace(tmp, self.path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+        except OSError as exc:
+            raise PinFileError(f"cannot write pin file {self.path}: {exc.strerror or exc}") from None
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Serialise read-modify-write between processes (POSIX advisory lock; elsewhere, none)."""
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX
+            yield
+            return
+        try:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(self.path.with_name(self.path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise PinFileError(f"cannot lock pin file {self.path}: {exc.strerror or exc}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
+
+def _check_against(pinned: Pin, card: ModelCard, path: Path) -> None:
+    where = f"model {card.model_id!r} at {pinned.service}"
+    if card.commitment != pinned.commitment:
+        raise PinMismatch(
+            f"{where} now presents commitment {card.commitment}, but commitment {pinned.commitment} was pinned "
+            f"on {pinned.first_seen}: the bank is serving a different model than before. If the bank announced "
+            f"a new model, remove its entry from {path} to trust the new one."
+        )
+    if card.digest() != pinned.card_digest:
+        raise PinMismatch(
+            f"{where} keeps commitment {pinned.commitment[:16]}... but its card changed (digest "
+            f"{card.digest()} instead of {pinned.card_digest}, pinned on {pinned.first_seen}): preprocessing, "
+            f"input box, scale or sensitive domains differ. If the bank announced this, remove its entry from {path}."
+        )
