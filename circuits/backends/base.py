@@ -85,11 +85,12 @@ class CurveBackend(ABC):
     def g2_fixed_base(self, base: G2Affine, scalars: Sequence[int]) -> G2Vector: ...
 
     @abstractmethod
-    def g1_msm(self, points: G1Vector, scalars: ScalarVector) -> G1Affine:
-        """sum k_i * P_i; scalars may be shorter than points (missing ones are 0)."""
+    def g1_msm(self, points: G1Vector, scalars: ScalarVector, threads: int | None = None) -> G1Affine:
+        """sum k_i * P_i; scalars may be shorter than points (missing ones are 0).
+        `threads` caps the threads this call may use (None: the backend's choice)."""
 
     @abstractmethod
-    def g2_msm(self, points: G2Vector, scalars: ScalarVector) -> G2Affine: ...
+    def g2_msm(self, points: G2Vector, scalars: ScalarVector, threads: int | None = None) -> G2Affine: ...
 
     @abstractmethod
     def g1_vector(self, points: Sequence[G1Affine]) -> G1Vector: ...

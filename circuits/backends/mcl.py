@@ -407,9 +407,14 @@ class _Group:
     def zero(self) -> np.ndarray:
         return np.zeros(self.limbs, dtype=np.uint64)  # z = 0: the point at infinity
 
-    def msm(self, points: np.ndarray, scalars: np.ndarray, split_by_size: bool = True) -> np.ndarray:
+    def msm(
+        self, points: np.ndarray, scalars: np.ndarray, split_by_size: bool = True, threads: int | None = None
+    ) -> np.ndarray:
         """sum k_i P_i as an mcl struct; split_by_size=False (for benchmarks) makes
-        one class of all scalars, only halved across the two threads."""
+        one class of all scalars, only halved across the two threads. `threads`
+        caps the threads of this call (default: one per core); the prover runs
+        MSMs on one thread beside its single-threaded NTTs."""
+        n_threads = THREADS if threads is None else max(1, min(int(threads), THREADS))
         if not isinstance(scalars, np.ndarray) or scalars.dtype != ntt.FR or scalars.ndim != 1:
             raise CircuitError("MSM scalars must be a scalar vector of the mcl backend")
         if not isinstance(points, np.ndarray) or points.ndim != 2 or points.shape[1] != self.limbs:
@@ -417,14 +422,14 @@ class _Group:
         m = scalars.shape[0]
         if m > points.shape[0]:
             raise CircuitError(f"MSM: {m} scalars for {points.shape[0]} points")
-        per_thread: list[list[tuple[np.ndarray, np.ndarray, bool]]] = [[] for _ in range(THREADS)]
-        loads = [0] * THREADS
+        per_thread: list[list[tuple[np.ndarray, np.ndarray, bool]]] = [[] for _ in range(n_threads)]
+        loads = [0] * n_threads
         scalars = np.ascontiguousarray(scalars)
         jobs = _msm_jobs(scalars) if split_by_size else [(None, scalars, False)]
         for idx, ks, negate in jobs:
             pts = points[:m] if idx is None else points[idx]  # a view, or a gathered contiguous copy
             count = pts.shape[0]
-            parts = THREADS if count >= SPLIT_MIN else 1
+            parts = n_threads if count >= SPLIT_MIN else 1
             bounds = np.linspace(0, count, parts + 1).astype(int)
             for i in range(parts):
                 lo, hi = bounds[i], bounds[i + 1]
@@ -433,7 +438,7 @@ class _Group:
                     t = int(np.argmin(loads))
                     per_thread[t].append((pts[c:e], np.ascontiguousarray(ks[c:e]), negate))
                     loads[t] += e - c
-        partial = [self.zero() for _ in range(THREADS)]
+        partial = [self.zero() for _ in range(n_threads)]
 
         def worker(t: int) -> Callable[[], None]:
             def run() -> None:
@@ -444,7 +449,7 @@ class _Group:
 
             return run
 
-        busy = [t for t in range(THREADS) if per_thread[t]]
+        busy = [t for t in range(n_threads) if per_thread[t]]
         if busy:
             _run_parallel([worker(t) for t in busy])
         total = self.zero()
@@ -639,11 +644,11 @@ class MclBackend(CurveBackend):
         b = _g2_from_canonical(self._lib, base, "fixed base")
         return self._g2.fixed_base(b, self.scalar_vector(scalars))
 
-    def g1_msm(self, points: G1Vector, scalars: ScalarVector) -> G1Affine:
-        return _g1_to_canonical(self._lib, self._g1.msm(points, scalars))
+    def g1_msm(self, points: G1Vector, scalars: ScalarVector, threads: int | None = None) -> G1Affine:
+        return _g1_to_canonical(self._lib, self._g1.msm(points, scalars, threads=threads))
 
-    def g2_msm(self, points: G2Vector, scalars: ScalarVector) -> G2Affine:
-        return _g2_to_canonical(self._lib, self._g2.msm(points, scalars))
+    def g2_msm(self, points: G2Vector, scalars: ScalarVector, threads: int | None = None) -> G2Affine:
+        return _g2_to_canonical(self._lib, self._g2.msm(points, scalars, threads=threads))
 
     def g1_vector(self, points: Sequence[G1Affine]) -> G1Vector:
         out = np.zeros((len(points), G1_LIMBS), dtype=np.uint64)

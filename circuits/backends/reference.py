@@ -301,11 +301,12 @@ class ReferenceBackend(CurveBackend):
         b = _g2_to_proj(base)
         return [_g2_from_proj(ob.multiply(b, _check_scalar(k))) for k in scalars]
 
-    def g1_msm(self, points: G1Vector, scalars: ScalarVector) -> G1Affine:
+    def g1_msm(self, points: G1Vector, scalars: ScalarVector, threads: int | None = None) -> G1Affine:
+        # pure Python: one thread whatever `threads` says
         _check_msm_lengths(points, scalars)
         return _g1_from_proj(_pippenger([_g1_to_proj(p) for p in points[: len(scalars)]], scalars, ob.Z1))
 
-    def g2_msm(self, points: G2Vector, scalars: ScalarVector) -> G2Affine:
+    def g2_msm(self, points: G2Vector, scalars: ScalarVector, threads: int | None = None) -> G2Affine:
         _check_msm_lengths(points, scalars)
         return _g2_from_proj(_pippenger([_g2_to_proj(p) for p in points[: len(scalars)]], scalars, ob.Z2))
 

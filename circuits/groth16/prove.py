@@ -81,9 +81,9 @@ def prove(
     (pass them only for reproducibility tests: reusing them leaks the witness).
 
     With `workers` >= 2 (the default) the quotient and its MSM run on one
-    thread while the four MSMs that need only the witness run on another;
-    `workers` = 1 does everything in turn. Each MSM of the mcl backend is
-    itself split across the cores.
+    thread while the four MSMs that need only the witness run on another (each
+    on a single thread); `workers` = 1 does everything in turn. The H MSM, and
+    every MSM when `workers` = 1, is split across the cores by the mcl backend.
     """
     report = progress or (lambda stage, done, total: None)
     if backend is None:
@@ -109,13 +109,19 @@ def prove(
         report("quotient", 2, 3)
         return backend.g1_msm(pk.h_query, h)
 
-    def witness_msms():
-        return (backend.g2_msm(pk.b_g2_query, w_all), backend.g1_msm(pk.a_query, w_all),
-                backend.g1_msm(pk.b_g1_query, w_all), backend.g1_msm(pk.l_query, w_private))
+    # The quotient's NTTs hold the GIL and use one core; the MSMs that need
+    # only the witness fill the other core meanwhile, on ONE thread: with the
+    # backend's default of a thread per core they would also take part of the
+    # NTTs' core, finish early and leave a core idle while the quotient (and so
+    # the H MSM, which uses every core) waits.
+    witness_threads = 1 if workers > 1 else None
 
-    # The quotient's NTTs run on one core; the MSMs that need only the witness
-    # fill the other meanwhile (2^18 range-check circuit, idle 2-core machine:
-    # 3.6-3.8 s one after the other, 3.2-3.3 s overlapped).
+    def witness_msms():
+        return (backend.g2_msm(pk.b_g2_query, w_all, threads=witness_threads),
+                backend.g1_msm(pk.a_query, w_all, threads=witness_threads),
+                backend.g1_msm(pk.b_g1_query, w_all, threads=witness_threads),
+                backend.g1_msm(pk.l_query, w_private, threads=witness_threads))
+
     h_sum, (b2_sum, a_sum, b1_sum, l_sum) = run_concurrently([quotient_msm, witness_msms], workers=workers)
     del a_rows, b_rows, c_rows
 
