@@ -1,0 +1,372 @@
+"""The customer's side over HTTP, against an in-process service serving a REAL card and REAL bundles.
+
+A German Credit (4,2) model is committed and two customers' certificates are
+proved by the bank's code; `httpx.MockTransport` serves them with the
+service's wire format. Every acceptance has its refusal: a swapped model, a
+forged or replayed certificate, a certificate about another record, and a
+service that errs, stalls or answers garbage.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import httpx
+import pytest
+
+from commitments.api import DecisionAccepted, JobView, ModelList, ModelSummary
+from commitments.bundle import CertificateBundle, Radius
+from commitments.card import ModelCard
+from commitments.record import UnknownCategoryError, encode_record
+from verifier_client.cli import main as verify_main
+from verifier_client.pins import PinMismatch, PinStore
+from verifier_client.service_client import ServiceClient, ServiceError, check_certificate, request_certificate
+from verifier_client.verify import explain, verify_bundle
+
+URL = "http://bank.test"
+MODEL = "german-4x2-fair"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Bank:
+    """A committed German (4,2) model and certificates proved for two test customers."""
+
+    def __init__(self, root: Path, cache: Path):
+        from fairness.model import save_artifact
+        from fairness.training import load_or_train
+        from offline_precompute.certify import query_from_record
+        from offline_precompute.db import open_database, resolve_store_url
+        from offline_precompute.enumerate import precompute
+        from prover_service.proving import Prover
+        from prover_service.publishing import commit_model
+        from prover_service.workspace import ModelWorkspace
+        from circuits.backends import get_backend
+
+        artifact = load_or_train("german", (4, 2), "fair", cache, seed=0)
+        save_artifact(artifact, root / "model")
+        workspace = ModelWorkspace.open(root / "model")
+        commit_model(workspace, model_id=MODEL)
+        self.db = open_database(resolve_store_url(None, workspace.root))
+        prover = Prover(workspace, self.db, get_backend())
+        precompute(self.db, prover.model)
+        from fairness.datasets import load_dataset
+
+        records = load_dataset("german").records_test
+        self.records = [dict(records[0]), dict(records[1])]
+        self.bundles = [prover.prove(query_from_record(artifact, prover.model, r)).bundle for r in self.records]
+        self.card = ModelCard.model_validate_json(prover.card.model_dump_json())  # as served
+
+
+@pytest.fixture(scope="module")
+def bank(tmp_path_factory):
+    from fairness.errors import DataError
+
+    try:
+        bank = Bank(tmp_path_factory.mktemp("bank"), tmp_path_factory.getbasetemp() / "fairproof-models")
+    except DataError as exc:  # pragma: no cover - depends on the machine
+        pytest.skip(f"German Credit dataset not available: {exc}")
+    yield bank
+    bank.db.dispose()
+
+
+class FakeService:
+    """The service's endpoints over MockTransport; each test breaks one thing."""
+
+    def __init__(self, card: ModelCard, bundle: CertificateBundle, *, decision: int | None = None,
+                 states=("queued", "running", "succeeded"), overrides=None):
+        self.card, self.bundle = card, bundle
+        self.decision = bundle.decision if decision is None else decision
+        self.states = list(states)
+        self.overrides = overrides or {}  # (method, path) -> httpx.Response or exception
+        self.requests: list[httpx.Request] = []
+
+    def transport(self) -> httpx.MockTransport:
+        return httpx.MockTransport(self.handle)
+
+    def posted_records(self) -> list[dict]:
+        return [json.loads(r.content)["record"] for r in self.requests if r.method == "POST"]
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        key = (request.method, request.url.path)
+        if key in self.overrides:
+            answer = self.overrides[key]
+            if isinstance(answer, Exception):
+                raise answer
+            return answer
+        path = request.url.path
+        if key == ("GET", "/v1/models"):
+            card = self.card
+            summary = ModelSummary(model_id=MODEL, dataset=card.dataset, commitment=card.commitment,
+                                   card_digest=card.digest(), n_inputs=card.architecture.n_inputs,
+                                   hidden_sizes=card.architecture.hidden_sizes,
+                                   sensitive_features=tuple(f.name for f in card.sensitive),
+                                   card_url=f"/v1/models/{MODEL}/card")
+            return httpx.Response(200, text=ModelList(models=(summary,)).model_dump_json())
+        if key == ("GET", f"/v1/models/{MODEL}/card"):
+            return httpx.Response(200, text=self.card.model_dump_json())
+        if key == ("POST", f"/v1/models/{MODEL}/decisions"):
+            labels = self.card.architecture.class_labels
+            accepted = DecisionAccepted(job_id="job-1", model_id=MODEL, decision=self.decision,
+                                        decision_label=labels[self.decision], status="queued", job_url="/v1/jobs/job-1")
+            return httpx.Response(202, text=accepted.model_dump_json())
+        if key == ("GET", "/v1/jobs/job-1"):
+            status = self.states.pop(0) if len(self.states) > 1 else self.states[0]
+            done = status == "succeeded"
+            view = JobView(job_id="job-1", model_id=MODEL, kind="certificate", status=status,
+                           stage={"queued": "waiting for a worker", "running": "proving",
+                                  "succeeded": "done", "failed": "proving"}[status],
+                           progress=1.0 if done else 0.5 if status == "running" else 0.0, attempts=1,
+                           created_at="2025-01-01T00:00:00Z", updated_at="2025-01-01T00:00:02Z",
+                           error="worker ran out of memory" if status == "failed" else None,
+                           certificate_id=self.bundle.certificate_id if done else None)
+            return httpx.Response(200, text=view.model_dump_json())
+        if key == ("GET", f"/v1/certificates/{self.bundle.certificate_id}"):
+            return httpx.Response(200, text=self.bundle.model_dump_json())
+        return httpx.Response(404, json={"detail": f"no route {request.method} {path}"})
+
+
+def run_cli(service: FakeService, record: dict, tmp_path: Path, *extra: str) -> int:
+    record_path = tmp_path / "customer.json"
+    record_path.write_text(json.dumps(record))
+    argv = ["--url", URL, "--model", MODEL, "--record", str(record_path), "--pin-file", str(tmp_path / "pins.json"),
+            *extra]
+    return verify_main(argv, transport=service.transport())
+
+
+def forged(bundle: CertificateBundle, **fields) -> CertificateBundle:
+    """Fields changed and public signals recomputed to match, as a forger would."""
+    data = bundle.model_dump()
+    data.update(fields)
+    out = CertificateBundle.model_validate(data)
+    commitment = int(bundle.public_signals[0])
+    return out.model_copy(update={"public_signals": tuple(str(v) for v in out.expected_public_inputs(commitment))})
+
+
+# --- acceptance ------------------------------------------------------------------------------
+
+
+def test_customer_gets_a_valid_certificate_for_their_own_record(bank, tmp_path, capsys):
+    service = FakeService(bank.card, bank.bundles[0])
+    assert run_cli(service, bank.records[0], tmp_path) == 0
+    out, err = capsys.readouterr()
+    bundle = bank.bundles[0]
+    assert out.startswith("VALID certificate") and f"Radius: eps = {bundle.eps.decimal}" in out
+    assert explain(bundle, bank.card) in out and bundle.decision_label in out
+    assert "job job-1: queued" in err and "job job-1: running, proving (50%)" in err and "first use" in err
+    assert service.posted_records() == [json.loads(json.dumps(bank.records[0]))]
+    pin = PinStore(tmp_path / "pins.json").get(URL, MODEL)
+    assert pin.commitment == bank.card.commitment and pin.card_digest == bank.card.digest()
+    # The second decision under the same pin: no "first use" notice, still valid.
+    assert run_cli(FakeService(bank.card, bank.bundles[0]), bank.records[0], tmp_path) == 0
+    assert "first use" not in capsys.readouterr().err
+
+
+def test_the_library_flow_returns_the_verdict_and_the_customer_query(bank, tmp_path):
+    service = FakeService(bank.card, bank.bundles[1])
+    seen: list[JobView] = []
+    with ServiceClient(URL, transport=service.transport(), sleep=lambda s: None) as client:
+        result = request_certificate(client, PinStore(tmp_path / "pins.json"), MODEL, bank.records[1],
+                                     on_progress=seen.append, poll_interval=0)
+        listed = client.models().models
+    assert [m.model_id for m in listed] == [MODEL] and listed[0].commitment == bank.card.commitment
+    assert result.verdict.valid and result.query == bank.bundles[1].query == encode_record(bank.card, bank.records[1])
+    assert [v.status for v in seen] == ["queued", "running", "succeeded"] and result.pin.first_use
+
+
+# --- refusals ---------------------------------------------------------------------------------
+
+
+def test_a_different_model_than_the_pinned_one_is_refused_before_submitting(bank, tmp_path, capsys):
+    other = bank.card.model_copy(update={"commitment": str(int(bank.card.commitment) + 1)})
+    PinStore(tmp_path / "pins.json").check(URL, other)  # the customer first saw another model
+    service = FakeService(bank.card, bank.bundles[0])
+    assert run_cli(service, bank.records[0], tmp_path) == 1
+    err = capsys.readouterr().err
+    assert "REFUSED" in err and bank.card.commitment in err and other.commitment in err
+    assert service.posted_records() == []  # the record never left the customer's machine
+    with ServiceClient(URL, transport=service.transport()) as client, pytest.raises(PinMismatch):
+        request_certificate(client, PinStore(tmp_path / "pins.json"), MODEL, bank.records[0])
+
+
+@pytest.mark.parametrize("tamper", ["eps", "decision", "proof"])
+def test_a_tampered_certificate_is_refused(bank, tmp_path, capsys, tamper):
+    bundle = bank.bundles[0]
+    if tamper == "eps":
+        bad = forged(bundle, eps=Radius(numerator=bundle.eps.numerator * 2 + 1, scale_bits=bundle.eps.scale_bits))
+        decision = None
+    elif tamper == "decision":
+        other = 1 - bundle.decision
+        bad = forged(bundle, decision=other, decision_label=bank.card.architecture.class_labels[other])
+        decision = other  # the service announces the forged decision too
+    else:
+        proof = dict(bundle.proof)
+        proof["pi_a"] = [proof["pi_c"][0], proof["pi_c"][1], "1"]
+        bad, decision = bundle.model_copy(update={"proof": proof}), None
+    assert run_cli(FakeService(bank.card, bad, decision=decision), bank.records[0], tmp_path) == 1
+    err = capsys.readouterr().err
+    assert "INVALID certificate" in err and ("proof" in err or "public inputs" in err)
+
+
+def test_a_genuine_certificate_about_another_record_is_refused(bank, tmp_path, capsys):
+    assert verify_bundle(bank.bundles[1], bank.card)  # a real proof, only about someone else
+    assert bank.bundles[0].query != bank.bundles[1].query
+    assert run_cli(FakeService(bank.card, bank.bundles[1]), bank.records[0], tmp_path) == 1
+    assert "another customer's record" in capsys.readouterr().err
+    assert run_cli(FakeService(bank.card, bank.bundles[1]), bank.records[1], tmp_path) == 0
+
+
+def test_a_decision_announced_differently_from_the_proof_is_refused(bank, tmp_path, capsys):
+    bundle = bank.bundles[0]
+    service = FakeService(bank.card, bundle, decision=1 - bundle.decision)
+    assert run_cli(service, bank.records[0], tmp_path) == 1
+    assert "announced decision" in capsys.readouterr().err
+
+
+def test_a_certificate_under_another_card_is_refused(bank):
+    query = encode_record(bank.card, bank.records[0])
+    renamed = bank.bundles[0].model_copy(update={"card_digest": "0" * 64})
+    verdict = check_certificate(renamed, bank.card, query)
+    assert not verdict and "another model card" in verdict.reasons[0]
+    assert check_certificate(bank.bundles[0], bank.card, query)
+
+
+def test_an_unusable_record_is_refused_before_submitting(bank, tmp_path, capsys):
+    service = FakeService(bank.card, bank.bundles[0])
+    assert run_cli(service, {**bank.records[0], "purpose": "A99"}, tmp_path) == 2
+    assert "unknown category 'A99'" in capsys.readouterr().err and service.posted_records() == []
+    with ServiceClient(URL, transport=service.transport()) as client, pytest.raises(UnknownCategoryError):
+        request_certificate(client, PinStore(tmp_path / "pins.json"), MODEL, {**bank.records[0], "purpose": "A99"})
+    (tmp_path / "broken.json").write_text("{")
+    assert verify_main(["--url", URL, "--model", MODEL, "--record", str(tmp_path / "broken.json")],
+                       transport=service.transport()) == 2
+    assert "not valid JSON" in capsys.readouterr().err
+
+
+# --- the service errs, stalls or answers garbage: exit 2 --------------------------------------
+
+
+CARD_PATH = f"/v1/models/{MODEL}/card"
+
+
+@pytest.mark.parametrize("where, answer, message", [
+    (("GET", CARD_PATH), httpx.Response(404, json={"detail": f"no model {MODEL!r}"}), f"HTTP 404: no model '{MODEL}'"),
+    (("POST", f"/v1/models/{MODEL}/decisions"),
+     httpx.Response(422, json={"detail": [{"loc": ["body", "record", "age"], "msg": "Input should be a number"}]}),
+     "HTTP 422: record.age: Input should be a number"),
+    (("GET", "/v1/jobs/job-1"), httpx.Response(503, json={"detail": "store unavailable"}), "HTTP 503: store unavailable"),
+    (("GET", CARD_PATH), httpx.Response(502, text="Bad Gateway"), "HTTP 502: Bad Gateway"),
+    (("GET", CARD_PATH), httpx.ReadTimeout("timed out"), "did not answer in time"),
+    (("GET", CARD_PATH), httpx.ConnectError("connection refused"), "service unreachable"),
+    (("GET", CARD_PATH), httpx.Response(200, text="{not json"), "malformed ModelCard"),
+    (("GET", "/v1/jobs/job-1"), httpx.Response(200, json={"job_id": "job-1", "status": "running"}), "malformed JobView"),
+])
+def test_service_failures_exit_2_with_the_reason(bank, tmp_path, capsys, where, answer, message):
+    service = FakeService(bank.card, bank.bundles[0], overrides={where: answer})
+    assert run_cli(service, bank.records[0], tmp_path) == 2
+    err = capsys.readouterr().err
+    assert "service error" in err and message in err
+
+
+def test_a_malformed_certificate_response_exits_2(bank, tmp_path, capsys):
+    data = json.loads(bank.bundles[0].model_dump_json())
+    del data["proof"]
+    path = f"/v1/certificates/{bank.bundles[0].certificate_id}"
+    service = FakeService(bank.card, bank.bundles[0], overrides={("GET", path): httpx.Response(200, json=data)})
+    assert run_cli(service, bank.records[0], tmp_path) == 2
+    assert "malformed CertificateBundle" in capsys.readouterr().err
+
+
+def test_a_failed_or_stalled_job_exits_2(bank, tmp_path, capsys):
+    assert run_cli(FakeService(bank.card, bank.bundles[0], states=("queued", "failed")), bank.records[0], tmp_path) == 2
+    assert "failed: worker ran out of memory" in capsys.readouterr().err
+    stalled = FakeService(bank.card, bank.bundles[0], states=("running",))
+    assert run_cli(stalled, bank.records[0], tmp_path, "--timeout", "0.01") == 2
+    assert "did not finish within 0.01 s" in capsys.readouterr().err
+
+
+def test_wait_polls_until_finished_and_gives_up_at_its_deadline(bank):
+    now = [0.0]
+    sleeps: list[float] = []
+
+    def sleep(s: float) -> None:
+        sleeps.append(s)
+        now[0] += s
+
+    service = FakeService(bank.card, bank.bundles[0], states=("queued", "running", "running", "succeeded"))
+    with ServiceClient(URL, transport=service.transport(), sleep=sleep, clock=lambda: now[0]) as client:
+        assert client.wait("job-1", poll_interval=2.0, timeout=60).status == "succeeded"
+        assert sleeps == [2.0, 2.0, 2.0]
+    sleeps.clear()
+    stalled = FakeService(bank.card, bank.bundles[0], states=("running",))
+    with ServiceClient(URL, transport=stalled.transport(), sleep=sleep, clock=lambda: now[0]) as client:
+        with pytest.raises(ServiceError, match="did not finish within 5 s"):
+            client.wait("job-1", poll_interval=2.0, timeout=5)
+    assert sleeps == [2.0, 2.0]  # polled at 0, 2 and 4 s; the next poll would be past the deadline
+
+
+def test_ids_cannot_reach_another_endpoint(bank):
+    service = FakeService(bank.card, bank.bundles[0])
+    with ServiceClient(URL, transport=service.transport()) as client, pytest.raises(ServiceError, match="HTTP 404"):
+        client.card("../../jobs/job-1")
+    assert service.requests[-1].url.raw_path.decode() == "/v1/models/..%2F..%2Fjobs%2Fjob-1/card"
+
+
+# --- command line: modes never mix ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["b.json", "--url", URL, "--model", MODEL, "--record", "r.json"], "not both"),
+    (["--url", URL, "--card", "c.json", "--model", MODEL, "--record", "r.json"], "not both"),
+    (["--url", URL, "--model", MODEL], "--url needs --record"),
+    (["b.json", "--card", "c.json", "--pin-file", "p.json"], "--pin-file: only with --url"),
+    (["b.json"], "required: --card"),
+    ([], "give a BUNDLE file"),
+    (["--url", URL, "--model", MODEL, "--record", "r.json", "--timeout", "0"], "positive number of seconds"),
+])
+def test_usage_errors_are_clear(argv, message, capsys):
+    with pytest.raises(SystemExit) as info:
+        verify_main(argv)
+    assert info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_an_unreachable_service_exits_2(tmp_path, capsys):
+    record = tmp_path / "r.json"
+    record.write_text("{}")
+    assert verify_main(["--url", "http://127.0.0.1:9", "--model", MODEL, "--record", str(record),
+                        "--pin-file", str(tmp_path / "pins.json"), "--timeout", "5"]) == 2
+    assert "service unreachable" in capsys.readouterr().err
+
+
+# --- the customer's install: no torch, scipy, database or prover code --------------------------
+
+
+def test_the_client_imports_nothing_of_the_bank_side():
+    blocked = ("fairness", "offline_precompute", "prover_service", "sqlalchemy", "scipy", "torch")
+    script = textwrap.dedent(f"""
+        import sys
+        BLOCKED = {blocked!r}
+
+        class Block:
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] in BLOCKED:
+                    raise ImportError(f"the customer's client must not import {{name}}")
+                return None
+
+        sys.meta_path.insert(0, Block())
+        import verifier_client.cli, verifier_client.service_client, verifier_client.pins, commitments.record
+        leaked = sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)
+        assert not leaked, leaked
+        print("ok")
+    """)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+    # The blocker itself works: importing the bank side through it fails.
+    bad = subprocess.run([sys.executable, "-c", script.replace("commitments.record\n", "commitments.publish\n")],
+                         capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    assert bad.returncode != 0 and "must not import" in bad.stderr

@@ -1,0 +1,216 @@
+"""The customer's side over HTTP: ask the bank's service for a decision and check its certificate.
+
+`ServiceClient` speaks the wire format of `commitments.api`; every failure
+(an HTTP error status, the network, a timeout, a response that does not parse)
+is one `ServiceError`. `request_certificate` is the whole customer flow:
+fetch the card, check it against the pinned commitment, encode the record
+locally, submit it, wait for the job, fetch the bundle, and verify that the
+proof holds under the card and that the certificate is about this record.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, TypeVar
+from urllib.parse import quote
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
+from commitments.api import API_PREFIX, FINISHED, DecisionAccepted, DecisionRequest, ErrorBody, JobView, ModelList
+from commitments.bundle import CertificateBundle
+from commitments.card import ModelCard
+from commitments.record import encode_record
+
+from .pins import PinCheck, PinStore, normalise_service_url
+from .verify import Verdict, verify_bundle
+
+M = TypeVar("M", bound=BaseModel)
+
+DEFAULT_TIMEOUT = 30.0  # seconds, per HTTP request
+DEFAULT_WAIT = 300.0  # seconds, for a certificate job to finish
+DEFAULT_POLL_INTERVAL = 0.5
+
+
+class ServiceError(Exception):
+    """The service could not be used: HTTP error `status` (None for network errors,
+    timeouts and malformed responses) with a readable `detail`."""
+
+    def __init__(self, status: int | None, detail: str):
+        super().__init__(f"HTTP {status}: {detail}" if status is not None else detail)
+        self.status = status
+        self.detail = detail
+
+
+class ServiceClient:
+    def __init__(self, base_url: str, timeout: float = DEFAULT_TIMEOUT, transport: httpx.BaseTransport | None = None,
+                 *, sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic):
+        try:
+            self.base_url = normalise_service_url(base_url)
+        except ValueError as exc:
+            raise ServiceError(None, str(exc)) from None
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport,
+                                  headers={"Accept": "application/json"})
+        self._sleep, self._clock = sleep, clock
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> "ServiceClient":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- endpoints ----------------------------------------------------------------------
+
+    def models(self) -> ModelList:
+        return self._call("GET", "/models", ModelList)
+
+    def card(self, model_id: str) -> ModelCard:
+        return self._call("GET", f"/models/{_segment(model_id)}/card", ModelCard)
+
+    def submit(self, model_id: str, record: Mapping[str, Any]) -> DecisionAccepted:
+        try:
+            body = DecisionRequest(record=dict(record))
+        except (ValidationError, TypeError, ValueError) as exc:
+            raise ServiceError(None, f"the record cannot be sent: {_first_error(exc)}") from None
+        return self._call("POST", f"/models/{_segment(model_id)}/decisions", DecisionAccepted,
+                          json=body.model_dump(mode="json"))
+
+    def job(self, job_id: str) -> JobView:
+        return self._call("GET", f"/jobs/{_segment(job_id)}", JobView)
+
+    def wait(self, job_id: str, on_progress: Callable[[JobView], None] | None = None,
+             poll_interval: float = DEFAULT_POLL_INTERVAL, timeout: float = DEFAULT_WAIT) -> JobView:
+        """Poll the job until it has finished (succeeded or failed); ServiceError after `timeout` seconds."""
+        deadline = self._clock() + timeout
+        while True:
+            view = self.job(job_id)
+            if on_progress is not None:
+                on_progress(view)
+            if view.status in FINISHED:
+                return view
+            if self._clock() + poll_interval > deadline:
+                raise ServiceError(None, f"job {job_id} did not finish within {timeout:g} s "
+                                         f"(last seen {view.status}: {view.stage})")
+            self._sleep(poll_interval)
+
+    def certificate(self, certificate_id: str) -> CertificateBundle:
+        return self._call("GET", f"/certificates/{_segment(certificate_id)}", CertificateBundle)
+
+    # -- plumbing -----------------------------------------------------------------------
+
+    def _call(self, method: str, path: str, model: type[M], **kwargs: Any) -> M:
+        url = API_PREFIX + path
+        try:
+            response = self._http.request(method, url, **kwargs)
+        except httpx.TimeoutException:
+            raise ServiceError(None, f"{method} {self.base_url}{url}: the service did not answer in time") from None
+        except httpx.HTTPError as exc:
+            raise ServiceError(None, f"{method} {self.base_url}{url}: service unreachable ({exc})") from None
+        if response.is_error:
+            raise ServiceError(response.status_code, _error_detail(response))
+        try:
+            return model.model_validate_json(response.content)
+        except ValidationError as exc:
+            raise ServiceError(None, f"{method} {url}: malformed {model.__name__} in the response "
+                                     f"({_first_error(exc)})") from None
+
+
+def _segment(value: str) -> str:
+    """One path segment: an id can never reach another endpoint."""
+    if not value:
+        raise ServiceError(None, "an empty id cannot be requested")
+    return quote(value, safe="")
+
+
+def _error_detail(response: httpx.Response) -> str:
+    """ErrorBody's detail; FastAPI's validation errors (a list) and non-JSON bodies read too."""
+    try:
+        return ErrorBody.model_validate_json(response.content).detail
+    except ValidationError:
+        pass
+    try:
+        detail = response.json().get("detail")
+    except (ValueError, AttributeError):
+        detail = None
+    if isinstance(detail, list) and detail:
+        return "; ".join(_validation_item(item) for item in detail)
+    text = response.text.strip()
+    return text[:200] if text else response.reason_phrase or "error without a message"
+
+
+def _validation_item(item: Any) -> str:
+    if isinstance(item, dict):
+        where = ".".join(str(p) for p in item.get("loc", ()) if p != "body")
+        return f"{where}: {item.get('msg')}" if where else str(item.get("msg"))
+    return str(item)
+
+
+def _first_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err.get("loc", ())) or "document"
+        return f"{where}: {err.get('msg')}"
+    return str(exc)
+
+
+# -- the whole customer flow ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CertificateResult:
+    verdict: Verdict
+    card: ModelCard
+    pin: PinCheck
+    query: tuple[int, ...]  # the customer's own encoding of the record
+    accepted: DecisionAccepted
+    bundle: CertificateBundle
+
+
+def request_certificate(client: ServiceClient, pins: PinStore, model_id: str, record: Mapping[str, Any], *,
+                        on_progress: Callable[[JobView], None] | None = None,
+                        poll_interval: float = DEFAULT_POLL_INTERVAL, timeout: float = DEFAULT_WAIT,
+                        backend=None) -> CertificateResult:
+    """Submit `record` for a decision and check its certificate.
+
+    Raises RecordError (commitments.record) before anything is sent if the
+    record does not fit the card, PinMismatch if the service presents another
+    model than the one pinned, ServiceError if the service cannot be used.
+    Otherwise returns the verdict: valid only if the proof holds under the
+    pinned card, the certificate is about this record's query, and it states
+    the decision the service announced.
+    """
+    card = client.card(model_id)
+    if card.model_id != model_id:
+        raise ServiceError(None, f"asked for the card of model {model_id!r}, got the card of {card.model_id!r}")
+    pin = pins.check(client.base_url, card)  # first: a swapped model matters more than a bad record
+    query = encode_record(card, record)  # before sending: a record the card refuses gets no decision
+    accepted = client.submit(model_id, record)
+    if accepted.model_id != model_id:
+        raise ServiceError(None, f"submitted to model {model_id!r}, the service answered for {accepted.model_id!r}")
+    job = client.wait(accepted.job_id, on_progress, poll_interval, timeout)
+    if job.status != "succeeded":
+        raise ServiceError(None, f"certificate job {job.job_id} failed: {job.error or job.stage}")
+    if not job.certificate_id:
+        raise ServiceError(None, f"certificate job {job.job_id} succeeded without naming its certificate")
+    bundle = client.certificate(job.certificate_id)
+    verdict = check_certificate(bundle, card, query, accepted, backend)
+    return CertificateResult(verdict, card, pin, query, accepted, bundle)
+
+
+def check_certificate(bundle: CertificateBundle, card: ModelCard, query: tuple[int, ...],
+                      accepted: DecisionAccepted | None = None, backend=None) -> Verdict:
+    """verify_bundle, and then: the certificate is about `query` and states the announced decision."""
+    if bundle.model_id != card.model_id or bundle.card_digest != card.digest():
+        return Verdict(False, ("the certificate was issued under another model card than the pinned one",))
+    if tuple(bundle.query) != tuple(query):
+        differing = [card.feature_names[i] for i, (a, b) in enumerate(zip(bundle.query, query)) if a != b]
+        which = ", ".join(differing[:5]) + ("..." if len(differing) > 5 else "") if differing else "length"
+        return Verdict(False, (f"the certificate is about another customer's record, not yours "
+                               f"(query differs in: {which})",))
+    if accepted is not None and bundle.decision != accepted.decision:
+        return Verdict(False, (f"the service announced decision {accepted.decision_label!r} but the certificate "
+                               f"proves {bundle.decision_label!r}",))
+    return verify_bundle(bundle, card, backend)
