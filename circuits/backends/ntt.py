@@ -77,11 +77,11 @@ def powers(base: int, n: int) -> np.ndarray:
 
 @lru_cache(maxsize=64)
 def _bit_reverse_permutation(n: int) -> np.ndarray:
-    bits = n.bit_length() - 1
-    idx = np.arange(n, dtype=np.int64)
-    rev = np.zeros(n, dtype=np.int64)
-    for b in range(bits):
-        rev |= ((idx >> b) & 1) << (bits - 1 - b)
+    """rev_{2k} = [2 rev_k, 2 rev_k + 1]: O(n) work in log n vector steps."""
+    check_domain_size(n)
+    rev = np.zeros(1, dtype=np.int64)
+    while rev.shape[0] < n:
+        rev = np.concatenate((2 * rev, 2 * rev + 1))
     rev.flags.writeable = False  # shared by every caller
     return rev
 
