@@ -335,9 +335,14 @@ def test_usage_errors_are_clear(argv, message, capsys):
 
 
 def test_an_unreachable_service_exits_2(tmp_path, capsys):
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on: bound, then released
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
     record = tmp_path / "r.json"
     record.write_text("{}")
-    assert verify_main(["--url", "http://127.0.0.1:9", "--model", MODEL, "--record", str(record),
+    assert verify_main(["--url", f"http://127.0.0.1:{port}", "--model", MODEL, "--record", str(record),
                         "--pin-file", str(tmp_path / "pins.json"), "--timeout", "5"]) == 2
     assert "service unreachable" in capsys.readouterr().err
 
