@@ -91,6 +91,19 @@ def bit_reverse_permutation(n: int) -> np.ndarray:
         return _bit_reverse_permutation(n)
 
 
+def bit_reversed_powers(base: int, n: int, scale: int = 1) -> np.ndarray:
+    """[scale * base^rev(i) for i < n] (rev: log2(n)-bit reversal) without a gather:
+    the bit-reversed powers of x for 2k are those of x^2 for k, then x times them."""
+    log_n = check_domain_size(n)
+    out = fr_const(scale)
+    squares = [base % R]
+    while len(squares) < log_n:
+        squares.append(squares[-1] * squares[-1] % R)
+    for x in reversed(squares[:log_n]):  # x = base^(n/2), ..., base^2, base
+        out = np.concatenate((out, out * fr_const(x)))
+    return out
+
+
 @lru_cache(maxsize=64)
 def _stage_twiddles(n: int, inverse: bool) -> tuple[np.ndarray, ...]:
     """Per-stage twiddles: entry for half-size m is [w_{2m}^j for j < m], contiguous."""
@@ -177,11 +190,10 @@ def _quotient_factors(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     - bit-reversed g^i / n: undo the unscaled inverse NTT and enter the coset g*H;
     - bit-reversed g^-i / (n z): leave the coset after the inverse NTT, divide by Z;
     - 1 / (n z): scale the unscaled inverse NTT of C."""
-    perm = bit_reverse_permutation(n)
     n_inv = pow(n, R - 2, R)
     z_inv = pow((pow(COSET_SHIFT, n, R) - 1) % R, R - 2, R)
-    into = (powers(COSET_SHIFT, n) * fr_const(n_inv))[perm]
-    leave = (powers(pow(COSET_SHIFT, R - 2, R), n) * fr_const(n_inv * z_inv % R))[perm]
+    into = bit_reversed_powers(COSET_SHIFT, n, n_inv)
+    leave = bit_reversed_powers(pow(COSET_SHIFT, R - 2, R), n, n_inv * z_inv)
     return into, leave, fr_const(n_inv * z_inv % R)
 
 
