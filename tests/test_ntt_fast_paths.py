@@ -77,3 +77,11 @@ def test_six_ntt_quotient_refuses_a_violated_row():
     c[100] = (c[100] + 1) % R
     with pytest.raises(UnsatisfiedConstraint, match="constraint 100"):
         mcl.qap_quotient(*(mcl.scalar_vector(v) for v in (a, b, c)))
+
+
+@pytest.mark.parametrize("n", [1, 2, 8, 1 << 11])
+def test_bit_reversed_powers_equal_gathered_powers(n):
+    expected = (ntt.powers(5, n) * ntt.fr_const(77))[ntt.bit_reverse_permutation(n)]
+    assert ntt.bit_reversed_powers(5, n, 77).tobytes() == expected.tobytes()
+    if n > 1:  # natural order is not bit-reversed order
+        assert ntt.bit_reversed_powers(5, n, 77).tobytes() != (ntt.powers(5, n) * ntt.fr_const(77)).tobytes()
