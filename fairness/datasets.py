@@ -203,6 +203,8 @@ class Preprocessor:
             v = float(raw)
         except (TypeError, ValueError):
             raise DataError(f"feature {name!r}: {raw!r} is not a number") from None
+        except OverflowError:  # an integer beyond any float
+            raise DataError(f"feature {name!r}: value is not finite (too large for a number)") from None
         if not math.isfinite(v):
             raise DataError(f"feature {name!r}: value {raw!r} is not finite")
         return v

@@ -46,10 +46,46 @@ def _decide(url: str, record: dict) -> dict:
     return r.json()
 
 
-def test_concurrent_customers_get_verifiable_certificates(live):
-    card = ModelCard.model_validate_json(httpx.get(f"{live.url}/v1/models/{MODEL_DIRECTORY}/card").text)
+def test_concurrent_customers_verify_their_certificates_with_the_client(live, tmp_path):
+    from verifier_client.pins import PinStore
+    from verifier_client.service_client import ServiceClient, request_certificate
+
     records = customer_records(6)
-    with ThreadPoolExecutor(max_workers=6) as pool:
+
+    def customer(i: int):
+        with ServiceClient(live.url) as client:
+            return request_certificate(client, PinStore(tmp_path / f"pins-{i}.json"), MODEL_DIRECTORY, records[i],
+                                       poll_interval=0.1, timeout=180)
+
+    with ThreadPoolExecutor(max_workers=len(records)) as pool:
+        results = list(pool.map(customer, range(len(records))))
+    for result in results:
+        assert result.verdict.valid, result.verdict.reasons
+        assert result.bundle.query == result.query  # about the customer's own record
+    assert len({r.bundle.certificate_id for r in results}) == len(records)
+
+
+def test_the_verify_command_against_the_service_and_its_pin(live, tmp_path, capsys):
+    from verifier_client.cli import main as verify_main
+
+    record, pins = tmp_path / "me.json", tmp_path / "pins.json"
+    record.write_text(json.dumps(customer_records(3)[2]))
+    args = ["--url", live.url, "--model", MODEL_DIRECTORY, "--record", str(record), "--pin-file", str(pins)]
+    assert verify_main(args) == 0
+    out = capsys.readouterr().out
+    assert "VALID" in out and "eps" in out
+    pinned = json.loads(pins.read_text())
+    # Rejection twin: the service now presents another commitment for the same model id.
+    text = pins.read_text()
+    commitment = httpx.get(f"{live.url}/v1/models/{MODEL_DIRECTORY}/card").json()["commitment"]
+    pins.write_text(text.replace(commitment, str(int(commitment) + 1)))
+    assert pinned and verify_main(args) == 1
+    assert "commitment" in capsys.readouterr().err.lower()
+
+
+def test_bundles_fetched_over_http_verify_and_tampering_is_refused(live):
+    records = customer_records(5)[3:5]
+    with ThreadPoolExecutor(max_workers=2) as pool:
         accepted = list(pool.map(lambda rec: _decide(live.url, rec), records))
     assert len({a["job_id"] for a in accepted}) == len(records)
     bundles = []
@@ -106,7 +142,9 @@ def _assert_clear_4xx(response: httpx.Response, status: int, words: str) -> None
     (lambda r: {**r, "duration": "twelve"}, "not a number"),
     (lambda r: {**r, "duration": 1e9}, "outside the model's domain box"),
     (lambda r: {**r, "foreign_worker": "A299"}, "unknown category"),
-], ids=["missing-feature", "extra-feature", "unknown-category", "not-a-number", "out-of-domain", "bad-sensitive"])
+    (lambda r: {**r, "duration": 10**400}, "not finite"),
+], ids=["missing-feature", "extra-feature", "unknown-category", "not-a-number", "out-of-domain", "bad-sensitive",
+        "beyond-float"])
 def test_bad_records_are_refused_clearly(live, mutate, words):
     record = mutate(customer_records(1)[0])
     r = httpx.post(f"{live.url}/v1/models/{MODEL_DIRECTORY}/decisions", json={"record": record})

@@ -196,6 +196,13 @@ def request_certificate(client: ServiceClient, pins: PinStore, model_id: str, re
     if not job.certificate_id:
         raise ServiceError(None, f"certificate job {job.job_id} succeeded without naming its certificate")
     bundle = client.certificate(job.certificate_id)
+    if not any(b.bucket == bundle.bucket for b in card.circuits):
+        # The bank set up this circuit bucket's keys while proving: fetch the card again. It must be the
+        # same model card (same digest, which covers everything but the bucket list) and pass the pin.
+        refreshed = client.card(model_id)
+        if refreshed.digest() == card.digest():
+            pin = pins.check(client.base_url, refreshed)
+            card = refreshed
     verdict = check_certificate(bundle, card, query, accepted, backend)
     return CertificateResult(verdict, card, pin, query, accepted, bundle)
 
