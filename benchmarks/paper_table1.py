@@ -12,6 +12,7 @@ is measured when the `ezkl` package is importable (it is not a dependency).
 
     .venv/bin/python benchmarks/paper_table1.py [--models german:4x2,adult:8x2] [--variants fair,unfair]
                                                 [--queries 20] [--snarkjs-sample 2] [--workdir DIR]
+                                                [--max-constraints N]
 
 Writes benchmarks/results/paper_table1.json and prints a table.
 """
@@ -64,8 +65,25 @@ def ezkl_available() -> bool:
     return True
 
 
+def constraint_model(prover) -> tuple[int, int, int]:
+    """(fixed, per region slot, per pool entry) constraints of this model's statement, all slices
+    together, from two small builds without values (the statement is linear in K and F up to
+    a few lookup bits)."""
+    from circuits.builder import ConstraintSystem
+    from circuits.statement import build_statement
+
+    def count(k: int, f: int) -> int:
+        cs = ConstraintSystem(with_values=False)
+        build_statement(cs, prover.shape_for(k, f))
+        return cs.n_constraints
+
+    base, more_k, more_f = count(4, 4), count(8, 4), count(4, 8)
+    per_k, per_f = (more_k - base) // 4, (more_f - base) // 4
+    return base - 4 * per_k - 4 * per_f, per_k, per_f
+
+
 def bench_model(dataset: str, hidden: tuple[int, ...], variant: str, n_queries: int, n_snarkjs: int,
-                workdir: Path) -> dict:
+                workdir: Path, max_constraints: int | None = None) -> dict:
     from circuits.backends import get_backend
     from fairness.errors import CertificationError
     from fairness.model import save_artifact
@@ -100,14 +118,22 @@ def bench_model(dataset: str, hidden: tuple[int, ...], variant: str, n_queries: 
         queries = [query_from_index(artifact, prover.model, i) for i in range(min(n_queries, len(X)))]
 
         # Offline: the keys of every bucket these customers need, timed per bucket.
-        setups, uncertifiable = {}, []
+        setups, uncertifiable, too_large = {}, [], []
         certifiable = []
+        fixed, per_k, per_f = constraint_model(prover) if max_constraints else (0, 0, 0)
         for i, q in enumerate(queries):
             try:
-                k, f = bucket_sizes(prover.certify(q))
+                cert = prover.certify(q)
+                k, f = bucket_sizes(cert)
             except CertificationError as exc:  # reported, never silently dropped
                 uncertifiable.append({"index": i, "reason": str(exc)})
                 log(f"  {name}: customer {i}: not certifiable: {exc}")
+                continue
+            estimate = fixed + per_k * k + per_f * f
+            if max_constraints and estimate > max_constraints:  # reported with its size, never silently dropped
+                too_large.append({"index": i, "bucket": [k, f], "estimated_constraints": estimate,
+                                  "regions_per_slice": list(cert.regions_per_slice), "eps": float(cert.eps_value)})
+                log(f"  {name}: customer {i}: bucket k{k}-f{f} ~{estimate} constraints exceeds the cap: not proved")
                 continue
             certifiable.append(q)
             shape = prover.shape_for(k, f)
@@ -119,6 +145,8 @@ def bench_model(dataset: str, hidden: tuple[int, ...], variant: str, n_queries: 
                     f"setup {setups[shape.bucket]['seconds']:.1f} s")
         row["buckets"] = setups
         row["uncertifiable"] = uncertifiable
+        row["beyond_cap"] = too_large
+        row["max_constraints"] = max_constraints
         queries = certifiable
 
         online, proves, constraints, verify_ms, eps_equal, valid, statuses = [], [], [], [], 0, 0, {}
@@ -183,6 +211,9 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=20)
     parser.add_argument("--snarkjs-sample", type=int, default=2, help="bundles per model also checked with snarkjs")
     parser.add_argument("--workdir", default=None, help="where models, keys and stores go (default: a temp dir)")
+    parser.add_argument("--max-constraints", type=int, default=None,
+                        help="do not set up or prove buckets estimated above this many constraints; such customers "
+                             "are listed (bucket, estimated size) under beyond_cap")
     args = parser.parse_args()
 
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="fairproof-table1-"))
@@ -192,11 +223,17 @@ def main() -> int:
         hidden = tuple(int(h) for h in shape.split("x"))
         for variant in args.variants.split(","):
             log(f"== {dataset} {hidden} {variant}")
-            rows.append(bench_model(dataset, hidden, variant, args.queries, args.snarkjs_sample, workdir))
+            rows.append(bench_model(dataset, hidden, variant, args.queries, args.snarkjs_sample, workdir,
+                                    args.max_constraints))
             RESULTS.mkdir(exist_ok=True)
             (RESULTS / "paper_table1.json").write_text(json.dumps({"rows": rows}, indent=1))
     print_table(rows)
     log(f"results: {RESULTS / 'paper_table1.json'}; artifacts: {workdir}")
+    for r in rows:
+        if r.get("beyond_cap"):
+            log(f"{r['model']}: {len(r['beyond_cap'])} customers beyond the {r['max_constraints']}-constraint cap: "
+                + ", ".join(f"#{c['index']} k{c['bucket'][0]}-f{c['bucket'][1]} ~{c['estimated_constraints']}"
+                            for c in r["beyond_cap"]))
     return 0 if all(r["valid"] == r["queries"] and r["eps_equal_plaintext"] == r["queries"] for r in rows) else 1
 
 

@@ -40,8 +40,8 @@ from fairness import farkas as fk
 from fairness.farkas import FarkasCertificate
 from fairness.fixed_point import FixedPointModel, IntVector
 from fairness.geocert import DECISION, DEFAULT_MAX_REGIONS, NEURON, SliceSearch, geocert_slice
-from fairness.regions import (LPRegionOracle, RationalPoint, Region, RegionOracle, class_system, code_to_str,
-                              distance_sq, eps_cap, facet_system, flip, free_box, max_eps)
+from fairness.regions import (LPRegionOracle, RationalPoint, Region, RegionOracle, SliceGeometry, class_system, code_to_str,
+                              distance_at_least, distance_sq, eps_cap, facet_system, flip, free_box, max_eps)
 
 FORMAT = "fairproof.fairness-certificate"
 VERSION = 1
@@ -50,8 +50,12 @@ DEFAULT_EPS_BITS = 16
 DISTANCE = "distance"
 NEIGHBOR = "neighbor"
 EMPTY_FACET = "empty_facet"
+FAR_FACET = "far_facet"
+FAR_REGION = "far_region"
 NO_CLASS = "no_class"
-COVER_KINDS = (DISTANCE, NEIGHBOR, EMPTY_FACET, NO_CLASS)
+COVER_KINDS = (DISTANCE, NEIGHBOR, EMPTY_FACET, FAR_FACET, FAR_REGION, NO_CLASS)
+CERTIFICATE_KINDS = (EMPTY_FACET, FAR_FACET, FAR_REGION, NO_CLASS)  # covers that carry multipliers
+SEPARATION_KINDS = (FAR_FACET, FAR_REGION)  # covers whose multipliers include the box
 
 CERTIFIED = "certified"
 FLIP = "flip"
@@ -73,9 +77,12 @@ class Cover:
         _expect(isinstance(data, dict) and data.get("kind") in COVER_KINDS, f"bad cover {data!r}")
         farkas = data.get("farkas")
         kind = data["kind"]
-        needs = kind in (EMPTY_FACET, NO_CLASS)
+        needs = kind in CERTIFICATE_KINDS
         _expect((farkas is not None) == needs, f"cover {kind!r}: Farkas certificate {'missing' if needs else 'unexpected'}")
-        return cls(kind, _farkas_from_json(farkas) if farkas is not None else None)
+        cert = _farkas_from_json(farkas) if farkas is not None else None
+        _expect(cert is None or (cert.box is not None) == (kind in SEPARATION_KINDS),
+                f"cover {kind!r}: box multipliers {'missing' if kind in SEPARATION_KINDS else 'unexpected'}")
+        return cls(kind, cert)
 
 
 @dataclass(frozen=True)
@@ -283,8 +290,12 @@ def strict_decision(logits: Sequence[int]) -> int | None:
 
 def certify(model: FixedPointModel, query: Sequence[int], oracle: RegionOracle | None = None, *,
             eps_bits: int = DEFAULT_EPS_BITS, max_regions: int = DEFAULT_MAX_REGIONS,
-            max_retries: int = 8) -> Certificate:
-    """Decision and fairness certificate for `query` (integers at scale 2^s)."""
+            max_retries: int = 8, separate: bool = True) -> Certificate:
+    """Decision and fairness certificate for `query` (integers at scale 2^s).
+
+    `separate` lets GeoCert prove far facets with separation certificates
+    (FAR_FACET covers) instead of crossing them; off, every non-empty facet
+    closer than the stop is crossed (larger covering sets, same soundness)."""
     query = _check_query(model, query)
     if eps_bits < 0:
         raise CertificationError("eps_bits must be non-negative")
@@ -299,14 +310,16 @@ def certify(model: FixedPointModel, query: Sequence[int], oracle: RegionOracle |
                                flip=Flip(index, tuple(sv), d is None))
 
     banned: list[set[str]] = [set() for _ in slices]
-    searches = [geocert_slice(model, query, y, sv, oracle, max_regions=max_regions) for sv in slices]
+    searches = _search_slices(model, query, y, slices, oracle, max_regions, banned, separate)
     cap = eps_cap(model, eps_bits)
     for _ in range(max_retries + 1):
         covers = [_assign_covers(model, s, oracle) for s in searches]
         e, candidates = _eps_and_candidates(model, searches, covers, cap, eps_bits)
         attainment, failed = _choose_attainment(model, searches, candidates, oracle, y, e, cap)
         if attainment is not None:
-            return _assemble(query, y, e, eps_bits, searches, covers, attainment, model)
+            kept = [_prune(model, si, search, cov, e, eps_bits, attainment)
+                    for si, (search, cov) in enumerate(zip(searches, covers))]
+            return _assemble(query, y, e, eps_bits, searches, kept, attainment, model)
         # Every attaining row is an unwitnessable decision row: keep the search
         # out of those regions and stop at the facet leading into them instead.
         progress = False
@@ -316,11 +329,37 @@ def certify(model: FixedPointModel, query: Sequence[int], oracle: RegionOracle |
                 progress = True
         if not progress:
             break
-        for si in {si for si, _ in failed}:
-            searches[si] = geocert_slice(model, query, y, slices[si], oracle, max_regions=max_regions,
-                                         banned=frozenset(banned[si]))
+        searches = _search_slices(model, query, y, slices, oracle, max_regions, banned, separate)
     raise CertificationError("no boundary witness can be produced for the attaining decision row "
                              "(degenerate class region touching the start region)")
+
+
+def _stop_distance(search: SliceSearch) -> Fraction | None:
+    return search.stop.distance_sq if search.stop.reason != "exhausted" else None
+
+
+def _search_slices(model, query, y, slices, oracle, max_regions, banned, separate) -> list[SliceSearch]:
+    """GeoCert on every slice, each stopped at the smallest stop distance of the others.
+
+    eps is the minimum over slices, so a slice needs no region beyond the
+    smallest stop distance found anywhere: every row it leaves queued there
+    is a DISTANCE (or FAR_FACET) row at distance >= that stop >= eps. A
+    slice searched before a smaller stop was known is searched again with it
+    (the store and the oracle's memo make that cheap); its covering set is
+    then a prefix of the first search's."""
+    searches: list[SliceSearch | None] = [None] * len(slices)
+    limit: Fraction | None = None
+    for _ in range(2):
+        for si, sv in enumerate(slices):
+            old = searches[si]
+            if old is not None and (limit is None or (d := _stop_distance(old)) is not None and d <= limit):
+                continue
+            searches[si] = geocert_slice(model, query, y, sv, oracle, max_regions=max_regions,
+                                         banned=frozenset(banned[si]), limit=limit, separate=separate)
+            d = _stop_distance(searches[si])
+            if d is not None and (limit is None or d < limit):
+                limit = d
+    return searches  # type: ignore[return-value]
 
 
 def _check_query(model: FixedPointModel, query: Sequence[int]) -> IntVector:
@@ -354,6 +393,9 @@ def _assign_covers(model: FixedPointModel, search: SliceSearch, oracle: RegionOr
                 cover = Cover(NEIGHBOR)
             elif info is not None and info.farkas is not None:
                 cover = Cover(EMPTY_FACET, info.farkas)
+            elif (sep := search.separations.get((key, k))) is not None \
+                    and (key, NEURON, k) not in search.forced_distance:
+                cover = Cover(sep[2], sep[0])
             elif form.norm_sq == 0 and (f := _verified(facet_system(region, k), box,
                                                        oracle.facet(region, k).farkas)) is not None:
                 cover = Cover(EMPTY_FACET, f)
@@ -387,8 +429,19 @@ def _eps_and_candidates(model, searches, covers, cap, eps_bits):
     """E = min(cap, max_eps over every DISTANCE row); the rows attaining it."""
     best = cap
     rows: list[tuple[int, int, RowKey]] = []
+    box = free_box(model)
     for si, (search, cov) in enumerate(zip(searches, covers)):
         for rk, cover in cov.items():
+            if cover.kind in SEPARATION_KINDS:
+                # Its proved distance is >= the stop distance >= eps by construction;
+                # bounding E by it as well keeps that true without relying on it.
+                region = search.regions[rk[0]]
+                facet_rows, extra = separated_system(search.geometry, region, rk[2], cover.kind)
+                h, r2 = fk.separation(facet_rows, extra, box, cover.farkas, search.query_u)
+                nsq = sum(v * v for v in r2)
+                if nsq:
+                    best = min(best, max_eps(h, nsq, eps_bits, model.scale_bits))
+                continue
             if cover.kind != DISTANCE:
                 continue
             form = _form(search.regions[rk[0]], rk[1], rk[2], search.decision)
@@ -425,12 +478,95 @@ def _choose_attainment(model, searches, candidates, oracle, y, e, cap):
     return None, failed
 
 
-def _assemble(query, y, e, eps_bits, searches, covers, attainment, model) -> Certificate:
+def separated_system(geometry: SliceGeometry, region: Region, k: int, kind: str):
+    """(rows, extra row) a FAR_FACET or FAR_REGION cover of row k of `region` separates from u*:
+    the facet {P_R, z_k = 0}, or the whole neighbouring region P_{R ^ k} (extra row `no_row`)."""
+    if kind == FAR_FACET:
+        rows, extra, _ = facet_system(region, k)
+        return rows, extra
+    nb = geometry.region(flip(region.code, k))
+    return nb.rows(), fk.no_row(len(region.neurons[0].normal))
+
+
+def _prune(model: FixedPointModel, si: int, search: SliceSearch, covers: dict[RowKey, Cover], e: int, eps_bits: int,
+           attainment: "Attainment") -> tuple[list[str], dict[RowKey, Cover]]:
+    """The covering set actually needed for E: (codes in search order, covers).
+
+    The search enters regions up to its stop, which can lie beyond eps (a
+    decision row's projection distance can be far below the distance of the
+    region it belongs to). Kept: the start region, every region entered
+    through a row whose key (a proved distance) is below eps, and the
+    attaining region. A kept region's row into a dropped region is covered by
+    DISTANCE or FAR_FACET against E when it can be (a separation certificate
+    is computed if the search made none); otherwise the neighbour is kept
+    too, until the set is closed. Decision rows keep their covers. Every
+    cover is rechecked exactly by `fairness.checker`."""
+    s = model.scale_bits
+    u = search.query_u
+    box = free_box(model)
+    eps_sq = Fraction(e * e, 1 << (2 * eps_bits))
+    start = code_to_str(search.codes[0])
+    keep = {start} | {k for k, d in search.entered_at.items() if d < eps_sq}
+    if attainment.kind != "cap" and attainment.slice_index == si:
+        keep.add(attainment.code)
+    out: dict[RowKey, Cover] = {}
+    far_regions: dict[str, FarkasCertificate | None] = {}
+
+    def far_region(nb_key: str, code) -> FarkasCertificate | None:
+        """One separation certificate per excluded neighbour, shared by every row leading into it."""
+        if nb_key not in far_regions:
+            rows = search.geometry.region(code).rows()
+            found = fk.find_region_separation(rows, box, u, s)
+            ok = found is not None and fk.separation_proves(rows, fk.no_row(box.dim), box, found[0], u, e,
+                                                            eps_bits, s)
+            far_regions[nb_key] = found[0] if ok else None
+        return far_regions[nb_key]
+
+    pending = list(keep)
+    while pending:
+        key = pending.pop()
+        region = search.regions[key]
+        for k, form in enumerate(region.neurons):
+            rk = (key, NEURON, k)
+            nb = flip(region.code, k)
+            nb_key = code_to_str(nb)
+            old = covers[rk]
+            if old.kind in (DISTANCE, EMPTY_FACET) or (old.kind == NEIGHBOR and nb_key in keep):
+                out[rk] = old
+                continue
+            if form.norm_sq and distance_at_least(form.value(u), form.norm_sq, e, eps_bits, s):
+                out[rk] = Cover(DISTANCE)
+                continue
+            if (cert := far_region(nb_key, nb)) is not None:
+                out[rk] = Cover(FAR_REGION, cert)
+                continue
+            if old.kind in SEPARATION_KINDS:
+                out[rk] = old
+                continue
+            rows, extra, eq = facet_system(region, k)
+            sep = search.separations.get((key, k))
+            if (sep is None or sep[2] != FAR_FACET) and form.norm_sq:
+                found = fk.find_separation(rows, extra, eq, box, u, s)
+                sep = None if found is None else (found[0], found[1], FAR_FACET)
+            if sep is not None and sep[2] == FAR_FACET and fk.separation_proves(rows, extra, box, sep[0], u, e,
+                                                                                 eps_bits, s):
+                out[rk] = Cover(FAR_FACET, sep[0])
+                continue
+            out[rk] = old
+            keep.add(nb_key)
+            pending.append(nb_key)
+        for j in range(model.net.n_classes):
+            if j != search.decision:
+                out[(key, DECISION, j)] = covers[(key, DECISION, j)]
+    codes = [code_to_str(c) for c in search.codes if code_to_str(c) in keep]
+    return codes, out
+
+
+def _assemble(query, y, e, eps_bits, searches, kept, attainment, model) -> Certificate:
     slices = []
-    for search, cov in zip(searches, covers):
+    for search, (codes, cov) in zip(searches, kept):
         regions = []
-        for code in search.codes:
-            key = code_to_str(code)
+        for key in codes:
             n_neurons = len(search.regions[key].neurons)
             regions.append(RegionCover(
                 key, tuple(cov[(key, NEURON, k)] for k in range(n_neurons)),

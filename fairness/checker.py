@@ -15,7 +15,12 @@ the certificate. The rules (docs/STATEMENT.md):
 3. Neuron rows: for every R in S_s and hidden neuron i, one of
    DISTANCE   ||a|| > 0 and (a.u*+c)^2 2^(2t) >= E^2 2^(2s) ||a||^2,
    NEIGHBOR   R with bit i flipped is in S_s,
-   EMPTY_FACET a Farkas certificate that {u in box : P_R, z_i(u) = 0} is empty.
+   EMPTY_FACET a Farkas certificate that {u in box : P_R, z_i(u) = 0} is empty,
+   FAR_FACET  a separation certificate (lam >= 0, mu, box multipliers nu):
+              h(v) = r'.v - B - support(nu) with r' = r + nu (r, B as below),
+              h(u*) > 0 and h(u*)^2 2^(2t) >= E^2 2^(2s) ||r'||^2,
+   FAR_REGION the same for the whole neighbouring region P_{R^i} in the box
+              (its own rows, no extra row: mu = 0).
 4. Decision rows: for every R in S_s and class j != y, DISTANCE for
    d_j = z_y - z_j, or NO_CLASS: a Farkas certificate that
    {u in box : P_R, d_j(u) <= 0} is empty.
@@ -28,7 +33,10 @@ Farkas validity (fairness.farkas.verify): lam >= 0 on the region rows n.u <= b,
 mu on the extra row (any sign for an equality, >= 0 for an inequality),
 r = sum lam n + mu n_e, B = sum lam b + mu b_e; valid iff
 B + max_{u in box}(-r.u) < 0, since every point of the system has r.u <= B
-while every box point has r.u >= -max_box(-r.u).
+while every box point has r.u >= -max_box(-r.u). Separation validity: every
+point v of the facet's system in the box has r.v <= B and nu.v <= support(nu),
+so h(v) <= 0; h(u*) > 0 then puts v at integer-unit distance
+>= h(u*) / ||r'|| from u* (h is ||r'||-Lipschitz), i.e. real distance >= eps.
 
 Why acceptance is sound. Fix a slice s and a point v in the box at distance
 < eps = E/2^t from u*. Walk the segment sigma(t) = u* + t (v - u*), t in
@@ -39,7 +47,11 @@ is in some P_R, and right after t0 the segment violates one of R's rows, so a
 row i is tight: z_i^R(sigma(t0)) = 0. That row cannot be DISTANCE-covered
 (sigma(t0) lies on its hyperplane at distance < eps, so the projection
 distance is < eps; a zero normal is never DISTANCE-covered), nor
-EMPTY_FACET-covered (sigma(t0) is a point of that facet in the box). So
+EMPTY_FACET-covered (sigma(t0) is a point of that facet in the box), nor
+FAR_FACET-covered (sigma(t0) is a point of that facet in the box at
+distance < eps from u*, while the certificate puts every such point at
+distance >= eps), nor FAR_REGION-covered (sigma(t0) also lies in P_{R^i}:
+flipping a tight neuron changes no value at sigma(t0), as below). So
 every tight row i is NEIGHBOR-covered. On P_R the network equals R's affine
 forms, and flipping a tight neuron leaves every value at sigma(t0) unchanged,
 so sigma(t0) lies in P_{R^i} with the same tight set; repeating, every code
@@ -66,7 +78,7 @@ from typing import Sequence
 
 from fairness import farkas as fk
 from fairness.farkas import FarkasCertificate
-from fairness.certificate import (CERTIFIED, DISTANCE, EMPTY_FACET, FLIP, NEIGHBOR, NO_CLASS, VERSION, Certificate,
+from fairness.certificate import (CERTIFIED, DISTANCE, EMPTY_FACET, FAR_FACET, FAR_REGION, FLIP, NEIGHBOR, NO_CLASS, VERSION, Certificate,
                                   strict_decision)
 from fairness.errors import CertificationError
 from fairness.fixed_point import FixedPointModel
@@ -87,6 +99,14 @@ def _farkas_ok(rows, extra, eq, box, cert) -> bool:
             or not all(type(v) is int for v in cert.multipliers):
         return False
     return fk.verify(rows, extra, eq, box, cert)
+
+
+def _separation_ok(rows, extra, box, cert, u, e, t, s) -> bool:
+    """Exact separation check (fairness.farkas.separation_proves) on Python ints only."""
+    if not isinstance(cert, FarkasCertificate) or type(cert.extra) is not int or cert.box is None \
+            or not all(type(v) is int for v in (*cert.multipliers, *cert.box)):
+        return False
+    return fk.separation_proves(rows, extra, box, cert, u, e, t, s)
 
 
 def check_certificate(model: FixedPointModel, cert: Certificate) -> None:
@@ -197,6 +217,15 @@ def _check_slice(model, index, sc, slice_values, u, y, e, t, box) -> dict:
                 rows, extra, eq = facet_system(region, k)
                 if not _farkas_ok(rows, extra, eq, box, cover.farkas):
                     _fail(f"{where}, neuron {k}: invalid Farkas certificate for an empty facet")
+            elif cover.kind == FAR_FACET:
+                rows, extra, _ = facet_system(region, k)
+                if not _separation_ok(rows, extra, box, cover.farkas, u, e, t, s):
+                    _fail(f"{where}, neuron {k}: invalid separation certificate for a far facet")
+            elif cover.kind == FAR_REGION:
+                rows = geom.region(flip(region.code, k)).rows()
+                if cover.farkas is None or cover.farkas.extra != 0 or \
+                        not _separation_ok(rows, fk.no_row(box.dim), box, cover.farkas, u, e, t, s):
+                    _fail(f"{where}, neuron {k}: invalid separation certificate for a far neighbouring region")
             else:
                 _fail(f"{where}, neuron {k}: cover kind {cover.kind!r} does not apply to a neuron")
         for j, cover in enumerate(rc.classes):

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Sequence
 
 import numpy as np
@@ -75,21 +76,31 @@ class Box:
 
 @dataclass(frozen=True)
 class FarkasCertificate:
-    """Integer multipliers: one per region row, plus one on the extra row."""
+    """Integer multipliers: one per region row, plus one on the extra row.
+
+    `box` is None for an emptiness certificate; for a separation certificate
+    (`separation`) it holds one signed integer per box coordinate."""
 
     multipliers: IntVector
     extra: int
+    box: IntVector | None = None
 
     def to_json(self) -> dict:
-        return {"multipliers": list(self.multipliers), "extra": self.extra}
+        out: dict = {"multipliers": list(self.multipliers), "extra": self.extra}
+        if self.box is not None:
+            out["box"] = list(self.box)
+        return out
 
     @classmethod
     def from_json(cls, data: dict) -> "FarkasCertificate":
         mult = data["multipliers"]
         extra = data["extra"]
+        box = data.get("box")
         if not isinstance(mult, list) or not all(type(v) is int for v in mult) or type(extra) is not int:
             raise ValueError("Farkas multipliers must be integers")
-        return cls(tuple(mult), extra)
+        if box is not None and (not isinstance(box, list) or not all(type(v) is int for v in box)):
+            raise ValueError("box multipliers must be integers")
+        return cls(tuple(mult), extra, None if box is None else tuple(box))
 
 
 def combine(rows: Sequence[HalfSpace], extra: HalfSpace, cert: FarkasCertificate) -> tuple[IntVector, int]:
@@ -108,7 +119,7 @@ def combine(rows: Sequence[HalfSpace], extra: HalfSpace, cert: FarkasCertificate
 def verify(rows: Sequence[HalfSpace], extra: HalfSpace, extra_is_equality: bool, box: Box,
            cert: FarkasCertificate) -> bool:
     """True iff `cert` proves {u in box : rows, extra} empty (exact integers)."""
-    if len(cert.multipliers) != len(rows):
+    if len(cert.multipliers) != len(rows) or cert.box is not None:
         return False
     if any(lam < 0 for lam in cert.multipliers):
         return False
@@ -217,3 +228,139 @@ def _scaled_int(w: float, shift: int) -> int:
     if e >= 0:
         return q << e
     return (q + (1 << (-e - 1))) >> -e
+
+
+# ---------------------------------------------------------------- separation
+
+def separation(rows: Sequence[HalfSpace], extra: HalfSpace, box: Box, cert: FarkasCertificate,
+               u: Sequence[int]) -> tuple[int, IntVector] | None:
+    """(h(u), r') of a separation certificate, or None if it is malformed.
+
+    With r, B from `combine` (so r.v <= B on the system) and the box
+    multipliers nu (nu.v <= support(nu) on the box), the affine function
+
+        h(v) = r'.v - B - support(nu),   r' = r + nu,
+
+    is <= 0 on every point of the system inside the box, whatever the
+    (non-negative on inequality rows) multipliers are. So when h(u) > 0,
+    every such point lies at integer-unit distance >= h(u) / ||r'|| from u
+    (|h(u) - h(v)| <= ||r'|| ||u - v||); r' = 0 and h(u) > 0 is emptiness."""
+    if cert.box is None or len(cert.box) != box.dim or len(cert.multipliers) != len(rows):
+        return None
+    if any(lam < 0 for lam in cert.multipliers):
+        return None
+    r, big_b = combine(rows, extra, cert)
+    r2 = tuple(a + b for a, b in zip(r, cert.box))
+    h = sum(a * x for a, x in zip(r2, u)) - big_b - box.support(cert.box)
+    return h, r2
+
+
+def separation_distance_sq(rows: Sequence[HalfSpace], extra: HalfSpace, box: Box, cert: FarkasCertificate,
+                           u: Sequence[int], scale_bits: int) -> Fraction | None:
+    """Squared real-unit distance the certificate proves between u and the
+    system ({r' = 0}: infinite, returned as None with h > 0 checked); None also
+    when it proves nothing (malformed or h(u) <= 0). Use `separation_proves`
+    for the exact test against eps."""
+    out = separation(rows, extra, box, cert, u)
+    if out is None or out[0] <= 0:
+        return None
+    h, r2 = out
+    nsq = sum(v * v for v in r2)
+    if nsq == 0:
+        return None
+    return Fraction(h * h, nsq << (2 * scale_bits))
+
+
+def separation_proves(rows: Sequence[HalfSpace], extra: HalfSpace, box: Box, cert: FarkasCertificate,
+                      u: Sequence[int], eps: int, eps_bits: int, scale_bits: int) -> bool:
+    """Exact test: h(u) > 0 and h(u)^2 2^(2t) >= E^2 2^(2s) ||r'||^2 (the system,
+    inside the box, is at real distance >= E / 2^t from u)."""
+    out = separation(rows, extra, box, cert, u)
+    if out is None:
+        return False
+    h, r2 = out
+    nsq = sum(v * v for v in r2)
+    return h > 0 and (h * h) << (2 * eps_bits) >= (eps * eps * nsq) << (2 * scale_bits)
+
+
+# Separation multipliers are rounded at this precision (the top one is ~2^p);
+# they only need to approximate the nearest-point direction, whose quality
+# the exact distance they prove accounts for.
+SEPARATION_PRECISIONS = (20, 28)
+
+
+def find_separation(rows: Sequence[HalfSpace], extra: HalfSpace, extra_is_equality: bool, box: Box,
+                    u: Sequence[int], scale_bits: int) -> tuple[FarkasCertificate, Fraction] | None:
+    """A separation certificate for {v in box : rows, extra} against u and the
+    squared real distance it proves, or None (nothing found).
+
+    The nearest point of the system to u is a least-distance program
+    min ||x|| s.t. G x >= g (x = v - u, every row and box bound as a row of
+    G), solved by NNLS as Lawson and Hanson do: with z >= 0 minimising
+    ||[G^T; g^T] z - e_last||, the multipliers z / (1 - g.z) are the optimal
+    duals, i.e. the weights of the combination whose normal points from the
+    nearest point to u. They are scaled and rounded to integers; the
+    returned distance is recomputed exactly (rounding only loses quality)."""
+    from scipy.optimize import nnls
+
+    a, b, norms = _lp_rows(rows, extra, extra_is_equality, scale_bits)
+    n_rows = len(a)
+    dim = box.dim
+    scale = float(1 << scale_bits)
+    eye = np.eye(dim)
+    full_a = np.vstack([a, eye, -eye])
+    full_b = np.concatenate([b, np.array(box.upper, dtype=float) / scale, -np.array(box.lower, dtype=float) / scale])
+    u0 = np.array(u, dtype=float) / scale
+    g_mat, g_vec = -full_a, full_a @ u0 - full_b  # G x >= g  <=>  A (u0 + x) <= b
+    e_mat = np.vstack([g_mat.T, g_vec[None, :]])
+    f_vec = np.zeros(dim + 1)
+    f_vec[-1] = 1.0
+    try:
+        z, _ = nnls(e_mat, f_vec, maxiter=50 * e_mat.shape[1])
+    except (RuntimeError, ValueError):
+        return None
+    denom = 1.0 - float(g_vec @ z)
+    if not denom > 1e-12:
+        return None  # infeasible (empty: a Farkas certificate's job) or degenerate
+    duals = z / denom
+    m = len(rows)
+    lam_w = [duals[k] / norms[k] for k in range(m)]
+    if extra_is_equality:
+        mu_w = duals[m] / norms[m] - duals[m + 1] / norms[m + 1]
+    else:
+        mu_w = duals[m] / norms[m]
+    nu_w = duals[n_rows:n_rows + dim] - duals[n_rows + dim:]
+    top = max([abs(v) for v in lam_w] + [abs(mu_w)] + [abs(float(v)) for v in nu_w])
+    if not top > 0:
+        return None
+    best: tuple[FarkasCertificate, Fraction] | None = None
+    for precision in SEPARATION_PRECISIONS:
+        shift = precision - math.frexp(top)[1]
+        cert = FarkasCertificate(tuple(_scaled_int(v, shift) for v in lam_w), _signed_scaled_int(mu_w, shift),
+                                 tuple(_signed_scaled_int(float(v), shift) for v in nu_w))
+        d = separation_distance_sq(rows, extra, box, cert, u, scale_bits)
+        if d is not None and (best is None or d > best[1]):
+            best = (cert, d)
+    return best
+
+
+def no_row(dim: int) -> HalfSpace:
+    """The trivial extra row 0.u <= 0, for a separation from a whole region
+    (its multiplier must be 0)."""
+    return HalfSpace((0,) * dim, 0)
+
+
+def find_region_separation(rows: Sequence[HalfSpace], box: Box, u: Sequence[int],
+                           scale_bits: int) -> tuple[FarkasCertificate, Fraction] | None:
+    """`find_separation` for the region {v in box : rows} itself (extra row `no_row`, multiplier 0)."""
+    extra = no_row(box.dim)
+    found = find_separation(rows, extra, False, box, u, scale_bits)
+    if found is None:
+        return None
+    cert = FarkasCertificate(found[0].multipliers, 0, found[0].box)
+    d = separation_distance_sq(rows, extra, box, cert, u, scale_bits)
+    return None if d is None else (cert, d)
+
+
+def _signed_scaled_int(w: float, shift: int) -> int:
+    return _scaled_int(w, shift) if w >= 0 else -_scaled_int(-w, shift)

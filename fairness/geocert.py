@@ -11,12 +11,26 @@ squared projection distance (a `Fraction`). Pop the nearest:
   R ^ k and push its rows. (A facet the LP calls empty but whose certificate
   could not be rounded exactly is crossed as well: visiting an extra region is
   always sound, it only adds rows that need covers.)
+  Before crossing, a facet that is not empty gets one refinement: a
+  separation certificate (`farkas.find_separation`: multipliers on R's rows,
+  the facet's equality and the box bounds) proves an exact lower bound on
+  the distance from u* to the facet itself, or to the whole neighbouring
+  region R ^ k (which contains the facet), whichever is larger; it is often
+  far larger than the hyperplane's projection distance. If it is larger, the row goes back
+  into the queue with that bound as its key, and is crossed only if popped
+  again before the search stops; if the search stops first, the row is a
+  FAR_FACET or FAR_REGION cover (its proved distance is >= the stop
+  distance >= eps).
+  Keys only grow, so the queue still pops in order of proved distance.
 - decision row (y vs class j) of region R: if the oracle holds a NO_CLASS
   certificate (R holds no point of class j in the box), skip it; otherwise
   stop: this row bounds the slice's eps.
 
-Two more stops, both sound (the row simply stays a DISTANCE row): a region
-budget (`max_regions`), and `banned` regions — the prover bans a region whose
+Three more stops, all sound (the row simply stays a DISTANCE row, or a
+FAR_FACET row with its proved distance): a `limit` (squared distance: the
+search stops at the first key >= limit; the prover passes the smallest stop
+distance of the other slices, since eps is the minimum over slices and no
+region beyond it is needed), a region budget (`max_regions`), and `banned` regions — the prover bans a region whose
 attaining decision row has no exact boundary witness (e.g. the region lies
 wholly on class j's side), and reruns; the search then stops at the neuron row
 leading into it, which needs no witness.
@@ -42,12 +56,15 @@ from typing import Sequence
 
 from fairness.fixed_point import ActivationCode, FixedPointModel, IntVector
 from fairness import farkas as fk
-from fairness.farkas import Box
+from fairness.farkas import Box, FarkasCertificate
 from fairness.regions import (ClassInfo, FacetInfo, Region, RegionOracle, SliceGeometry, class_system, code_to_str,
                               distance_sq, facet_system, flip, free_box, free_part)
 
 NEURON = "neuron"
 DECISION = "decision"
+# Separation kinds (the cover names of `fairness.certificate`).
+FAR_FACET = "far_facet"
+FAR_REGION = "far_region"
 
 DEFAULT_MAX_REGIONS = 4096
 
@@ -57,7 +74,7 @@ class Stop:
     """Why the traversal ended: 'decision' (a real decision row), 'budget'
     (region budget hit while crossing a neuron row) or 'exhausted' (queue empty)."""
 
-    reason: str
+    reason: str  # 'decision', 'budget', 'banned', 'limit' or 'exhausted'
     code: ActivationCode | None = None
     kind: str | None = None
     row: int | None = None
@@ -79,6 +96,11 @@ class SliceSearch:
     steps: int = 0
     # Rows that were popped and found uncoverable (must be DISTANCE covers).
     forced_distance: set[tuple[str, str, int]] = field(default_factory=set)
+    # Neuron rows refined by a separation certificate: (code, row) -> (cert, proved distance^2, kind).
+    separations: dict[tuple[str, int], tuple[FarkasCertificate, Fraction, str]] = field(default_factory=dict)
+    geometry: SliceGeometry | None = None  # the slice's region builder (neighbours of kept regions)
+    # Key (proved squared distance, or the projection's) of the row each region was entered through.
+    entered_at: dict[str, Fraction] = field(default_factory=dict)
 
 
 def _priority(region: Region, kind: str, row: int, u: Sequence[int], y: int, scale_bits: int) -> Fraction:
@@ -103,13 +125,32 @@ def _checked_class(region: Region, y: int, j: int, info: ClassInfo, box: Box) ->
     return info
 
 
+def _refine(geom: SliceGeometry, region: Region, k: int, box: Box, u: Sequence[int],
+            scale_bits: int) -> tuple[FarkasCertificate, Fraction, str] | None:
+    """The better proved lower bound on the distance from u to the facet of (region, k):
+    a separation from the facet itself (FAR_FACET), or from the whole neighbouring
+    region, which contains the facet (FAR_REGION; also the fallback for lower-dimensional
+    facets, where the nearest-point program is degenerate)."""
+    # The region first: its certificate can be shared by every row leading into it.
+    whole = fk.find_region_separation(geom.region(flip(region.code, k)).rows(), box, u, scale_bits)
+    best = None if whole is None else (whole[0], whole[1], FAR_REGION)
+    if best is None or best[1] <= _priority(region, NEURON, k, u, -1, scale_bits):
+        facet = fk.find_separation(*facet_system(region, k), box, u, scale_bits)
+        if facet is not None and (best is None or facet[1] > best[1]):
+            best = (facet[0], facet[1], FAR_FACET)
+    return best
+
+
 def geocert_slice(model: FixedPointModel, query: Sequence[int], decision: int, slice_values: Sequence[int],
                   oracle: RegionOracle, *, max_regions: int = DEFAULT_MAX_REGIONS,
-                  banned: frozenset[str] = frozenset()) -> SliceSearch:
+                  banned: frozenset[str] = frozenset(), limit: Fraction | None = None,
+                  separate: bool = True) -> SliceSearch:
     """Run the projection-distance GeoCert on one slice.
 
     `banned` codes are never entered: a row leading into one stops the search
     like a decision boundary (used when a region's boundary cannot be witnessed).
+    `limit` stops the search at the first key >= limit; `separate` enables the
+    facet refinement by separation certificates.
     """
     geom = SliceGeometry(model, tuple(slice_values))
     u = free_part(model, query)
@@ -120,7 +161,7 @@ def geocert_slice(model: FixedPointModel, query: Sequence[int], decision: int, s
     start_key = code_to_str(start)
     if start_key in banned:
         raise ValueError("the start region cannot be banned")
-    search = SliceSearch(tuple(slice_values), u, y, [start], {})
+    search = SliceSearch(tuple(slice_values), u, y, [start], {}, geometry=geom)
     box = free_box(model)
     visited: set[str] = set()
     heap: list = []
@@ -134,14 +175,22 @@ def geocert_slice(model: FixedPointModel, query: Sequence[int], decision: int, s
         if code is not start:
             search.codes.append(code)
         for k in range(len(region.neurons)):
-            heapq.heappush(heap, (_priority(region, NEURON, k, u, y, s), next(counter), key, NEURON, k))
+            heapq.heappush(heap, (_priority(region, NEURON, k, u, y, s), next(counter), key, NEURON, k, None))
         for j in range(n_classes):
             if j != y:
-                heapq.heappush(heap, (_priority(region, DECISION, j, u, y, s), next(counter), key, DECISION, j))
+                heapq.heappush(heap, (_priority(region, DECISION, j, u, y, s), next(counter), key, DECISION, j,
+                                      None))
+
+    def finish(stop: Stop) -> SliceSearch:
+        search.stop = stop
+        return search
 
     visit(start)
     while heap:
-        d2, _, key, kind, row = heapq.heappop(heap)
+        d2, _, key, kind, row, sep = heap[0]
+        if limit is not None and d2 >= limit and d2 >= 0:
+            return finish(Stop("limit", None, None, None, limit))
+        heapq.heappop(heap)
         search.steps += 1
         region = search.regions[key]
         if kind == NEURON:
@@ -149,17 +198,27 @@ def geocert_slice(model: FixedPointModel, query: Sequence[int], decision: int, s
             nb_key = code_to_str(nb)
             if nb_key in visited:
                 continue
-            info = _checked_facet(region, row, oracle.facet(region, row), box)
-            search.facets[(key, row)] = info
-            if info.farkas is not None:
-                continue
+            if sep is None:
+                info = _checked_facet(region, row, oracle.facet(region, row), box)
+                search.facets[(key, row)] = info
+                if info.farkas is not None:
+                    continue
+                if separate and d2 >= 0:
+                    found = _refine(geom, region, row, box, u, s)
+                    if found is not None and found[1] > d2:
+                        search.separations[(key, row)] = found
+                        heapq.heappush(heap, (found[1], next(counter), key, NEURON, row, found[0]))
+                        continue
             # Zero-normal rows cost no distance; crossing them is exempt from the budget.
             over_budget = len(visited) >= max_regions and region.neurons[row].norm_sq > 0
             if nb_key in banned or over_budget:
+                # The row becomes a DISTANCE row: its projection distance (not a
+                # refined key) bounds eps, so the minimality rule can name it.
                 search.forced_distance.add((key, NEURON, row))
-                search.stop = Stop("budget" if nb_key not in banned else "banned", region.code, NEURON, row,
-                                   max(d2, Fraction(0)))
-                return search
+                proj = _priority(region, NEURON, row, u, y, s)
+                return finish(Stop("budget" if nb_key not in banned else "banned", region.code, NEURON, row,
+                                   max(proj, Fraction(0))))
+            search.entered_at[nb_key] = d2
             visit(nb)
             continue
         info = _checked_class(region, y, row, oracle.no_class(region, y, row), box)
@@ -167,7 +226,5 @@ def geocert_slice(model: FixedPointModel, query: Sequence[int], decision: int, s
         if info.farkas is not None:
             continue
         search.forced_distance.add((key, DECISION, row))
-        search.stop = Stop("decision", region.code, DECISION, row, max(d2, Fraction(0)))
-        return search
-    search.stop = Stop("exhausted")
-    return search
+        return finish(Stop("decision", region.code, DECISION, row, max(d2, Fraction(0))))
+    return finish(Stop("exhausted"))

@@ -7,8 +7,9 @@ private witness (plain ints, see `circuits.statement.witness`):
 
 - slot 0 of every slice is the start region (the certificate lists it
   first); padding repeats it, with the same cover kinds;
-- covers: DISTANCE -> DISTANCE, NEIGHBOR -> NEIGHBOR, EMPTY_FACET and
-  NO_CLASS -> FARKAS with a pool entry (code, row, multipliers); decision
+- covers: DISTANCE -> DISTANCE, NEIGHBOR -> NEIGHBOR, EMPTY_FACET,
+  FAR_FACET and NO_CLASS -> FARKAS with a pool entry (code, row,
+  multipliers; box multipliers for FAR_FACET); decision
   rows are indexed by o = j if j < y else j - 1, row H + o;
 - attainment 'cap' -> no designation; a neuron/decision attainment -> the
   designation (slice, slot of its code, row) and for a decision row the
@@ -22,16 +23,16 @@ import secrets
 from typing import Sequence
 
 from circuits.field import R
-from circuits.statement import (DISTANCE, FARKAS, NEIGHBOR, STATUS_CERTIFIED, STATUS_FLIP, Designation,
+from circuits.statement import (DISTANCE, FAR_REGION, FARKAS, NEIGHBOR, STATUS_CERTIFIED, STATUS_FLIP, Designation,
                                 FarkasEntry, SliceWitness, StatementPublic, StatementShape, StatementWitness,
                                 StatementWitnessError, commit, widths)
 from fairness.farkas import MAX_MULTIPLIER_BITS
-from fairness.certificate import CERTIFIED, EMPTY_FACET, FLIP, NO_CLASS, Certificate
+from fairness.certificate import CERTIFIED, EMPTY_FACET, FAR_FACET, FAR_REGION as C_FAR_REGION, FLIP, NO_CLASS, Certificate
 from fairness.certificate import DISTANCE as C_DISTANCE
 from fairness.certificate import NEIGHBOR as C_NEIGHBOR
 from fairness.fixed_point import FixedPointModel
 from fairness.geocert import DECISION, NEURON
-from fairness.regions import SliceGeometry, code_bits, code_from_str, eps_cap, free_part
+from fairness.regions import SliceGeometry, code_bits, code_from_str, code_to_str, eps_cap, flip, free_part
 
 DEFAULT_FARKAS_BITS = MAX_MULTIPLIER_BITS  # the largest multiplier fairness.farkas issues is below 2^40
 # Boundary denominators: the certificate interpolates between two exact region
@@ -39,7 +40,8 @@ DEFAULT_FARKAS_BITS = MAX_MULTIPLIER_BITS  # the largest multiplier fairness.far
 # dyadic rounding of the LP point (k = 0 usually). Default: V's width + 8 bits.
 BOUNDARY_MARGIN_BITS = 8
 
-_KIND = {C_DISTANCE: DISTANCE, C_NEIGHBOR: NEIGHBOR, EMPTY_FACET: FARKAS, NO_CLASS: FARKAS}
+_KIND = {C_DISTANCE: DISTANCE, C_NEIGHBOR: NEIGHBOR, EMPTY_FACET: FARKAS, FAR_FACET: FARKAS, NO_CLASS: FARKAS,
+         C_FAR_REGION: FAR_REGION}
 
 
 def new_salt() -> int:
@@ -76,13 +78,26 @@ def statement_shape(model: FixedPointModel, *, region_slots: int, farkas_slots: 
     return shape
 
 
+def _far_region_code(code: str, k: int, hidden_sizes) -> str:
+    return code_to_str(flip(code_from_str(code, hidden_sizes), k))
+
+
+def _pool_size(sc, hidden_sizes) -> int:
+    """Pool entries of one slice: one per row certificate, one per distinct far neighbouring region."""
+    rows = sum(1 for r in sc.regions for c in (*r.neurons, *r.classes)
+               if c is not None and c.farkas is not None and c.kind != C_FAR_REGION)
+    far = {_far_region_code(r.code, k, hidden_sizes) for r in sc.regions for k, c in enumerate(r.neurons)
+           if c.kind == C_FAR_REGION}
+    return rows + len(far)
+
+
 def required_slots(cert: Certificate) -> tuple[int, int]:
     """(regions, Farkas entries) the largest slice of this certificate needs."""
     if cert.status != CERTIFIED:
         return 1, 1
     k = max(len(s.regions) for s in cert.slices)
-    f = max(sum(1 for r in s.regions for c in (*r.neurons, *r.classes) if c is not None and c.farkas is not None)
-            for s in cert.slices)
+    hidden = tuple(len(group) for group in cert.slices[0].regions[0].code.split("."))
+    f = max(_pool_size(s, hidden) for s in cert.slices)
     return k, max(f, 1)
 
 
@@ -155,6 +170,7 @@ def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate,
         if len(sc.regions) > shape.region_slots:
             raise StatementWitnessError(f"slice {si} has {len(sc.regions)} regions; the bucket holds {shape.region_slots}")
         codes, kinds, pool = [], [], []
+        far_regions: dict[str, FarkasEntry] = {}
         index: dict[str, int] = {}
         for rc in sc.regions:
             bits = tuple(int(b) for b in code_bits(code_from_str(rc.code, shape.hidden_sizes)))
@@ -164,16 +180,26 @@ def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate,
             row_kinds += [_KIND[rc.classes[j].kind] for j in range(shape.n_classes) if j != y]
             kinds.append(tuple(row_kinds))
             for k, c in enumerate(rc.neurons):
-                if c.farkas is not None:
-                    pool.append(FarkasEntry(bits, k, tuple(c.farkas.multipliers), c.farkas.extra))
+                if c.kind == C_FAR_REGION:
+                    nb = _far_region_code(rc.code, k, shape.hidden_sizes)
+                    if nb not in far_regions:  # one entry per neighbouring region, shared by its rows
+                        far_regions[nb] = FarkasEntry(
+                            tuple(int(b) for b in code_bits(code_from_str(nb, shape.hidden_sizes))), shape.n_rows,
+                            tuple(c.farkas.multipliers), c.farkas.extra, c.farkas.box)
+                        pool.append(far_regions[nb])
+                elif c.farkas is not None:
+                    pool.append(FarkasEntry(bits, k, tuple(c.farkas.multipliers), c.farkas.extra, c.farkas.box))
             for j, c in enumerate(rc.classes):
                 if c is not None and c.farkas is not None:
                     pool.append(FarkasEntry(bits, H + other(j), tuple(c.farkas.multipliers), c.farkas.extra))
         if len(pool) > shape.farkas_slots:
             raise StatementWitnessError(f"slice {si} needs {len(pool)} Farkas entries; the bucket holds {shape.farkas_slots}")
+        nu_limit = 1 << widths(shape).nu_neuron_bits
         for e in pool:
             if any(not 0 <= v < 1 << shape.farkas_bits for v in e.lambdas) or abs(e.mu) >= 1 << shape.farkas_bits:
                 raise StatementWitnessError(f"slice {si}: a Farkas multiplier exceeds {shape.farkas_bits} bits")
+            if e.box is not None and any(abs(v) >= nu_limit for v in e.box):
+                raise StatementWitnessError(f"slice {si}: a box multiplier exceeds the shape's bound")
         start = tuple(int(b) for b in code_bits(SliceGeometry(model, shape.slices[si]).code_of(u)))
         if codes[0] != start:
             raise StatementWitnessError(f"slice {si}: the first region of the certificate is not the query's region")

@@ -102,17 +102,17 @@ def test_forged_farkas_multipliers_are_refused(model, certs):
         z = zero["slices"][si]["regions"][ri][part][k]["farkas"]
         z["multipliers"] = [0] * len(z["multipliers"])
         z["extra"] = 0
-        _rejects(model, zero, "invalid Farkas certificate")
+        _rejects(model, zero, "invalid (Farkas|separation) certificate")
         neg = copy.deepcopy(data)
         f = neg["slices"][si]["regions"][ri][part][k]["farkas"]
         i = next(i for i, v in enumerate(f["multipliers"] + [1]) if v > 0)
         if i < len(f["multipliers"]):
             f["multipliers"][i] = -f["multipliers"][i]
-            _rejects(model, neg, "invalid Farkas certificate")
+            _rejects(model, neg, "invalid (Farkas|separation) certificate")
         short = copy.deepcopy(data)
         short["slices"][si]["regions"][ri][part][k]["farkas"]["multipliers"].pop()
-        _rejects(model, short, "invalid Farkas certificate")
-        assert cov["kind"] in ("empty_facet", "no_class")
+        _rejects(model, short, "invalid (Farkas|separation) certificate")
+        assert cov["kind"] in ("empty_facet", "far_facet", "far_region", "no_class")
 
 
 def test_farkas_certificate_moved_to_a_crossed_facet_is_refused(model, certs):
@@ -315,3 +315,57 @@ def test_object_level_float_multipliers_are_refused(model, certs):
                         check_certificate(model, bad)
                     return
     pytest.fail("no empty-facet certificate in the fixture")
+
+
+def _far_region_site(certs):
+    for c in certs:
+        if c.status != CERTIFIED:
+            continue
+        for si, s in enumerate(c.slices):
+            for ri, r in enumerate(s.regions):
+                for k, cov in enumerate(r.neurons):
+                    if cov.kind == "far_region":
+                        return c, si, ri, k
+    pytest.fail("no FAR_REGION cover in the fixture")
+
+
+def test_far_region_cover_with_tampered_box_multipliers_is_refused(model, certs):
+    c, si, ri, k = _far_region_site(certs)
+    data = c.to_json()
+    data.pop("leakage")
+    f = data["slices"][si]["regions"][ri]["neurons"][k]["farkas"]
+    f["box"] = [v + (1 << 40) * (-1) ** j for j, v in enumerate(f["box"])]
+    _rejects(model, data, "invalid separation certificate for a far neighbouring region")
+    extra = c.to_json()
+    extra.pop("leakage")
+    extra["slices"][si]["regions"][ri]["neurons"][k]["farkas"]["extra"] = 1  # a region has no extra row
+    _rejects(model, extra, "invalid separation certificate")
+    bare = c.to_json()
+    bare.pop("leakage")
+    bare["slices"][si]["regions"][ri]["neurons"][k]["farkas"].pop("box")
+    with pytest.raises(CertificationError, match="box multipliers missing"):
+        Certificate.from_json(bare)
+
+
+def test_far_facet_cover_is_checked_against_eps(model, certs):
+    from fairness import farkas as fk
+    from fairness.certificate import FAR_FACET, Cover
+    from fairness.regions import facet_system, free_box
+
+    c, si, ri, k = _far_region_site(certs)
+    geom = SliceGeometry(model, c.slices[si].slice_values)
+    region = geom.region(code_from_str(c.slices[si].regions[ri].code, model.net.hidden_sizes))
+    u = free_part(model, c.query)
+    rows, extra, eq = facet_system(region, k)
+    found = fk.find_separation(rows, extra, eq, free_box(model), u, model.scale_bits)
+    assert found is not None
+    data = c.to_json()
+    data.pop("leakage")
+    data["slices"][si]["regions"][ri]["neurons"][k] = Cover(FAR_FACET, found[0]).to_json()
+    proves = fk.separation_proves(rows, extra, free_box(model), found[0], u, c.eps, c.eps_bits, model.scale_bits)
+    if proves:  # the facet lies inside the far neighbour, so it is at least as far
+        check_certificate(model, Certificate.from_json(data))
+    tampered = copy.deepcopy(data)
+    tampered["slices"][si]["regions"][ri]["neurons"][k]["farkas"]["multipliers"] = [0] * len(found[0].multipliers)
+    tampered["slices"][si]["regions"][ri]["neurons"][k]["farkas"]["extra"] = 0
+    _rejects(model, tampered, "invalid separation certificate for a far facet")

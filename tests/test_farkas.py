@@ -7,7 +7,10 @@ import random
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fairness.farkas import Box, FarkasCertificate, HalfSpace, find_certificate, solve_phase1, verify
+from fractions import Fraction
+
+from fairness.farkas import (Box, FarkasCertificate, HalfSpace, find_certificate, find_separation, no_row, separation,
+                             separation_distance_sq, separation_proves, solve_phase1, verify)
 
 
 def test_support_is_the_box_maximum():
@@ -104,3 +107,60 @@ def test_certificate_json_round_trip_and_type_checks():
     assert FarkasCertificate.from_json(cert.to_json()) == cert
     with pytest.raises(ValueError):
         FarkasCertificate.from_json({"multipliers": [1.5], "extra": 0})
+
+
+# ---------------------------------------------------------------- separation certificates
+
+def _sampled_min_distance(rows, extra, box, u, rng, n=4000):
+    """Smallest distance from u to sampled box points satisfying rows and extra (inequality)."""
+    best = None
+    for _ in range(n):
+        v = [rng.randint(lo, hi) for lo, hi in zip(box.lower, box.upper)]
+        if all(sum(a * x for a, x in zip(r.normal, v)) <= r.bound for r in (*rows, extra)):
+            d = sum((a - b) ** 2 for a, b in zip(v, u))
+            best = d if best is None or d < best else best
+    return best
+
+
+def test_separation_by_hand():
+    # Box [0,10]^2, u = (1, 1); the set {v1 + v2 >= 12} lies at distance 10/sqrt(2) from u.
+    box = Box((0, 0), (10, 10))
+    rows = [HalfSpace((-1, -1), -12)]
+    extra = no_row(2)
+    cert = FarkasCertificate((1,), 0, (0, 0))
+    h, r2 = separation(rows, extra, box, cert, (1, 1))
+    assert (h, r2) == (10, (-1, -1))
+    assert separation_distance_sq(rows, extra, box, cert, (1, 1), 0) == Fraction(100, 2)
+    assert separation_proves(rows, extra, box, cert, (1, 1), 7, 0, 0)       # 7 <= 7.07
+    assert not separation_proves(rows, extra, box, cert, (1, 1), 8, 0, 0)   # 8 > 7.07
+    # Box multipliers: with the box, {v1 >= 12 - v2, v2 <= 10} needs v1 >= 2: distance from u = 1 along v1
+    # only if the box row is used; nu = (0, 1) adds v2 <= 10, giving h(v) = -v1 + 2 and distance 1.
+    box_cert = FarkasCertificate((1,), 0, (0, 1))
+    assert separation(rows, extra, box, box_cert, (1, 1)) == (1, (-1, 0))
+    # Rejections: a negative multiplier, a wrong-length box vector, a point on the wrong side.
+    assert separation(rows, extra, box, FarkasCertificate((-1,), 0, (0, 0)), (1, 1)) is None
+    assert separation(rows, extra, box, FarkasCertificate((1,), 0, (0,)), (1, 1)) is None
+    assert not separation_proves(rows, extra, box, cert, (9, 9), 0, 0, 0)  # h(u) <= 0: proves nothing
+    # An emptiness certificate is not a separation certificate and vice versa.
+    assert not verify(rows, extra, False, box, box_cert)
+
+
+def test_found_separations_are_sound_and_nearly_tight():
+    rng = random.Random(3)
+    found_any = 0
+    for _ in range(30):
+        dim = 3
+        box = Box((-20,) * dim, (20,) * dim)
+        rows = [HalfSpace(tuple(rng.randint(-5, 5) for _ in range(dim)), rng.randint(-30, 30)) for _ in range(3)]
+        extra = HalfSpace(tuple(rng.randint(-5, 5) for _ in range(dim)), rng.randint(-30, 30))
+        u = tuple(rng.randint(-20, 20) for _ in range(dim))
+        found = find_separation(rows, extra, False, box, u, 0)
+        sampled = _sampled_min_distance(rows, extra, box, u, rng)
+        if found is None:
+            continue
+        cert, d = found
+        assert d == separation_distance_sq(rows, extra, box, cert, u, 0)
+        if sampled is not None:
+            assert d <= sampled  # never more than the true distance (soundness)
+            found_any += 1
+    assert found_any >= 5

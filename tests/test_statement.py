@@ -34,7 +34,7 @@ def test_cases_cover_every_path():
     assert attain == {"cap", "neuron", "decision"}
     kinds = {cv.kind for n in CASES for s in case(n).cert.slices for r in s.regions
              for cv in (*r.neurons, *r.classes) if cv is not None}
-    assert kinds == {"distance", "neighbor", "empty_facet", "no_class"}
+    assert kinds == {"distance", "neighbor", "empty_facet", "far_region", "no_class"}
     assert case("flip_three_class").public.status == STATUS_FLIP and case("flip_three_class").public.decision == 2
 
 
@@ -155,9 +155,10 @@ def test_shape_validation_and_adapter_errors():
     small = dataclasses.replace(c.shape, region_slots=2)
     with pytest.raises(StatementWitnessError, match="regions"):
         statement_inputs(c.model, SALT, c.cert, small)
-    few = dataclasses.replace(c.shape, farkas_slots=1)
+    o = case("one_layer")  # five pool entries
+    few = dataclasses.replace(o.shape, farkas_slots=1)
     with pytest.raises(StatementWitnessError, match="Farkas"):
-        statement_inputs(c.model, SALT, c.cert, few)
+        statement_inputs(o.model, SALT, o.cert, few)
     narrow = dataclasses.replace(c.shape, farkas_bits=8)
     with pytest.raises(StatementWitnessError, match="multiplier"):
         statement_inputs(c.model, SALT, c.cert, narrow)

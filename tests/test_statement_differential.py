@@ -39,7 +39,8 @@ def _mutate_cover(cert, si, ri, row, kind):
 
 def _mutations(c, rng, n):
     cert, y = c.cert, c.cert.decision
-    out = [dataclasses.replace(cert, eps=e) for e in (max(cert.eps - 1, 0), cert.eps + 1)]
+    # The honest certificate first (accepted by both), then mutations.
+    out = [cert] + [dataclasses.replace(cert, eps=e) for e in (max(cert.eps - 1, 0), cert.eps + 1)]
     while len(out) < n:
         si = rng.randrange(len(cert.slices))
         ri = rng.randrange(len(cert.slices[si].regions))

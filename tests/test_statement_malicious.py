@@ -18,7 +18,7 @@ from fairness.certificate import certify
 from fairness.checker import check_certificate
 from fairness.errors import CertificationError
 from fairness.fixed_point import FixedPointModel, QuantisedMLP
-from fairness.regions import SliceGeometry, class_system, code_from_str, facet_system
+from fairness.regions import SliceGeometry, class_system, code_from_str, facet_system, free_part
 from prover_service.statement_witness import bucket_sizes, model_commitment, statement_inputs
 from statement_cases import SALT, build, case, unsatisfied_labels
 
@@ -146,13 +146,20 @@ def test_d_neighbour_cover_without_neighbour():
 
 
 # (e) ---------------------------------------------------------------- Farkas
-def _farkas_case():
-    c = case("two_layer_farkas")
+ENTRY_KINDS = ("facet", "class", "region")  # EMPTY_FACET, NO_CLASS, FAR_REGION pool entries
+
+
+def _entry_kind(c, e) -> str:
+    return "region" if e.row == c.shape.n_rows else "facet" if e.row < c.shape.n_hidden else "class"
+
+
+def _farkas_case(kind: str = "facet", name: str = "one_layer"):
+    c = case(name)
     for si, sw in enumerate(c.witness.slices):
         for f, e in enumerate(sw.farkas):
-            if e is not None:
+            if e is not None and _entry_kind(c, e) == kind:
                 return c, si, f, e
-    raise AssertionError("no Farkas entry")
+    raise AssertionError(f"no {kind} pool entry")
 
 
 def _native_valid(c, si, e: FarkasEntry) -> bool:
@@ -162,17 +169,24 @@ def _native_valid(c, si, e: FarkasEntry) -> bool:
                                   for l in range(len(hidden))), hidden)
     region = geom.region(code)
     H = c.shape.n_hidden
-    if e.row < H:
+    if e.row == c.shape.n_rows:  # a whole neighbouring region (FAR_REGION)
+        rows, extra, eq = region.rows(), fk.no_row(geom.box.dim), False
+    elif e.row < H:
         rows, extra, eq = facet_system(region, e.row)
     else:
         o = e.row - H
         y = c.public.decision
         rows, extra, eq = class_system(region, y, o if o < y else o + 1)
+    if e.box is not None:  # a separation certificate: the facet is at distance >= eps
+        return fk.separation_proves(rows, extra, geom.box, fk.FarkasCertificate(e.lambdas, e.mu, e.box),
+                                    free_part(c.model, c.public.query), c.public.eps, c.shape.eps_bits,
+                                    c.shape.scale_bits)
     return fk.verify(rows, extra, eq, geom.box, fk.FarkasCertificate(e.lambdas, e.mu))
 
 
-def test_e_forged_farkas_multipliers_zero():
-    c, si, f, e = _farkas_case()
+@pytest.mark.parametrize("kind", ENTRY_KINDS)
+def test_e_forged_farkas_multipliers_zero(kind):
+    c, si, f, e = _farkas_case(kind)
     assert _native_valid(c, si, e)
     forged = dataclasses.replace(e, lambdas=(0,) * len(e.lambdas), mu=0)
     assert not _native_valid(c, si, forged)
@@ -181,19 +195,69 @@ def test_e_forged_farkas_multipliers_zero():
     assert some(rejected(c, None, replace_slice(c.witness, si, farkas=tuple(pool))), "farkas_check")
 
 
-def test_e_forged_farkas_multipliers_perturbed():
-    c, si, f, e = _farkas_case()
+@pytest.mark.parametrize("kind", ENTRY_KINDS)
+def test_e_forged_farkas_multipliers_perturbed(kind):
+    c, si, f, e = _farkas_case(kind, "capped" if kind == "class" else "one_layer")
     rng = random.Random(7)
     pool = list(c.witness.slices[si].farkas)
-    for _ in range(50):  # a perturbation that the exact plaintext check refuses
-        lam = tuple(max(0, v + rng.randint(-(v // 2) - 1, v // 2 + 1)) for v in e.lambdas)
-        forged = dataclasses.replace(e, lambdas=lam, mu=-e.mu if e.row < c.shape.n_hidden else e.mu // 3)
+    for attempt in range(200):  # a perturbation that the exact plaintext check refuses
+        spread = 1 + attempt // 50  # widen the perturbation if the certificate has slack
+        lam = tuple(max(0, v + rng.randint(-spread * (v // 2) - 1, spread * (v // 2) + 1)) for v in e.lambdas)
+        mu = -e.mu if e.row < c.shape.n_hidden else e.mu // (2 + spread) if e.row < c.shape.n_rows else 0
+        box = None if e.box is None else tuple(v + rng.randint(-spread * abs(v), spread * abs(v)) for v in e.box)
+        forged = dataclasses.replace(e, lambdas=lam, mu=mu, box=box)
         if not _native_valid(c, si, forged):
             break
     else:
         pytest.fail("no invalid perturbation found")
     pool[f] = forged
     assert some(rejected(c, None, replace_slice(c.witness, si, farkas=tuple(pool))), "farkas_check")
+
+
+def test_e_region_entry_with_extra_multiplier():
+    c, si, f, e = _farkas_case("region")
+    pool = list(c.witness.slices[si].farkas)
+    pool[f] = dataclasses.replace(e, mu=5)  # a whole region has no extra row to weigh
+    assert some(rejected(c, None, replace_slice(c.witness, si, farkas=tuple(pool))), "farkas")
+
+
+def test_e_region_entry_box_multipliers_tampered():
+    c, si, f, e = _farkas_case("region")
+    for k in range(4, 60):  # the smallest tilt of the box multipliers the exact check refuses
+        forged = dataclasses.replace(e, box=tuple(v + (1 << k) * (-1) ** j for j, v in enumerate(e.box)))
+        if not _native_valid(c, si, forged):
+            break
+    else:
+        pytest.fail("no refused tilt")
+    pool = list(c.witness.slices[si].farkas)
+    pool[f] = forged
+    assert some(rejected(c, None, replace_slice(c.witness, si, farkas=tuple(pool))), "farkas_check")
+
+
+def test_e_decision_entry_cannot_claim_distance():
+    # A NO_CLASS entry must prove emptiness (r' = 0): box multipliers that leave a
+    # residual normal (a distance claim) are refused even if h(u*) stays positive.
+    c, si, f, e = _farkas_case("class", "capped")
+    forged = dataclasses.replace(e, box=tuple(0 for _ in range(c.shape.n_free)))
+    pool = list(c.witness.slices[si].farkas)
+    pool[f] = forged
+    assert some(rejected(c, None, replace_slice(c.witness, si, farkas=tuple(pool))), "farkas_check")
+
+
+def test_e_far_region_cover_without_pool_entry():
+    c, si, f, e = _farkas_case("region")
+    pool = list(c.witness.slices[si].farkas)
+    pool[f] = None  # drop the region entry but keep the FAR_REGION covers
+    assert some(rejected(c, None, replace_slice(c.witness, si, farkas=tuple(pool))), "membership/lookup")
+
+
+def test_e_far_region_entry_for_another_region():
+    # The entry must be keyed by the neighbour the row leads into: naming a different code breaks the lookup.
+    c, si, f, e = _farkas_case("region")
+    other = tuple(1 - b for b in e.code)
+    pool = list(c.witness.slices[si].farkas)
+    pool[f] = dataclasses.replace(e, code=other)
+    assert some(rejected(c, None, replace_slice(c.witness, si, farkas=tuple(pool))), "membership/lookup")
 
 
 def test_e_farkas_cover_without_pool_entry():

@@ -47,11 +47,11 @@ from .circuit import StatementHandles, build_statement
 from .commitment import COMMITMENT_SCHEME, COMMITMENT_TAG, commit, commit_in_circuit, preimage
 from .shape import StatementShape, StatementShapeError
 from .widths import StatementWidths, widths
-from .witness import (DISTANCE, FARKAS, NEIGHBOR, STATUS_CERTIFIED, STATUS_FLIP, Designation, FarkasEntry,
+from .witness import (DISTANCE, FAR_REGION, FARKAS, NEIGHBOR, STATUS_CERTIFIED, STATUS_FLIP, Designation, FarkasEntry,
                       SliceWitness, StatementPublic, StatementWitness, StatementWitnessError)
 
 __all__ = [
-    "COMMITMENT_SCHEME", "COMMITMENT_TAG", "DISTANCE", "FARKAS", "NEIGHBOR", "STATUS_CERTIFIED", "STATUS_FLIP",
+    "COMMITMENT_SCHEME", "COMMITMENT_TAG", "DISTANCE", "FAR_REGION", "FARKAS", "NEIGHBOR", "STATUS_CERTIFIED", "STATUS_FLIP",
     "Designation", "FarkasEntry", "SliceWitness", "StatementHandles", "StatementPublic", "StatementShape",
     "StatementShapeError", "StatementWidths", "StatementWitness", "StatementWitnessError", "build_statement",
     "commit", "commit_in_circuit", "preimage", "widths",

@@ -20,7 +20,11 @@ What is enforced, per slice s (slot 0 is the start region; K slots, F pool entri
   status 1: the flip slice has some d_o <= 0 (one-hot choice of o).
 - For every slot and row one cover kind (one-hot): DISTANCE (distance >= E,
   and ||a|| != 0 unless status 1), NEIGHBOR (flipped code id is a slot id),
-  FARKAS ((code id, row) key is the key of a used, valid pool entry); the
+  FAR_REGION (neuron rows: (flipped code id, row Rr) is the key of a used
+  pool entry, which separates that whole neighbouring region from u*),
+  FARKAS ((code id, row) key is the key of a used pool entry whose
+  separation certificate is valid against E: an empty facet or class region,
+  or a facet at distance >= eps, `farkas`); the
   two memberships are log-derivative lookups per slice (`membership`).
   Layer-0 rows are code-independent: their distance test is computed once
   per slice and each slot only asserts kind_DISTANCE * (1 - ok) = 0.
@@ -58,7 +62,7 @@ from .farkas import check_farkas_entry, farkas_key
 from .membership import assert_lookup, challenge, multiplicities
 from .shape import StatementShape
 from .widths import StatementWidths, widths as shape_widths
-from .witness import DISTANCE, NEIGHBOR, StatementPublic, StatementWitness, validate
+from .witness import DISTANCE, FAR_REGION, NEIGHBOR, StatementPublic, StatementWitness, validate
 
 
 @dataclass
@@ -193,7 +197,7 @@ def build_statement(cs, shape: StatementShape, public: StatementPublic | None = 
         with cs.scope(f"slice{si}"):
             ids, kd_slice = _slice(cs, shape, wd, si, base[si], weights, biases, dec_rows, val, e_sq,
                                    not_status, nsq0, nonzero0, row_bound, decision_values,
-                                   box_lo_free, box_hi_free)
+                                   box_lo_free, box_hi_free, [query[j] for j in free])
             all_ids.append(ids)
             all_kd.append(kd_slice)
         report(f"slice {si + 1}/{S}: {cs.n_constraints} constraints")
@@ -238,7 +242,7 @@ def _flip_class_bits(public: StatementPublic, witness: StatementWitness, shape) 
 
 
 def _slice(cs, shape, wd, si, base, weights, biases, dec_rows, val, e_sq, not_status, nsq0, nonzero0,
-           row_bound, decision_values, box_lo, box_hi):
+           row_bound, decision_values, box_lo, box_hi, query_free):
     H, K, F, Rr = shape.n_hidden, shape.region_slots, shape.farkas_slots, shape.n_rows
     t_bits = shape.eps_bits
     h0 = shape.hidden_sizes[0]
@@ -280,21 +284,24 @@ def _slice(cs, shape, wd, si, base, weights, biases, dec_rows, val, e_sq, not_st
             used = bool_inputs(cs, "used", None if not cs.with_values else [int(entry is not None)], 1)[0]
             ebits = bool_inputs(cs, "code", None if not cs.with_values else
                                 (list(entry.code) if entry else [0] * H), H)
+            # Row one-hot over the Rr rows and one more position, Rr: the whole region (FAR_REGION entries).
             rbits = bool_inputs(cs, "row", None if not cs.with_values else
-                                [int(entry is not None and entry.row == r) for r in range(Rr)], Rr)
+                                [int(entry is not None and entry.row == r) for r in range(Rr + 1)], Rr + 1)
             cs.assert_equal(cs.sum(rbits), used)
             lams = cs.private_inputs(scoped(cs, "lambda"), H, None if not cs.with_values else
                                      (list(entry.lambdas) if entry else [0] * H))
             for lam in lams:
                 cs.assert_range(lam, shape.farkas_bits)
             mu = cs.private_input(scoped(cs, "mu"), None if not cs.with_values else (entry.mu if entry else 0))
-            is_dec = cs.sum(rbits[H:])
+            is_dec = cs.sum(rbits[H:Rr])
+            assert_product_zero(cs, rbits[Rr], mu)  # a whole region takes no extra row
             # decision rows: 0 <= mu < 2^(fb+1); neuron rows: -2^fb <= mu < 2^fb
             cs.assert_range(mu + (1 - is_dec) * (1 << shape.farkas_bits), shape.farkas_bits + 1)
             neurons, decisions, _ = derive_region(
                 cs, weights, biases, dec_rows, [Form(b.normal, b.offset, None) for b in base],
                 lambda l, forms: ebits[offsets[l]:offsets[l + 1]], False)
-            check_farkas_entry(cs, used, rbits, lams, mu, neurons, decisions, ebits, box_lo, box_hi, wd)
+            check_farkas_entry(cs, used, rbits, lams, mu, neurons, decisions, ebits, box_lo, box_hi, wd,
+                               query_free, e_sq, t_bits, None if entry is None else entry.box)
             eid = cs.lin_comb([(1 << i, b) for i, b in enumerate(ebits)])
             row_index = cs.lin_comb([(r, b) for r, b in enumerate(rbits)])
             pool_keys.append(cs.mul(used, farkas_key(cs, eid, row_index, H) + 1) - 1)
@@ -315,8 +322,9 @@ def _slice(cs, shape, wd, si, base, weights, biases, dec_rows, val, e_sq, not_st
                     transcript.append((kd, 1))
                     if r < H:
                         kn = bool_inputs(cs, "nb", None if kind is None else [int(kind == NEIGHBOR)], 1)[0]
-                        transcript.append((kn, 1))
-                        kf = 1 - kd - kn
+                        kr = bool_inputs(cs, "far", None if kind is None else [int(kind == FAR_REGION)], 1)[0]
+                        transcript += [(kn, 1), (kr, 1)]
+                        kf = 1 - kd - kn - kr
                         cs.assert_is_bool(kf)
                     else:
                         kf = 1 - kd
@@ -329,14 +337,16 @@ def _slice(cs, shape, wd, si, base, weights, biases, dec_rows, val, e_sq, not_st
                         assert_distance_if(cs, kd, nonzero_gate, form.value, norm_sq(cs, form), e_sq, t_bits,
                                            row_bound(r))
                     if r < H:
-                        nb_queries.append((kn, ids[k] + (1 << r) - (1 << (r + 1)) * code[r]))
+                        flipped = ids[k] + (1 << r) - (1 << (r + 1)) * code[r]
+                        nb_queries.append((kn, flipped))
+                        fk_queries.append((kr, farkas_key(cs, flipped, Rr, H)))  # the neighbour's region entry
                     fk_queries.append((kf, farkas_key(cs, ids[k], r, H)))
             kd_slice.append(kd_row)
     with cs.scope("membership"):
         transcript += pool_transcript
         nb_mults = multiplicities(cs, nb_queries, ids)
         fk_mults = multiplicities(cs, fk_queries, pool_keys)
-        nb_bits, fk_bits = (K * H).bit_length(), (K * Rr).bit_length()
+        nb_bits, fk_bits = (K * H).bit_length(), (K * (Rr + H)).bit_length()
         for m in nb_mults:
             cs.assert_range(m, nb_bits)
         for m in fk_mults:

@@ -15,7 +15,10 @@ diag(code) has 0/1 entries (absolute-value products):
     ||a||^2 <= n_free A^2; distance sides V^2 2^(2t) and (E_cap+1)^2 2^(2s) ||a||^2;
     Farkas: r_j <= 2^fb sum_neuron_rows A_row + 2^(fb+1) max_rows A_row (lambda on
     every neuron row, mu on the one extra row), g0 likewise with C_row,
-    lower bound <= g0 + sum_j r X_j;
+    lower bound <= g0 + sum_j r X_j; box multipliers |nu_j| < 2^bits(r),
+    h(u*) <= g0 + sum_j (r + 2^(bits(r)+1)) X_j; on neuron-row entries (the
+    only ones squared) the same with neuron rows only and |nu_j| below
+    2^(bits(r_neuron)+1): h^2 2^(2t) and (E_cap+1)^2 2^(2s) n_free r'^2;
     boundary: a.P + c D <= V 2^db (P/D lies in the box).
 
 Partial sums are bounded by the full sums (every term is bounded by its
@@ -56,6 +59,10 @@ class StatementWidths:
     farkas_residual: int
     farkas_offset: int
     farkas_lower: int
+    nu_bits: int  # box multipliers: |nu_j| < 2^nu_bits
+    nu_neuron_bits: int  # on neuron-row entries: |nu_j| < 2^nu_neuron_bits
+    separation_value: int  # bound on h(u*)
+    separation_comparison: int  # bound on both sides of the neuron-row squared comparison
     boundary_point: int  # |P_j| bound
     boundary_value: int  # |a.P + c D| bound over all rows
     quantities: tuple[tuple[str, int], ...]
@@ -116,6 +123,20 @@ def widths(shape: StatementShape, limit_bits: int = MAX_SIGNED_BITS) -> Statemen
     lower = g0 + sum(r * X[j] for j in free)
     q += [("Farkas coefficient", coef), ("Farkas residual r_j", r), ("Farkas offset g0", g0),
           ("Farkas lower bound", lower)]
+    # Separation form: box multipliers |nu_j| < 2^nu_bits (room for nu = -r),
+    # r' = r + nu, h(u*) = r'.u* + g0 - support(nu). Neuron-row entries have
+    # |nu_j| < 2^nu_neuron_bits and are the only ones squared.
+    nu_bits = bits(r)
+    h_all = g0 + sum((r + (2 << nu_bits)) * X[j] for j in free)
+    r_n = lam * sum(x for x, _ in neuron_rows) + mu * max(x for x, _ in neuron_rows)
+    g0_n = lam * sum(y for _, y in neuron_rows) + mu * max(y for _, y in neuron_rows)
+    nu_neuron_bits = min(bits(r_n) + 1, nu_bits)
+    r2_n = r_n + (1 << nu_neuron_bits)
+    h_n = g0_n + sum((r2_n + (1 << nu_neuron_bits)) * X[j] for j in free)
+    sep_cmp = max((h_n ** 2) << (2 * t), e2 * nf * r2_n ** 2)
+    q += [("separation box multiplier", 1 << nu_bits), ("separation value h(u*)", h_all),
+          ("separation neuron-row r'_j", r2_n), ("separation neuron-row h(u*)", h_n),
+          ("separation distance comparison", sep_cmp)]
 
     den = 1 << shape.boundary_bits
     point = max(X) * den
@@ -130,5 +151,6 @@ def widths(shape: StatementShape, limit_bits: int = MAX_SIGNED_BITS) -> Statemen
         box=X, layers=tuple(layers), decision=dec, eps_sq_scaled=e2,
         distance=tuple(dist(lw) for lw in layers), distance_decision=dist(dec),
         farkas_coef=coef, farkas_residual=r, farkas_offset=g0, farkas_lower=lower,
+        nu_bits=nu_bits, nu_neuron_bits=nu_neuron_bits, separation_value=h_all, separation_comparison=sep_cmp,
         boundary_point=point, boundary_value=bval, quantities=tuple(q),
     )

@@ -29,7 +29,8 @@ from ..field import R
 DISTANCE = 0
 NEIGHBOR = 1
 FARKAS = 2
-KINDS = (DISTANCE, NEIGHBOR, FARKAS)
+FAR_REGION = 3  # neuron rows: the neighbouring region's pool entry (row = n_rows) separates it from u*
+KINDS = (DISTANCE, NEIGHBOR, FARKAS, FAR_REGION)
 
 STATUS_CERTIFIED = 0
 STATUS_FLIP = 1
@@ -61,12 +62,18 @@ class StatementPublic:
 class FarkasEntry:
     """A residual-form Farkas certificate for (code, row) of one slice:
     lambdas (one per hidden neuron, >= 0) on the region rows, mu on the extra
-    row (row < H: z_row = 0, any sign; row = H + o: d_o <= 0, mu >= 0)."""
+    row (row < H: z_row = 0, any sign; row = H + o: d_o <= 0, mu >= 0;
+    row = n_rows: no extra row, the whole region, mu = 0), and for a
+    separation certificate box multipliers (neuron rows and regions only)."""
 
     code: Bits
     row: int
     lambdas: tuple[int, ...]
     mu: int
+    # Box multipliers nu (one per free input): a separation certificate (the
+    # facet lies at distance >= eps). None: an emptiness certificate, for which
+    # the circuit uses nu = -r (the residual form).
+    box: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -145,8 +152,11 @@ def validate(shape, public: StatementPublic, witness: StatementWitness) -> None:
         for e in sw.farkas:
             if e is not None:
                 need(len(e.code) == H and set(e.code) <= {0, 1}, f"slice {si}: Farkas entry code must be {H} bits")
-                need(0 <= e.row < shape.n_rows, f"slice {si}: Farkas entry row out of range")
+                need(0 <= e.row <= shape.n_rows, f"slice {si}: Farkas entry row out of range")
+                need(e.row < shape.n_rows or e.box is not None, f"slice {si}: a region entry needs box multipliers")
                 need(len(e.lambdas) == H, f"slice {si}: Farkas entry needs {H} multipliers")
+                need(e.box is None or (len(e.box) == shape.n_free and all(type(v) is int for v in e.box)),
+                     f"slice {si}: box multipliers must be {shape.n_free} ints")
     d = witness.designation
     if d is not None:
         need(0 <= d.slice_index < shape.n_slices and 0 <= d.slot < K and 0 <= d.row < shape.n_rows,
