@@ -40,7 +40,8 @@ from fairness import farkas as fk
 from fairness.farkas import FarkasCertificate
 from fairness.fixed_point import FixedPointModel, IntVector
 from fairness.geocert import DECISION, DEFAULT_MAX_REGIONS, NEURON, SliceSearch, geocert_slice
-from fairness.regions import (LPRegionOracle, RationalPoint, Region, RegionOracle, SliceGeometry, class_system, code_to_str,
+from fairness.regions import (LPRegionOracle, RationalPoint, Region, RegionOracle, SliceGeometry, class_system,
+                              code_from_str, code_to_str,
                               distance_at_least, distance_sq, eps_cap, facet_system, flip, free_box, max_eps)
 
 FORMAT = "fairproof.fairness-certificate"
@@ -317,8 +318,11 @@ def certify(model: FixedPointModel, query: Sequence[int], oracle: RegionOracle |
         e, candidates = _eps_and_candidates(model, searches, covers, cap, eps_bits)
         attainment, failed = _choose_attainment(model, searches, candidates, oracle, y, e, cap)
         if attainment is not None:
-            kept = [_prune(model, si, search, cov, e, eps_bits, attainment)
-                    for si, (search, cov) in enumerate(zip(searches, covers))]
+            pruned = [_prune(model, si, search, cov, e, eps_bits, attainment)
+                      for si, (search, cov) in enumerate(zip(searches, covers))]
+            whole = [([code_to_str(c) for c in search.codes], cov) for search, cov in zip(searches, covers)]
+            # Same E either way; prove the smaller statement (pool entries cost more than regions).
+            kept = min((pruned, whole), key=lambda option: _statement_cost(option, model))
             return _assemble(query, y, e, eps_bits, searches, kept, attainment, model)
         # Every attaining row is an unwitnessable decision row: keep the search
         # out of those regions and stop at the facet leading into them instead.
@@ -476,6 +480,29 @@ def _choose_attainment(model, searches, candidates, oracle, y, e, cap):
     if e == cap:
         return Attainment("cap"), []
     return None, failed
+
+
+# Relative circuit cost of one pool entry against one region slot (Adult (8,2) at 2^16:
+# about 2.6k and 1.0k constraints; German (4,2): 2.6k and 0.8k).
+POOL_ENTRY_COST = 2.7
+
+
+def _statement_cost(kept: list[tuple[list[str], dict[RowKey, Cover]]], model: FixedPointModel) -> float:
+    """Region slots + POOL_ENTRY_COST x pool entries of the largest slice (a FAR_REGION
+    entry is shared by every row leading into the same neighbour)."""
+    hidden = model.net.hidden_sizes
+    regions, entries = 0, 0
+    for codes, cov in kept:
+        far, rows = set(), 0
+        for (key, kind, row), cover in cov.items():
+            if key not in codes or cover.farkas is None:
+                continue
+            if cover.kind == FAR_REGION:
+                far.add(code_to_str(flip(code_from_str(key, hidden), row)))
+            else:
+                rows += 1
+        regions, entries = max(regions, len(codes)), max(entries, rows + len(far))
+    return regions + POOL_ENTRY_COST * entries
 
 
 def separated_system(geometry: SliceGeometry, region: Region, k: int, kind: str):
