@@ -21,7 +21,10 @@ or timed-out job, a decision other than the one announced, or a bundle that
 `verify_bundle` refuses), and service throughput over direct throughput, both
 sequential and with as many prover processes as the service has workers: a
 ratio near 1 to the latter means the service's throughput is bounded by
-proving, not by HTTP, the ledger or the queue.
+proving, not by HTTP, the ledger or the queue. On a shared machine the CPU
+the run's own processes used (including the PostgreSQL backends of its
+database) is measured too: certificates per CPU-second compares the
+configurations even when other work took cores away from some of them.
 
     FAIRPROOF_DATA_DIR=/work/shared/datasets .venv/bin/python benchmarks/service_load.py \
         [--customers 16] [--concurrency 16] [--configs procrastinate,inprocess] [--workdir DIR]
@@ -42,7 +45,7 @@ import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -64,14 +67,16 @@ def load_average() -> float:
 class CpuMeter:
     """CPU used over a phase, in cores: by the whole machine, and by this run's own processes.
 
-    The difference is what other work on the machine took meanwhile (the load
-    average alone cannot tell, since this run's own workers raise it too).
+    This run's processes are this one, its service and worker processes, and
+    the PostgreSQL backends serving its database. The difference is what other
+    work on the machine took meanwhile (the load average cannot tell, since
+    this run's own workers raise it too).
     """
 
     TICK = os.sysconf("SC_CLK_TCK")
 
-    def __init__(self, pids: list[int]):
-        self.pids = [os.getpid(), *pids]
+    def __init__(self, pids: list[int], more_pids: Callable[[], list[int]] = lambda: []):
+        self.pids, self.more_pids = [os.getpid(), *pids], more_pids
 
     @staticmethod
     def _machine_busy() -> int:
@@ -79,27 +84,48 @@ class CpuMeter:
         idle = fields[3] + fields[4]  # idle + iowait
         return sum(fields[:8]) - idle
 
-    def _ours(self) -> int:
-        total = 0
-        for pid in self.pids:
+    def _ticks(self) -> dict[int, int]:
+        ticks = {}
+        for pid in set(self.pids) | set(self.more_pids()):
             try:
                 stat = Path(f"/proc/{pid}/stat").read_text()
             except OSError:
                 continue
             fields = stat.rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime + stime of the process (all its threads)
-        return total
+            ticks[pid] = int(fields[11]) + int(fields[12])  # utime + stime of the process (all its threads)
+        return ticks
 
     def __enter__(self) -> "CpuMeter":
-        self.t0, self.busy0, self.ours0 = time.perf_counter(), self._machine_busy(), self._ours()
+        self.t0, self.busy0, self.ticks0 = time.perf_counter(), self._machine_busy(), self._ticks()
         return self
 
     def __exit__(self, *exc) -> None:
         wall = time.perf_counter() - self.t0
         busy = (self._machine_busy() - self.busy0) / self.TICK / wall
-        ours = (self._ours() - self.ours0) / self.TICK / wall
+        # A process first seen at the end (a new database connection) counts from its start.
+        used = sum(t - self.ticks0.get(pid, 0) for pid, t in self._ticks().items())
+        ours = used / self.TICK / wall
         self.result = {"machine_cores": round(busy, 2), "this_run_cores": round(ours, 2),
-                       "other_work_cores": round(max(0.0, busy - ours), 2)}
+                       "other_work_cores": round(max(0.0, busy - ours), 2), "this_run_cpu_seconds": round(used / self.TICK, 2)}
+
+
+def pg_backends(database_url: str) -> Callable[[], list[int]]:
+    """The pids of the PostgreSQL backends connected to this database (the server runs on this machine)."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    from tests.store_fixtures import PG_URL
+
+    if make_url(database_url).get_backend_name() != "postgresql":
+        return lambda: []
+    name = make_url(database_url).database
+    engine = create_engine(PG_URL, isolation_level="AUTOCOMMIT", pool_size=1)
+
+    def pids() -> list[int]:
+        with engine.connect() as conn:
+            return list(conn.scalars(text("SELECT pid FROM pg_stat_activity WHERE datname = :d"), {"d": name}))
+
+    return pids
 
 
 def percentiles(values: list[float], scale: float = 1.0) -> dict[str, float | None]:
@@ -114,17 +140,19 @@ def percentiles(values: list[float], scale: float = 1.0) -> dict[str, float | No
 # ------------------------------------------------------------------ the model
 def prepare_models(workdir: Path, n_records: int) -> Path:
     """The committed model directory, with keys for every bucket the first n_records customers need."""
+    from prover_service.key_setup import setup_keys_for_test_customers
     from tests.service_fixtures import MODEL_DIRECTORY, build_models_dir
 
     models = workdir / "models"
-    if (models / MODEL_DIRECTORY / "card.json").is_file() and (workdir / f"keys-for-{n_records}").exists():
+    if (models / MODEL_DIRECTORY / "card.json").is_file():
         log(f"reusing the committed model in {models}")
+        with open_prover(models) as prover:
+            setup_keys_for_test_customers(prover, n_records)
         return models
     log(f"building a committed German (4,2) model in {workdir} (train or reuse, commit, precompute, keys for "
         f"{n_records} customers)")
     start = time.perf_counter()
     models = build_models_dir(workdir, key_customers=n_records)
-    (workdir / f"keys-for-{n_records}").touch()
     log(f"  model ready in {time.perf_counter() - start:.1f} s")
     return models
 
@@ -390,7 +418,7 @@ def run_service(config: str, models: Path, records: list[dict], warmup: list[lis
             if warm.errors:
                 raise RuntimeError(f"{config}: warm-up failed: {warm.errors[:3]}")
         load_before = load_average()
-        with CpuMeter([p.process.pid for p in processes if p.process]) as cpu:
+        with CpuMeter([p.process.pid for p in processes if p.process], pg_backends(url)) as cpu:
             burst = customers_burst(service.url, records, args.concurrency, args.poll_interval, config)
         load_after = load_average()
         verify_burst(service.url, burst)
@@ -413,26 +441,31 @@ def _cpu(phase: dict) -> str:
     return f"{phase['cpu']['this_run_cores']:.2f} ({phase['cpu']['other_work_cores']:.2f})"
 
 
+def per_cpu_second(phase: dict) -> float:
+    """Certificates per CPU-second this run spent: a figure other work on the machine barely moves."""
+    return phase["certificates"] / max(1e-9, phase["cpu"]["this_run_cpu_seconds"])
+
+
 def table(result: dict) -> str:
     direct, parallel = result["direct"], result["direct_parallel"]
     fmt = lambda d, k, f: "-" if d[k] is None else format(d[k], f)  # noqa: E731
     rows = ["| configuration | certificates | errors | throughput (cert/s) | / direct sequential | / direct parallel "
-            "| submit -> ready p50 / p90 / p99 (s) | POST decisions p50 / p99 (ms) | GET job p50 / p99 (ms) | "
-            "CPU cores: this run (other work) |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
+            "| cert per CPU-s | submit -> ready p50 / p90 / p99 (s) | POST decisions p50 / p99 (ms) "
+            "| GET job p50 / p99 (ms) | CPU cores: this run (other work) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
     p = direct["prove_seconds"]
     ratio = parallel["throughput"] / direct["throughput"]
     rows.append(f"| direct Prover.prove, sequential | {direct['certificates']} | {direct['errors']} | "
-                f"{direct['throughput']:.3f} | 1.00 | {1 / ratio:.2f} | {p['p50']:.2f} / {p['p90']:.2f} / "
-                f"{p['p99']:.2f} (one proof) | - | - | {_cpu(direct)} |")
+                f"{direct['throughput']:.3f} | 1.00 | {1 / ratio:.2f} | {per_cpu_second(direct):.3f} | "
+                f"{p['p50']:.2f} / {p['p90']:.2f} / {p['p99']:.2f} (one proof) | - | - | {_cpu(direct)} |")
     rows.append(f"| direct, {parallel['processes']} prover processes | {parallel['certificates']} | "
-                f"{parallel['errors']} | {parallel['throughput']:.3f} | {ratio:.2f} | 1.00 | - | - | - | "
-                f"{_cpu(parallel)} |")
+                f"{parallel['errors']} | {parallel['throughput']:.3f} | {ratio:.2f} | 1.00 | "
+                f"{per_cpu_second(parallel):.3f} | - | - | - | {_cpu(parallel)} |")
     for name, r in result["service"].items():
         lat, post, get = r["latency_seconds"], r["post_decisions_ms"], r["get_job_ms"]
         rows.append(f"| service, {name} ({r['database']}, {r['workers']} workers) | {r['certificates']} | "
                     f"{r['errors']} | {r['throughput']:.3f} | {r['ratio_to_direct']:.2f} | "
-                    f"{r['ratio_to_direct_parallel']:.2f} | "
+                    f"{r['ratio_to_direct_parallel']:.2f} | {per_cpu_second(r):.3f} | "
                     f"{fmt(lat, 'p50', '.2f')} / {fmt(lat, 'p90', '.2f')} / {fmt(lat, 'p99', '.2f')} | "
                     f"{fmt(post, 'p50', '.1f')} / {fmt(post, 'p99', '.1f')} | "
                     f"{fmt(get, 'p50', '.1f')} / {fmt(get, 'p99', '.1f')} | {_cpu(r)} |")
