@@ -24,7 +24,9 @@ ratio near 1 to the latter means the service's throughput is bounded by
 proving, not by HTTP, the ledger or the queue. On a shared machine the CPU
 the run's own processes used (including the PostgreSQL backends of its
 database) is measured too: certificates per CPU-second compares the
-configurations even when other work took cores away from some of them.
+configurations even when other work took cores away from some of them
+(the customers' own CPU is left out of it: for the service it counts the
+service and worker processes and their database backends).
 
     FAIRPROOF_DATA_DIR=/work/shared/datasets .venv/bin/python benchmarks/service_load.py \
         [--customers 16] [--concurrency 16] [--configs procrastinate,inprocess] [--workdir DIR]
@@ -67,16 +69,19 @@ def load_average() -> float:
 class CpuMeter:
     """CPU used over a phase, in cores: by the whole machine, and by this run's own processes.
 
-    This run's processes are this one, its service and worker processes, and
-    the PostgreSQL backends serving its database. The difference is what other
-    work on the machine took meanwhile (the load average cannot tell, since
-    this run's own workers raise it too).
+    This run's processes are this one (the customers, or the direct prover),
+    the service and worker processes, and the PostgreSQL backends serving its
+    database. The difference is what other work on the machine took meanwhile
+    (the load average cannot tell, since this run's own workers raise it too).
+    The proving side is everything but the customers: for the service, its
+    processes and its database backends.
     """
 
     TICK = os.sysconf("SC_CLK_TCK")
 
-    def __init__(self, pids: list[int], more_pids: Callable[[], list[int]] = lambda: []):
-        self.pids, self.more_pids = [os.getpid(), *pids], more_pids
+    def __init__(self, pids: list[int], more_pids: Callable[[], list[int]] = lambda: [], *,
+                 self_proves: bool = False):
+        self.pids, self.more_pids, self.self_proves = [os.getpid(), *pids], more_pids, self_proves
 
     @staticmethod
     def _machine_busy() -> int:
@@ -103,10 +108,15 @@ class CpuMeter:
         wall = time.perf_counter() - self.t0
         busy = (self._machine_busy() - self.busy0) / self.TICK / wall
         # A process first seen at the end (a new database connection) counts from its start.
-        used = sum(t - self.ticks0.get(pid, 0) for pid, t in self._ticks().items())
+        spent = {pid: t - self.ticks0.get(pid, 0) for pid, t in self._ticks().items()}
+        used = sum(spent.values())
+        customers = 0 if self.self_proves else spent.get(os.getpid(), 0)
         ours = used / self.TICK / wall
         self.result = {"machine_cores": round(busy, 2), "this_run_cores": round(ours, 2),
-                       "other_work_cores": round(max(0.0, busy - ours), 2), "this_run_cpu_seconds": round(used / self.TICK, 2)}
+                       "other_work_cores": round(max(0.0, busy - ours), 2),
+                       "this_run_cpu_seconds": round(used / self.TICK, 2),
+                       "customers_cpu_seconds": round(customers / self.TICK, 2),
+                       "proving_side_cpu_seconds": round((used - customers) / self.TICK, 2)}
 
 
 def pg_backends(database_url: str) -> Callable[[], list[int]]:
@@ -218,7 +228,7 @@ def direct_baseline(models: Path, records: list[dict], warmup: list[dict]) -> di
         queries = [_query(prover, rec) for rec in records]
         load_before = load_average()
         proved, online = [], []
-        with CpuMeter([]) as cpu:
+        with CpuMeter([], self_proves=True) as cpu:
             start = time.perf_counter()
             for i, query in enumerate(queries, 1):
                 t = time.perf_counter()
@@ -298,6 +308,7 @@ async def _customer(client, url: str, model_id: str, record: dict, burst: Burst,
                     gate: asyncio.Semaphore, done: list[int], total: int, label: str) -> None:
     async with gate:
         t0 = time.perf_counter()
+        step = "POST decisions"
         try:
             r = await client.post(f"{url}/v1/models/{model_id}/decisions", json={"record": record})
             burst.post_seconds.append(time.perf_counter() - t0)
@@ -309,6 +320,7 @@ async def _customer(client, url: str, model_id: str, record: dict, burst: Burst,
             while True:
                 await asyncio.sleep(poll)
                 t = time.perf_counter()
+                step = "GET job"
                 r = await client.get(f"{url}{accepted['job_url']}")
                 burst.get_job_seconds.append(time.perf_counter() - t)
                 if r.status_code != 200:
@@ -326,13 +338,14 @@ async def _customer(client, url: str, model_id: str, record: dict, burst: Burst,
                     return
             burst.ready_at.append(ready)
             burst.latency.append(ready - t0)
+            step = "GET certificate"
             r = await client.get(f"{url}{job['certificate_url']}")
             if r.status_code != 200:
                 burst.errors.append(f"GET certificate: HTTP {r.status_code}: {r.text[:200]}")
                 return
             burst.bundles.append((accepted["decision"], r.text))
         except Exception as exc:  # a refused connection or a timeout is an error of the run, not a crash
-            burst.errors.append(f"{type(exc).__name__}: {exc}")
+            burst.errors.append(f"{step}: {type(exc).__name__}: {exc!r}")
         finally:
             done[0] += 1
             log(f"  {label}: {done[0]}/{total} customers done, {len(burst.errors)} errors "
@@ -345,7 +358,10 @@ async def _burst(url: str, model_id: str, records: list[dict], concurrency: int,
     burst = Burst(started=time.perf_counter())
     gate = asyncio.Semaphore(concurrency)
     done = [0]
-    limits = httpx.Limits(max_connections=max(10, concurrency), max_keepalive_connections=max(10, concurrency))
+    # Idle connections are dropped after 1 s, well before uvicorn's 5 s keep-alive timeout: a pooled
+    # connection reused just as the server closes it fails with a ReadError that says nothing of the service.
+    limits = httpx.Limits(max_connections=max(10, concurrency), max_keepalive_connections=max(10, concurrency),
+                          keepalive_expiry=1.0)
     async with httpx.AsyncClient(timeout=60.0, limits=limits) as client:
         await asyncio.gather(*(_customer(client, url, model_id, rec, burst, poll, gate, done, len(records), label)
                                for rec in records))
@@ -442,15 +458,15 @@ def _cpu(phase: dict) -> str:
 
 
 def per_cpu_second(phase: dict) -> float:
-    """Certificates per CPU-second this run spent: a figure other work on the machine barely moves."""
-    return phase["certificates"] / max(1e-9, phase["cpu"]["this_run_cpu_seconds"])
+    """Certificates per CPU-second of the proving side: a figure other work on the machine barely moves."""
+    return phase["certificates"] / max(1e-9, phase["cpu"]["proving_side_cpu_seconds"])
 
 
 def table(result: dict) -> str:
     direct, parallel = result["direct"], result["direct_parallel"]
     fmt = lambda d, k, f: "-" if d[k] is None else format(d[k], f)  # noqa: E731
     rows = ["| configuration | certificates | errors | throughput (cert/s) | / direct sequential | / direct parallel "
-            "| cert per CPU-s | submit -> ready p50 / p90 / p99 (s) | POST decisions p50 / p99 (ms) "
+            "| cert per CPU-s (proving side) | submit -> ready p50 / p90 / p99 (s) | POST decisions p50 / p99 (ms) "
             "| GET job p50 / p99 (ms) | CPU cores: this run (other work) |",
             "|---|---|---|---|---|---|---|---|---|---|---|"]
     p = direct["prove_seconds"]
