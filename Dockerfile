@@ -1,4 +1,5 @@
-# The bank-side image: certification, proving and the store. Training needs
+# The bank-side image: the prover service (`fairproof serve`, `fairproof worker`;
+# see docker-compose.yml), certification, proving and the store. Training needs
 # torch and runs outside this image; models are mounted under /models.
 FROM python:3.11-slim
 
@@ -17,5 +18,6 @@ RUN pip install --no-cache-dir ".[prover]"
 # it must be writable and allow execution.
 ENV TMPDIR=/tmp FAIRPROOF_DATA_DIR=/data
 VOLUME ["/models", "/data"]
+EXPOSE 8000
 ENTRYPOINT ["fairproof"]
 CMD ["--help"]

@@ -1,0 +1,171 @@
+"""docker-compose.yml, the Dockerfile and the README agree with the service's Settings.
+
+Docker may not run where the tests run, so the compose file is checked as
+data: every FAIRPROOF_* variable it sets must be a Settings field, the values
+it gives (with compose's ${VAR:-default} resolved) must make valid Settings,
+and every Settings field must be documented in the README's "Running the
+service" section.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from prover_service.service.settings import ENV_PREFIX, Settings
+
+REPO = Path(__file__).resolve().parents[1]
+# ${NAME}, ${NAME:-default}, ${NAME-default}, ${NAME:?message}, ${NAME?message}
+INTERPOLATION = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?[-?])(?P<arg>[^}]*))?\}")
+SETTINGS_VARIABLES = {ENV_PREFIX + name.upper() for name in Settings.model_fields}
+
+
+def load_compose() -> dict:
+    return yaml.safe_load((REPO / "docker-compose.yml").read_text())
+
+
+def readme_section(title: str) -> str:
+    text = (REPO / "README.md").read_text()
+    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", text, flags=re.M | re.S)
+    assert match, f"README has no section '## {title}'"
+    return match.group(1)
+
+
+def service_environment(compose: dict, service: str) -> dict[str, str]:
+    env = compose["services"][service].get("environment") or {}
+    if isinstance(env, list):  # the KEY=VALUE list form
+        env = dict(item.split("=", 1) for item in env)
+    return {k: str(v) for k, v in env.items()}
+
+
+def resolve(value: str, host: dict[str, str]) -> str:
+    """Compose's interpolation of one value, for a host environment `host`."""
+    def one(m: re.Match) -> str:
+        name, op, arg = m.group("name"), m.group("op"), m.group("arg")
+        present = host.get(name)
+        if op and op.endswith("?"):
+            if present is None or (op == ":?" and present == ""):
+                raise LookupError(f"{name} is required: {arg}")
+            return present
+        if op == ":-" and not present:
+            return arg
+        if op == "-" and present is None:
+            return arg
+        return present or ""
+
+    return INTERPOLATION.sub(one, value)
+
+
+def unknown_variables(compose: dict) -> dict[str, set[str]]:
+    """Per service, the FAIRPROOF_* variables it sets that no Settings field reads."""
+    unknown = {}
+    for service in compose["services"]:
+        names = {k for k in service_environment(compose, service) if k.startswith(ENV_PREFIX)}
+        if names - SETTINGS_VARIABLES:
+            unknown[service] = names - SETTINGS_VARIABLES
+    return unknown
+
+
+def host_variables(compose_text: str) -> set[str]:
+    return {m.group("name") for m in INTERPOLATION.finditer(compose_text) if m.group("name").startswith(ENV_PREFIX)}
+
+
+# ------------------------------------------------------------------ compose vs Settings
+def test_compose_sets_only_settings_variables():
+    compose = load_compose()
+    assert {"postgres", "prover", "worker"} <= set(compose["services"])
+    assert unknown_variables(compose) == {}
+
+
+def test_a_misspelt_variable_is_caught():
+    compose = load_compose()
+    compose["services"]["worker"]["environment"] = {**compose["services"]["worker"]["environment"],
+                                                    "FAIRPROOF_MODEL_DIR": "/models"}
+    assert unknown_variables(compose) == {"worker": {"FAIRPROOF_MODEL_DIR"}}
+
+
+@pytest.mark.parametrize("service", ["prover", "worker"])
+def test_compose_values_make_valid_settings(service):
+    compose = load_compose()
+    host = {"FAIRPROOF_ADMIN_API_KEY": "k" * 32}
+    env = {k: resolve(v, host) for k, v in service_environment(compose, service).items()}
+    settings = Settings.from_env(env)
+    assert settings.queue == "procrastinate"
+    assert settings.resolved_database_url.startswith("postgresql+psycopg://")
+    assert str(settings.models_dir) == "/models"
+    # The defaults compose falls back to are the service's own defaults.
+    defaults = Settings()
+    for field in ("max_body_bytes", "lease_seconds", "max_attempts", "log_level"):
+        assert getattr(settings, field) == getattr(defaults, field), field
+
+
+def test_admin_key_comes_from_the_host_and_is_required():
+    compose = load_compose()
+    value = service_environment(compose, "prover")["FAIRPROOF_ADMIN_API_KEY"]
+    with pytest.raises(LookupError, match="FAIRPROOF_ADMIN_API_KEY is required"):
+        resolve(value, {})
+    with pytest.raises(LookupError):
+        resolve(value, {"FAIRPROOF_ADMIN_API_KEY": ""})
+    assert resolve(value, {"FAIRPROOF_ADMIN_API_KEY": "s3cret"}) == "s3cret"
+    # Workers never need the admin key.
+    assert "FAIRPROOF_ADMIN_API_KEY" not in service_environment(compose, "worker")
+
+
+def test_prover_and_workers_are_wired_for_scale_out():
+    compose = load_compose()
+    prover, worker = compose["services"]["prover"], compose["services"]["worker"]
+    command = prover["command"]
+    assert command[0] == "serve"
+    assert command[command.index("--host") + 1] == "0.0.0.0"
+    assert command[command.index("--queue") + 1] == "procrastinate"
+    assert any(str(p).split(":")[-1] == "8000" for p in prover["ports"])
+    check = " ".join(prover["healthcheck"]["test"])
+    assert "/v1/ready" in check and "python" in check and "curl" not in check  # the image has no curl
+    assert worker["command"] == ["worker"]
+    # `--scale worker=N` needs workers without a fixed host port or container name.
+    assert "ports" not in worker and "container_name" not in worker
+    for name in ("postgres", "prover", "worker"):
+        assert compose["services"][name].get("restart") in ("always", "unless-stopped", "on-failure"), name
+    for name in ("prover", "worker"):
+        assert compose["services"][name]["depends_on"]["postgres"]["condition"] == "service_healthy"
+
+
+# ------------------------------------------------------------------ README
+def undocumented(section: str) -> list[str]:
+    return sorted(v for v in SETTINGS_VARIABLES if f"`{v}`" not in section)
+
+
+def test_every_settings_field_is_documented():
+    assert undocumented(readme_section("Running the service")) == []
+
+
+def test_an_undocumented_field_is_caught():
+    section = readme_section("Running the service").replace("`FAIRPROOF_LEASE_SECONDS`", "lease seconds")
+    assert undocumented(section) == ["FAIRPROOF_LEASE_SECONDS"]
+
+
+def test_every_host_variable_of_compose_is_documented():
+    readme = (REPO / "README.md").read_text()
+    names = host_variables((REPO / "docker-compose.yml").read_text())
+    assert "FAIRPROOF_ADMIN_API_KEY" in names
+    assert sorted(n for n in names if f"`{n}`" not in readme) == []
+
+
+def test_readme_keeps_its_first_commands():
+    lines = (REPO / "README.md").read_text().splitlines()
+    assert lines[0] == "# FairProof"
+    assert lines[2].strip().startswith("bash scripts/setup.sh && .venv/bin/fairproof demo")
+    assert lines[3].strip().startswith(".venv/bin/python -m pytest")
+
+
+# ------------------------------------------------------------------ image
+def test_image_installs_the_service_and_its_queue():
+    dockerfile = (REPO / "Dockerfile").read_text()
+    assert re.search(r'pip install [^\n]*"\.\[prover\]"', dockerfile)
+    assert "EXPOSE 8000" in dockerfile
+    pyproject = (REPO / "pyproject.toml").read_text()
+    prover_extra = re.search(r"^prover = \[(.*?)^\]", pyproject, flags=re.M | re.S).group(1)
+    for package in ("procrastinate", "fastapi", "uvicorn", "psycopg", "alembic"):
+        assert package in prover_extra, package
