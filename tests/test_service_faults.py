@@ -112,11 +112,14 @@ def test_a_job_accepted_while_no_worker_runs_waits_and_then_completes(models_dir
         try:
             register_model(service.url)
             job_id = _submit(service.url)
-            time.sleep(1.0)
+            time.sleep(2.0)
             assert httpx.get(f"{service.url}/v1/jobs/{job_id}").json()["status"] == "queued"
+            assert "no live worker" in httpx.get(f"{service.url}/v1/ready").json()["checks"]["workers"]
             late.start()
             job = wait_for_job(service.url, job_id)
             assert job["status"] == "succeeded" and job["attempts"] == 1
+            time.sleep(2.0)  # the next sweep counts the worker's heartbeats
+            assert "1 live worker" in httpx.get(f"{service.url}/v1/ready").json()["checks"]["workers"]
         finally:
             late.stop()
             service.stop()

@@ -44,6 +44,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="who proves: threads in this process (default) or `fairproof worker` processes "
                         "(FAIRPROOF_QUEUE; needs PostgreSQL)")
     p.add_argument("--workers", type=int, metavar="N", help="in-process worker threads (FAIRPROOF_WORKERS, default 1)")
+    p.add_argument("--keep-alive", type=float, default=5.0, metavar="SECONDS",
+                   help="idle keep-alive of client connections (default 5; behind a proxy, set it above the "
+                        "proxy's own idle timeout)")
     p.add_argument("--register", action="append", default=[], metavar="NAME",
                    help="register this model directory (inside the models directory) before serving; repeatable")
     p.set_defaults(handler=run)
@@ -69,5 +72,5 @@ def run(args: argparse.Namespace) -> int:
         finally:
             db.dispose()
     uvicorn.run(create_app(settings), host=args.host, port=args.port, log_config=None,
-                timeout_graceful_shutdown=30)
+                timeout_keep_alive=args.keep_alive, timeout_graceful_shutdown=30)
     return 0

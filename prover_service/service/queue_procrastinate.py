@@ -81,6 +81,14 @@ async def retry_stalled(app: procrastinate.App, seconds_since_heartbeat: float) 
     return len(stalled)
 
 
+async def live_workers(app: procrastinate.App, within_seconds: float) -> int:
+    """Worker processes whose heartbeat is recent (procrastinate keeps them in procrastinate_workers)."""
+    row = await app.connector.execute_query_one_async(
+        "SELECT count(*) AS n FROM procrastinate_workers "
+        "WHERE last_heartbeat > now() - make_interval(secs => %(seconds)s)", seconds=within_seconds)
+    return int(row["n"])
+
+
 class ProcrastinateDispatcher:
     """The service side: defer jobs to the queue, and keep the queue in step with the ledger."""
 
@@ -93,6 +101,7 @@ class ProcrastinateDispatcher:
         self.sweep_seconds = sweep_seconds or max(1.0, ledger.lease.total_seconds() / 2)
         self._sweeper: asyncio.Task | None = None
         self._last_error: str | None = None
+        self._live_workers: int | None = None
 
     async def start(self) -> None:
         await self.app.open_async()
@@ -113,14 +122,22 @@ class ProcrastinateDispatcher:
         await enqueue(self.app, job_id)
 
     def health(self) -> tuple[bool, str]:
+        """Ready while the queue answers. With no live worker the API still accepts jobs (they wait
+        in PostgreSQL and run when a worker starts); the check says so, for operators."""
         if self._last_error:
             return False, f"queue: {self._last_error}"
-        return True, "procrastinate queue"
+        live = self._live_workers
+        if live is None:
+            return True, "procrastinate queue"
+        if live == 0:
+            return True, "procrastinate queue; no live worker: jobs wait until `fairproof worker` runs"
+        return True, f"procrastinate queue; {live} live worker process(es)"
 
     async def _sweep_once(self) -> None:
         """Re-offer every job the ledger holds unfinished and unleased (the lock drops duplicates)."""
         try:
             await retry_stalled(self.app, self.ledger.lease.total_seconds())
+            self._live_workers = await live_workers(self.app, self.ledger.lease.total_seconds())
             for job_id in await asyncio.to_thread(self.ledger.resumable):
                 await enqueue(self.app, job_id)
             self._last_error = None

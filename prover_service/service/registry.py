@@ -8,7 +8,7 @@ registered under a new id.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -31,10 +31,21 @@ class LoadedModel:
     commitment: str
     workspace: ModelWorkspace
     model: FixedPointModel
+    # The parsed card and the (mtime, size) of the file it came from: re-read only when the file changes.
+    _card_cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def card(self) -> ModelCard:
         """The card as published now (new circuit buckets appear over the model's life)."""
+        try:
+            stat = self.workspace.card_path.stat()
+        except OSError as exc:
+            raise Unavailable(f"model {self.model_id}: its card cannot be read ({exc.strerror})") from None
+        version = (stat.st_mtime_ns, stat.st_size)
+        cached = self._card_cache.get("card")
+        if cached is not None and cached[0] == version:
+            return cached[1]
         card = self.workspace.card()
+        self._card_cache["card"] = (version, card)
         if card.commitment != self.commitment:
             raise Unavailable(f"model {self.model_id}: its card on disk names another commitment than the one "
                               "registered; a recommitted model must be registered under a new id")
