@@ -16,10 +16,13 @@ Cost model (constraints; w_x = bit width of x from `widths`, nf free inputs,
 H hidden neurons, h_l layer sizes, C classes, K slots, F pool entries):
 - per region slot: derivation sum_{l>=1} h_l h_{l-1} (nf + 3) + (C-1) h_L (nf + 3);
   per deeper row one distance check (w_dist + nf + 4); per row one cover
-  one-hot (3) and one lookup query (2: NEIGHBOR for neurons, FARKAS for all);
-- per Farkas entry: derivation (as a slot, without values), multiplier
-  ranges H fb + fb + 1, the residual (H + C - 1)(nf + 1) products and one
-  sign per free input (w_r + 1 each: the dominant term), one final range;
+  one-hot (4 for neurons, 2 for decision rows) and lookup queries (2 each:
+  NEIGHBOR and FAR_REGION for neurons, FARKAS for all);
+- per pool entry: derivation (as a slot, without values), multiplier
+  ranges H fb + fb + 1, the residual (H + C - 1)(nf + 1) products, one box
+  multiplier per free input (sign and magnitude, w_nu + 2 each: the dominant
+  term), h(u*) and ||r'||^2 (3 nf), and two final ranges (w_h, and the
+  squared comparison on neuron-row and region entries);
 - per slice: the layer-0 distance flags (h_0 (w_dist + 2)), slot 0 (the
   forward pass with activation comparisons), and the two membership lookups'
   tables (2 per entry, multiplicities range-checked) and challenge (one
@@ -41,7 +44,10 @@ Deviations from the first design notes, and why:
   instead of K (or F) for a vanishing product; it adds the random-oracle
   assumption on Poseidon that the commitment already makes;
 - NO_CLASS follows `fairness.regions.class_system`: the extra row is
-  d_o(u) <= 0 (class j(o) at least ties y), mu >= 0.
+  d_o(u) <= 0 (class j(o) at least ties y), mu >= 0;
+- every pool entry is a separation certificate (docs/STATEMENT.md): a
+  facet or region far from the query (FAR_FACET, FAR_REGION) or, with
+  r' = 0, an empty one (EMPTY_FACET, NO_CLASS; the witness uses nu = -r).
 """
 from .circuit import StatementHandles, build_statement
 from .commitment import COMMITMENT_SCHEME, COMMITMENT_TAG, commit, commit_in_circuit, preimage
