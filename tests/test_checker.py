@@ -369,3 +369,12 @@ def test_far_facet_cover_is_checked_against_eps(model, certs):
     tampered["slices"][si]["regions"][ri]["neurons"][k]["farkas"]["multipliers"] = [0] * len(found[0].multipliers)
     tampered["slices"][si]["regions"][ri]["neurons"][k]["farkas"]["extra"] = 0
     _rejects(model, tampered, "invalid separation certificate for a far facet")
+
+
+def test_certificates_without_separation_refinement_are_accepted(model):
+    # The crossing-only search (no FAR covers from GeoCert) stays a valid prover path.
+    oracle = LPRegionOracle(model)
+    rng = random.Random(11)
+    for _ in range(5):
+        c = certify(model, random_query(model, rng), oracle, separate=False)
+        check_certificate(model, Certificate.from_json(c.to_json()))
