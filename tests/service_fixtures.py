@@ -180,6 +180,17 @@ def worker(models_dir: Path, database_url: str, log_path: Path, **extra: str) ->
     return ServiceProcess(["worker"], service_env(models_dir, database_url, **extra), log_path)
 
 
+@contextlib.contextmanager
+def running(service: ServiceProcess) -> Iterator[ServiceProcess]:
+    """The service started, its German model registered, and stopped on exit."""
+    service.start()
+    try:
+        register_model(service.url)
+        yield service
+    finally:
+        service.stop()
+
+
 def register_model(url: str) -> dict:
     r = httpx.post(f"{url}/v1/admin/models", json={"directory": MODEL_DIRECTORY}, headers={"X-API-Key": ADMIN_KEY},
                    timeout=30)

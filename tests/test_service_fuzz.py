@@ -12,20 +12,16 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
 
-from tests.service_fixtures import ADMIN_KEY, build_models_dir, register_model, serve
+from tests.service_fixtures import ADMIN_KEY, build_models_dir, running, serve
 
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
     root = tmp_path_factory.mktemp("fuzz")
     models = build_models_dir(root, key_customers=0)
-    service = serve(models, f"sqlite:///{root / 'service.sqlite'}", root / "serve.log", FAIRPROOF_WORKERS="0")
-    service.start()
-    try:
-        register_model(service.url)
+    with running(serve(models, f"sqlite:///{root / 'service.sqlite'}", root / "serve.log",
+                       FAIRPROOF_WORKERS="0")) as service:
         yield service
-    finally:
-        service.stop()
 
 
 def _operations(url: str) -> list:

@@ -16,7 +16,7 @@ import pytest
 from commitments.bundle import CertificateBundle
 from commitments.card import ModelCard
 from tests.service_fixtures import (ADMIN_KEY, MODEL_DIRECTORY, build_models_dir, customer_records, fresh_pg_database,
-                                    register_model, serve, wait_for_job)
+                                    running, serve, wait_for_job)
 from verifier_client.verify import verify_bundle
 
 pytestmark = pytest.mark.postgres
@@ -30,14 +30,9 @@ def models_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def live(models_dir, tmp_path_factory):
     with fresh_pg_database() as url:
-        service = serve(models_dir, url, tmp_path_factory.mktemp("logs") / "serve.log",
-                        FAIRPROOF_WORKERS="2", FAIRPROOF_MAX_BODY_BYTES="16384")
-        service.start()
-        try:
-            register_model(service.url)
+        with running(serve(models_dir, url, tmp_path_factory.mktemp("logs") / "serve.log",
+                           FAIRPROOF_WORKERS="2", FAIRPROOF_MAX_BODY_BYTES="16384")) as service:
             yield service
-        finally:
-            service.stop()
 
 
 def _decide(url: str, record: dict) -> dict:

@@ -7,7 +7,6 @@ together never race on the schema.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -16,10 +15,9 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, text
-from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
-from offline_precompute.db import make_engine
+from offline_precompute.db import Database, make_engine
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 VERSION_TABLE = "service_alembic_version"
@@ -53,15 +51,8 @@ def migrate(engine: Engine, revision: str = "head") -> None:
         command.upgrade(config, revision)
 
 
-@dataclass
-class ServiceDatabase:
-    url: str
-    engine: Engine
-    sessions: sessionmaker[Session]
-
-    @property
-    def display_url(self) -> str:
-        return make_url(self.url).render_as_string(hide_password=True)
+class ServiceDatabase(Database):
+    """The service's database: the store's engine and sessions, plus transactions and the schema check."""
 
     @contextmanager
     def transaction(self) -> Iterator[Session]:
@@ -71,9 +62,6 @@ class ServiceDatabase:
 
     def is_current(self) -> bool:
         return current_revision(self.engine) == head_revision()
-
-    def dispose(self) -> None:
-        self.engine.dispose()
 
 
 def open_service_database(url: str, *, upgrade: bool = True) -> ServiceDatabase:
