@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -43,7 +45,8 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def snarkjs_verifies(bundle, card, tmp: Path) -> bool | None:
+def snarkjs_verifies(bundle, card, tmp: Path, public: list | None = None) -> bool | None:
+    """snarkjs's verdict on the bundle's proof, against `public` if given (a tampered twin)."""
     exe = ROOT / "node_modules" / ".bin" / "snarkjs"
     if not exe.exists():
         return None
@@ -51,7 +54,7 @@ def snarkjs_verifies(bundle, card, tmp: Path) -> bool | None:
 
     dump_json(tmp / "vk.json", card.bucket(bundle.bucket).verifying_key)
     dump_json(tmp / "proof.json", bundle.proof)
-    dump_json(tmp / "public.json", list(bundle.public_signals))
+    dump_json(tmp / "public.json", list(bundle.public_signals) if public is None else public)
     run = subprocess.run([str(exe), "groth16", "verify", str(tmp / "vk.json"), str(tmp / "public.json"),
                           str(tmp / "proof.json")], capture_output=True, text=True, timeout=300)
     return run.returncode == 0 and "OK" in run.stdout
@@ -88,6 +91,7 @@ def bench_model(dataset: str, hidden: tuple[int, ...], variant: str, n_queries: 
     from fairness.errors import CertificationError
     from fairness.model import save_artifact
     from fairness.training import load_or_train
+    from offline_precompute.certify import certify as certify_plaintext
     from offline_precompute.certify import query_from_index, test_inputs
     from offline_precompute.db import open_database, resolve_store_url
     from offline_precompute.enumerate import precompute
@@ -107,7 +111,8 @@ def bench_model(dataset: str, hidden: tuple[int, ...], variant: str, n_queries: 
     commit_model(workspace, model_id=name)
     backend = get_backend()
     db = open_database(resolve_store_url(None, root))
-    row: dict = {"model": name, "dataset": dataset, "hidden": list(hidden), "variant": variant}
+    row: dict = {"model": name, "dataset": dataset, "hidden": list(hidden), "variant": variant,
+                 "loadavg_start": list(os.getloadavg())}
     try:
         prover = Prover(workspace, db, backend)
         t0 = time.perf_counter()
@@ -119,7 +124,7 @@ def bench_model(dataset: str, hidden: tuple[int, ...], variant: str, n_queries: 
 
         # Offline: the keys of every bucket these customers need, timed per bucket.
         setups, uncertifiable, too_large = {}, [], []
-        certifiable = []
+        certifiable, plaintext_eps = [], []
         fixed, per_k, per_f = constraint_model(prover) if max_constraints else (0, 0, 0)
         for i, q in enumerate(queries):
             try:
@@ -136,6 +141,10 @@ def bench_model(dataset: str, hidden: tuple[int, ...], variant: str, n_queries: 
                 log(f"  {name}: customer {i}: bucket k{k}-f{f} ~{estimate} constraints exceeds the cap: not proved")
                 continue
             certifiable.append(q)
+            # The reference eps for the proved one: a separate plaintext certification with its own
+            # oracle (not the prover's memo), so the comparison below is not the prover against itself.
+            plaintext_eps.append(certify_plaintext(db, prover.model, q, eps_bits=prover.card.eps_scale_bits)
+                                 .certificate.eps)
             shape = prover.shape_for(k, f)
             if shape.bucket not in setups:
                 t0 = time.perf_counter()
@@ -150,25 +159,29 @@ def bench_model(dataset: str, hidden: tuple[int, ...], variant: str, n_queries: 
         queries = certifiable
 
         online, proves, constraints, verify_ms, eps_equal, valid, statuses = [], [], [], [], 0, 0, {}
-        snark_ok, snark_checked = 0, 0
+        snark_ok, snark_checked, snark_tamper_refused = 0, 0, 0
         for i, q in enumerate(queries):
             result = prover.prove(q)
             bundle = result.bundle
             online.append(result.timings.online)
             proves.append(result.timings.prove)
             constraints.append(result.n_constraints)
-            eps_equal += bundle.eps.numerator == result.certificate.eps
             t0 = time.perf_counter()
-            ok = verify_bundle(bundle, prover.card, backend)
+            ok = verify_bundle(bundle, prover.card, backend)  # binds bundle.eps to the proof's public signals
             verify_ms.append((time.perf_counter() - t0) * 1000)
             valid += bool(ok)
+            eps_equal += bool(ok) and bundle.eps.numerator == plaintext_eps[i]
             statuses[bundle.status] = statuses.get(bundle.status, 0) + 1
             if snark_checked < n_snarkjs:
                 with tempfile.TemporaryDirectory() as tmp:
                     verdict = snarkjs_verifies(bundle, prover.card, Path(tmp))
+                    tampered = list(bundle.public_signals)
+                    tampered[-1] = str(int(tampered[-1]) + 1)
+                    tamper_verdict = snarkjs_verifies(bundle, prover.card, Path(tmp), public=tampered)
                 if verdict is not None:
                     snark_checked += 1
                     snark_ok += verdict
+                    snark_tamper_refused += not tamper_verdict
             log(f"  {name}: customer {i}: {bundle.status} eps {bundle.eps.decimal} online "
                 f"{result.timings.online:.2f} s ({result.n_constraints} constraints) {'VALID' if ok else 'INVALID'}")
         row.update({
@@ -177,6 +190,8 @@ def bench_model(dataset: str, hidden: tuple[int, ...], variant: str, n_queries: 
             "constraints_max": max(constraints), "verify_median_ms": statistics.median(verify_ms),
             "verify_max_ms": max(verify_ms), "proof_bytes": 128, "eps_equal_plaintext": eps_equal,
             "valid": valid, "statuses": statuses, "snarkjs_checked": snark_checked, "snarkjs_ok": snark_ok,
+            "snarkjs_tampered_refused": snark_tamper_refused, "loadavg_end": list(os.getloadavg()),
+            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         })
         paper = PAPER_ONLINE_MINUTES.get((dataset, hidden))
         if paper is not None:
