@@ -8,6 +8,13 @@ Two butterfly orders avoid bit-reversal permutations in the QAP step:
 - `dif` (Gentleman-Sande): natural-order input -> bit-reversed output;
 - `dit` (Cooley-Tukey): bit-reversed input -> natural-order output.
 Each stage is one broadcast over a (blocks, 2, half) view of the array.
+
+When the native kernels load (`native/kernels.py`: C compiled at run time,
+FAIRPROOF_NATIVE_NTT=0 disables them) `dif`, `dit` and the quotient's
+elementwise steps run in C with the same butterflies and the same reduced
+Montgomery values, so results are byte-identical; ctypes releases the GIL, so
+the quotient runs its independent transforms on two threads. Without them
+(no compiler, failed build) the numpy code below is used.
 """
 from __future__ import annotations
 
@@ -19,6 +26,7 @@ import zk_dtypes
 
 from ..errors import CircuitError, UnsatisfiedConstraint
 from ..field import R, R_GENERATOR, R_TWO_ADICITY
+from .native import kernels as native_kernels
 
 FR = np.dtype(zk_dtypes.bn254_sf_mont)
 COSET_SHIFT = R_GENERATOR  # g: the QAP quotient is evaluated on g*H, where Z_H(g w^i) = g^n - 1 != 0
@@ -124,9 +132,52 @@ def stage_twiddles(n: int, inverse: bool) -> tuple[np.ndarray, ...]:
         return _stage_twiddles(n, inverse)
 
 
+@lru_cache(maxsize=64)
+def _flat_twiddles(n: int, inverse: bool) -> np.ndarray:
+    """The stage twiddles in one array, half-size m at offset m - 1 (the native layout)."""
+    stages = _stage_twiddles(n, inverse)
+    out = np.concatenate(stages) if stages else np.zeros(0, dtype=FR)
+    out.flags.writeable = False  # shared by every caller
+    return out
+
+
+def flat_twiddles(n: int, inverse: bool) -> np.ndarray:
+    with _cache_lock:
+        return _flat_twiddles(n, inverse)
+
+
+def _native_for(*arrays: np.ndarray):
+    """The native kernels if they are available and can take these arrays in place."""
+    kernels = native_kernels.load()
+    if kernels is None:
+        return None
+    for arr in arrays:
+        if arr.dtype != FR or arr.ndim != 1 or not arr.flags.c_contiguous or not arr.flags.writeable:
+            return None
+    return kernels
+
+
 def dif(a: np.ndarray, inverse: bool = False) -> np.ndarray:
     """In place: natural-order coefficients -> bit-reversed evaluations on <omega_n>
     (unscaled: with inverse=True this is n times the inverse transform)."""
+    kernels = _native_for(a)
+    if kernels is None:
+        return dif_numpy(a, inverse)
+    check_domain_size(a.shape[0])
+    return kernels.dif(a, flat_twiddles(a.shape[0], inverse))
+
+
+def dit(a: np.ndarray, inverse: bool = False) -> np.ndarray:
+    """In place: bit-reversed input -> natural-order output (unscaled, see `dif`)."""
+    kernels = _native_for(a)
+    if kernels is None:
+        return dit_numpy(a, inverse)
+    check_domain_size(a.shape[0])
+    return kernels.dit(a, flat_twiddles(a.shape[0], inverse))
+
+
+def dif_numpy(a: np.ndarray, inverse: bool = False) -> np.ndarray:
+    """`dif` in numpy (the fallback, and the reference the native code is tested against)."""
     n = a.shape[0]
     check_domain_size(n)
     tw = stage_twiddles(n, inverse)
@@ -146,8 +197,8 @@ def dif(a: np.ndarray, inverse: bool = False) -> np.ndarray:
     return a
 
 
-def dit(a: np.ndarray, inverse: bool = False) -> np.ndarray:
-    """In place: bit-reversed input -> natural-order output (unscaled, see `dif`)."""
+def dit_numpy(a: np.ndarray, inverse: bool = False) -> np.ndarray:
+    """`dit` in numpy."""
     n = a.shape[0]
     check_domain_size(n)
     tw = stage_twiddles(n, inverse)
@@ -202,15 +253,6 @@ def quotient_factors(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return _quotient_factors(n)
 
 
-def _coset_evaluations(evals: np.ndarray, into: np.ndarray) -> np.ndarray:
-    """Evaluations on g*H (natural order, new array) of the polynomial of degree < n
-    with the given evaluations on H: inverse DIF, multiply by bit-reversed g^i / n, DIT."""
-    work = np.array(evals, dtype=FR, copy=True)
-    dif(work, inverse=True)
-    work *= into
-    return dit(work)
-
-
 def qap_quotient(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """h_0..h_{n-2} of H = (A*B - C) / (X^n - 1) from evaluations of A, B, C on H.
 
@@ -232,24 +274,101 @@ def qap_quotient(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     if b.shape[0] != n or c.shape[0] != n:
         raise CircuitError(f"qap_quotient: lengths differ ({a.shape[0]}, {b.shape[0]}, {c.shape[0]})")
     check_domain_size(n)
-    ab = a * b
+    a, b, c = (np.ascontiguousarray(x) for x in (a, b, c))
+    kernels = native_kernels.load()
+    ab = a * b if kernels is None else kernels.mul(np.empty_like(a), a, b)
     bad = np.flatnonzero(np.any(ab.view(np.uint64).reshape(n, 4) != c.view(np.uint64).reshape(n, 4), axis=1))
     if bad.size:
         raise UnsatisfiedConstraint(
             f"A*B - C is not divisible by Z_H: constraint {int(bad[0])} fails ({bad.size} in all)"
         )
     del ab
-    into, leave, c_scale = quotient_factors(n)
-    h = _coset_evaluations(a, into)
-    h *= _coset_evaluations(b, into)
-    dif(h, inverse=True)
-    h *= leave  # bit-reversed coefficients of (A*B mod (X^n - g^n)) / z
-    c_coeffs = np.array(c, dtype=FR, copy=True)
-    dif(c_coeffs, inverse=True)
-    c_coeffs *= c_scale  # bit-reversed coefficients of C = (A*B mod (X^n - 1)), over z
-    h -= c_coeffs
-    del c_coeffs
+    h = _quotient_numpy(a, b, c) if kernels is None else _quotient_native(kernels, a, b, c)
     perm = bit_reverse_permutation(n)
     if h[perm[n - 1 :]].view(np.uint64).any():  # impossible after the pointwise check; guards the arithmetic
         raise UnsatisfiedConstraint("quotient has degree n - 1: A*B - C not divisible by Z_H")
     return h[perm[: n - 1]]
+
+
+def _quotient_numpy(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Bit-reversed coefficients of H (see `qap_quotient`), numpy NTTs."""
+    into, leave, c_scale = quotient_factors(a.shape[0])
+    h = _coset_evaluations(a, into)
+    h *= _coset_evaluations(b, into)
+    dif_numpy(h, inverse=True)
+    h *= leave  # bit-reversed coefficients of (A*B mod (X^n - g^n)) / z
+    c_coeffs = np.array(c, dtype=FR, copy=True)
+    dif_numpy(c_coeffs, inverse=True)
+    c_coeffs *= c_scale  # bit-reversed coefficients of C = (A*B mod (X^n - 1)), over z
+    h -= c_coeffs
+    return h
+
+
+def _coset_evaluations(evals: np.ndarray, into: np.ndarray) -> np.ndarray:
+    """Evaluations on g*H (natural order, new array) of the polynomial of degree < n
+    with the given evaluations on H: inverse DIF, multiply by bit-reversed g^i / n, DIT."""
+    work = np.array(evals, dtype=FR, copy=True)
+    dif_numpy(work, inverse=True)
+    work *= into
+    return dit_numpy(work)
+
+
+# Below this size a second thread costs more than it saves.
+NATIVE_THREAD_MIN = 1 << 12
+
+
+def _in_pair(first, second, parallel: bool) -> None:
+    """Run two callables, the first on a helper thread when `parallel` (both release the GIL)."""
+    if not parallel:
+        first()
+        second()
+        return
+    errors: list[BaseException] = []
+
+    def guarded() -> None:
+        try:
+            first()
+        except BaseException as exc:  # noqa: BLE001 - re-raised below
+            errors.append(exc)
+
+    helper = threading.Thread(target=guarded, daemon=True)
+    helper.start()
+    try:
+        second()
+    finally:
+        helper.join()
+    if errors:
+        raise errors[0]
+
+
+def _quotient_native(kernels, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """The same steps and values as `_quotient_numpy` in C, as two balanced chains of
+    three NTTs: A to the coset, then A*B interpolated; beside it B to the coset,
+    then C interpolated."""
+    n = a.shape[0]
+    into, leave, c_scale = quotient_factors(n)
+    inverse_tw, forward_tw = flat_twiddles(n, True), flat_twiddles(n, False)
+    h, hb, c_coeffs = np.array(a, copy=True), np.array(b, copy=True), np.array(c, copy=True)
+    parallel = n >= NATIVE_THREAD_MIN
+
+    def to_coset(work: np.ndarray):
+        def run() -> None:
+            kernels.dif(work, inverse_tw)
+            kernels.mul(work, work, into)
+            kernels.dit(work, forward_tw)
+
+        return run
+
+    def interpolate_product() -> None:
+        kernels.mul(h, h, hb)
+        kernels.dif(h, inverse_tw)
+        kernels.mul(h, h, leave)  # bit-reversed coefficients of (A*B mod (X^n - g^n)) / z
+
+    def interpolate_c() -> None:
+        kernels.dif(c_coeffs, inverse_tw)
+        kernels.mul_scalar(c_coeffs, c_coeffs, c_scale)  # bit-reversed coefficients of C, over z
+
+    _in_pair(to_coset(hb), to_coset(h), parallel)
+    _in_pair(interpolate_c, interpolate_product, parallel)
+    kernels.sub(h, h, c_coeffs)
+    return h

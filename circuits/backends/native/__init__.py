@@ -1,0 +1,1 @@
+"""Native (C) kernels compiled at run time; see `build` and `kernels`."""

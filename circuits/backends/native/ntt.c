@@ -1,0 +1,157 @@
+/* Radix-2 NTTs and elementwise operations over BN254's scalar field Fr.
+ *
+ * Elements are four little-endian 64-bit limbs of x * 2^256 mod r (Montgomery
+ * form), fully reduced into [0, r): the layout of zk_dtypes.bn254_sf_mont and
+ * mclBnFr, so numpy arrays are passed by pointer without conversion. Every
+ * operation returns the unique reduced representative, so results are
+ * byte-identical to the numpy path whatever the order of reductions.
+ *
+ * Butterflies match circuits/backends/ntt.py exactly:
+ *   DIF (natural -> bit-reversed): u' = u + v, v' = (u - v) * w
+ *   DIT (bit-reversed -> natural): t = v * w, u' = u + t, v' = u - t
+ * Twiddles come from Python as one table: the stage of half-size m uses
+ * tw[m - 1 + j] = w_{2m}^j for j < m (so a table for n holds n - 1 entries).
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+typedef unsigned __int128 u128;
+
+static const uint64_t MOD[4] = {
+    0x43e1f593f0000001ULL, 0x2833e84879b97091ULL, 0xb85045b68181585dULL, 0x30644e72e131a029ULL};
+static const uint64_t MOD_INV = 0xc2e1f593efffffffULL; /* -r^-1 mod 2^64 */
+
+/* Stages whose butterfly span exceeds this many elements stream the whole
+ * array; smaller ones are finished block by block while a block (512 KiB)
+ * stays in the L2 cache. */
+#define BLOCK_ELEMS ((size_t)1 << 14)
+
+/* s < 2r (always true for a sum of reduced values: r < 2^254): s mod r. */
+static inline void reduce_once(uint64_t *out, const uint64_t s[4]) {
+    uint64_t d[4], borrow = 0;
+    for (int i = 0; i < 4; i++) {
+        u128 t = (u128)s[i] - MOD[i] - borrow;
+        d[i] = (uint64_t)t;
+        borrow = (uint64_t)(t >> 64) & 1;
+    }
+    uint64_t keep_s = -borrow; /* all ones when s < r */
+    for (int i = 0; i < 4; i++) out[i] = (s[i] & keep_s) | (d[i] & ~keep_s);
+}
+
+static inline void fr_add(uint64_t *out, const uint64_t *a, const uint64_t *b) {
+    uint64_t s[4], carry = 0;
+    for (int i = 0; i < 4; i++) {
+        u128 t = (u128)a[i] + b[i] + carry;
+        s[i] = (uint64_t)t;
+        carry = (uint64_t)(t >> 64);
+    }
+    reduce_once(out, s);
+}
+
+static inline void fr_sub(uint64_t *out, const uint64_t *a, const uint64_t *b) {
+    uint64_t d[4], borrow = 0;
+    for (int i = 0; i < 4; i++) {
+        u128 t = (u128)a[i] - b[i] - borrow;
+        d[i] = (uint64_t)t;
+        borrow = (uint64_t)(t >> 64) & 1;
+    }
+    uint64_t add_mod = -borrow; /* a < b: add r back */
+    uint64_t carry = 0;
+    for (int i = 0; i < 4; i++) {
+        u128 t = (u128)d[i] + (MOD[i] & add_mod) + carry;
+        out[i] = (uint64_t)t;
+        carry = (uint64_t)(t >> 64);
+    }
+}
+
+/* Montgomery product a * b * 2^-256 mod r; out may alias a or b.
+ * CIOS with the "no-carry" shortcut (valid because r's top limb is below
+ * 2^63 - 1): the running sum never needs a fifth and sixth word. */
+static inline void fr_mul(uint64_t *out, const uint64_t *a, const uint64_t *b) {
+    uint64_t t[4] = {0, 0, 0, 0};
+    for (int i = 0; i < 4; i++) {
+        uint64_t bi = b[i];
+        u128 x = (u128)a[0] * bi + t[0];
+        uint64_t A = (uint64_t)(x >> 64);
+        t[0] = (uint64_t)x;
+        uint64_t m = t[0] * MOD_INV;
+        u128 y = (u128)m * MOD[0] + t[0];
+        uint64_t C = (uint64_t)(y >> 64);
+        for (int j = 1; j < 4; j++) {
+            x = (u128)a[j] * bi + t[j] + A;
+            A = (uint64_t)(x >> 64);
+            y = (u128)m * MOD[j] + (uint64_t)x + C;
+            C = (uint64_t)(y >> 64);
+            t[j - 1] = (uint64_t)y;
+        }
+        t[3] = C + A;
+    }
+    reduce_once(out, t); /* t < 2r */
+}
+
+static void dif_stage(uint64_t *a, size_t len, size_t m, const uint64_t *tw) {
+    uint64_t t[4];
+    for (size_t blk = 0; blk < len; blk += 2 * m) {
+        uint64_t *u = a + 4 * blk, *v = a + 4 * (blk + m);
+        for (size_t j = 0; j < m; j++, u += 4, v += 4) {
+            fr_sub(t, u, v);
+            fr_add(u, u, v);
+            if (m == 1) {
+                v[0] = t[0]; v[1] = t[1]; v[2] = t[2]; v[3] = t[3];
+            } else {
+                fr_mul(v, t, tw + 4 * (m - 1 + j));
+            }
+        }
+    }
+}
+
+static void dit_stage(uint64_t *a, size_t len, size_t m, const uint64_t *tw) {
+    uint64_t t[4];
+    for (size_t blk = 0; blk < len; blk += 2 * m) {
+        uint64_t *u = a + 4 * blk, *v = a + 4 * (blk + m);
+        for (size_t j = 0; j < m; j++, u += 4, v += 4) {
+            if (m == 1) {
+                t[0] = v[0]; t[1] = v[1]; t[2] = v[2]; t[3] = v[3];
+            } else {
+                fr_mul(t, v, tw + 4 * (m - 1 + j));
+            }
+            fr_sub(v, u, t);
+            fr_add(u, u, t);
+        }
+    }
+}
+
+/* In place, n a power of two: natural order -> bit-reversed order (unscaled). */
+void fr_ntt_dif(uint64_t *a, size_t n, const uint64_t *tw) {
+    size_t m = n / 2;
+    for (; m >= 1 && 2 * m > BLOCK_ELEMS; m /= 2) dif_stage(a, n, m, tw);
+    if (m == 0) return;
+    size_t block = 2 * m;
+    for (size_t s = 0; s < n; s += block)
+        for (size_t mm = m; mm >= 1; mm /= 2) dif_stage(a + 4 * s, block, mm, tw);
+}
+
+/* In place, n a power of two: bit-reversed order -> natural order (unscaled). */
+void fr_ntt_dit(uint64_t *a, size_t n, const uint64_t *tw) {
+    size_t block = n < BLOCK_ELEMS ? n : BLOCK_ELEMS;
+    if (block >= 2)
+        for (size_t s = 0; s < n; s += block)
+            for (size_t m = 1; m < block; m *= 2) dit_stage(a + 4 * s, block, m, tw);
+    for (size_t m = block; m < n; m *= 2) dit_stage(a, n, m, tw);
+}
+
+/* out[i] = a[i] * b[i] (Montgomery); out may alias a or b. */
+void fr_mul_vec(uint64_t *out, const uint64_t *a, const uint64_t *b, size_t n) {
+    for (size_t i = 0; i < n; i++) fr_mul(out + 4 * i, a + 4 * i, b + 4 * i);
+}
+
+/* out[i] = a[i] * s for one element s. */
+void fr_mul_scalar(uint64_t *out, const uint64_t *a, const uint64_t *s, size_t n) {
+    uint64_t k[4] = {s[0], s[1], s[2], s[3]};
+    for (size_t i = 0; i < n; i++) fr_mul(out + 4 * i, a + 4 * i, k);
+}
+
+/* out[i] = a[i] - b[i]. */
+void fr_sub_vec(uint64_t *out, const uint64_t *a, const uint64_t *b, size_t n) {
+    for (size_t i = 0; i < n; i++) fr_sub(out + 4 * i, a + 4 * i, b + 4 * i);
+}
