@@ -14,6 +14,7 @@
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <x86intrin.h> /* _addcarry_u64, _subborrow_u64: baseline x86-64 */
 
 typedef unsigned __int128 u128;
 
@@ -28,40 +29,37 @@ static const uint64_t MOD_INV = 0xc2e1f593efffffffULL; /* -r^-1 mod 2^64 */
 
 /* s < 2r (always true for a sum of reduced values: r < 2^254): s mod r. */
 static inline void reduce_once(uint64_t *out, const uint64_t s[4]) {
-    uint64_t d[4], borrow = 0;
-    for (int i = 0; i < 4; i++) {
-        u128 t = (u128)s[i] - MOD[i] - borrow;
-        d[i] = (uint64_t)t;
-        borrow = (uint64_t)(t >> 64) & 1;
-    }
-    uint64_t keep_s = -borrow; /* all ones when s < r */
+    unsigned long long d[4];
+    unsigned char borrow = _subborrow_u64(0, s[0], MOD[0], &d[0]);
+    borrow = _subborrow_u64(borrow, s[1], MOD[1], &d[1]);
+    borrow = _subborrow_u64(borrow, s[2], MOD[2], &d[2]);
+    borrow = _subborrow_u64(borrow, s[3], MOD[3], &d[3]);
+    uint64_t keep_s = -(uint64_t)borrow; /* all ones when s < r */
     for (int i = 0; i < 4; i++) out[i] = (s[i] & keep_s) | (d[i] & ~keep_s);
 }
 
 static inline void fr_add(uint64_t *out, const uint64_t *a, const uint64_t *b) {
-    uint64_t s[4], carry = 0;
-    for (int i = 0; i < 4; i++) {
-        u128 t = (u128)a[i] + b[i] + carry;
-        s[i] = (uint64_t)t;
-        carry = (uint64_t)(t >> 64);
-    }
-    reduce_once(out, s);
+    unsigned long long s[4];
+    unsigned char carry = _addcarry_u64(0, a[0], b[0], &s[0]);
+    carry = _addcarry_u64(carry, a[1], b[1], &s[1]);
+    carry = _addcarry_u64(carry, a[2], b[2], &s[2]);
+    (void)_addcarry_u64(carry, a[3], b[3], &s[3]); /* no carry out: a + b < 2r < 2^255 */
+    reduce_once(out, (const uint64_t *)s);
 }
 
 static inline void fr_sub(uint64_t *out, const uint64_t *a, const uint64_t *b) {
-    uint64_t d[4], borrow = 0;
-    for (int i = 0; i < 4; i++) {
-        u128 t = (u128)a[i] - b[i] - borrow;
-        d[i] = (uint64_t)t;
-        borrow = (uint64_t)(t >> 64) & 1;
-    }
-    uint64_t add_mod = -borrow; /* a < b: add r back */
-    uint64_t carry = 0;
-    for (int i = 0; i < 4; i++) {
-        u128 t = (u128)d[i] + (MOD[i] & add_mod) + carry;
-        out[i] = (uint64_t)t;
-        carry = (uint64_t)(t >> 64);
-    }
+    unsigned long long d[4];
+    unsigned char borrow = _subborrow_u64(0, a[0], b[0], &d[0]);
+    borrow = _subborrow_u64(borrow, a[1], b[1], &d[1]);
+    borrow = _subborrow_u64(borrow, a[2], b[2], &d[2]);
+    borrow = _subborrow_u64(borrow, a[3], b[3], &d[3]);
+    uint64_t add_mod = -(uint64_t)borrow; /* a < b: add r back */
+    unsigned long long o[4];
+    unsigned char carry = _addcarry_u64(0, d[0], MOD[0] & add_mod, &o[0]);
+    carry = _addcarry_u64(carry, d[1], MOD[1] & add_mod, &o[1]);
+    carry = _addcarry_u64(carry, d[2], MOD[2] & add_mod, &o[2]);
+    (void)_addcarry_u64(carry, d[3], MOD[3] & add_mod, &o[3]);
+    out[0] = o[0]; out[1] = o[1]; out[2] = o[2]; out[3] = o[3];
 }
 
 /* Montgomery product a * b * 2^-256 mod r; out may alias a or b.
