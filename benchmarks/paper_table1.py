@@ -124,7 +124,7 @@ def bench_model(dataset: str, hidden: tuple[int, ...], variant: str, n_queries: 
 
         # Offline: the keys of every bucket these customers need, timed per bucket.
         setups, uncertifiable, too_large = {}, [], []
-        certifiable, plaintext_eps = [], []
+        certifiable, indices, plaintext_eps = [], [], []
         fixed, per_k, per_f = constraint_model(prover) if max_constraints else (0, 0, 0)
         for i, q in enumerate(queries):
             try:
@@ -141,6 +141,7 @@ def bench_model(dataset: str, hidden: tuple[int, ...], variant: str, n_queries: 
                 log(f"  {name}: customer {i}: bucket k{k}-f{f} ~{estimate} constraints exceeds the cap: not proved")
                 continue
             certifiable.append(q)
+            indices.append(i)
             # The reference eps for the proved one: a separate plaintext certification with its own
             # oracle (not the prover's memo), so the comparison below is not the prover against itself.
             plaintext_eps.append(certify_plaintext(db, prover.model, q, eps_bits=prover.card.eps_scale_bits)
@@ -182,7 +183,7 @@ def bench_model(dataset: str, hidden: tuple[int, ...], variant: str, n_queries: 
                     snark_checked += 1
                     snark_ok += verdict
                     snark_tamper_refused += not tamper_verdict
-            log(f"  {name}: customer {i}: {bundle.status} eps {bundle.eps.decimal} online "
+            log(f"  {name}: customer {indices[i]}: {bundle.status} eps {bundle.eps.decimal} online "
                 f"{result.timings.online:.2f} s ({result.n_constraints} constraints) {'VALID' if ok else 'INVALID'}")
         row.update({
             "queries": len(queries), "online_median_s": statistics.median(online), "online_mean_s": statistics.mean(online),
