@@ -310,9 +310,28 @@ def certify(model: FixedPointModel, query: Sequence[int], oracle: RegionOracle |
             return Certificate(query=query, decision=y, eps=0, eps_bits=eps_bits, status=FLIP,
                                flip=Flip(index, tuple(sv), d is None))
 
-    banned: list[set[str]] = [set() for _ in slices]
-    searches = _search_slices(model, query, y, slices, oracle, max_regions, banned, separate)
     cap = eps_cap(model, eps_bits)
+    # The stopped search first (smallest covering sets). Its attaining row can be a decision
+    # row with no exact boundary witness in the start region (a class region the LP finds
+    # empty but whose Farkas certificate cannot be rounded exactly), which no ban can
+    # avoid; a slice searched to its own stop may then attain a smaller, witnessable E.
+    # So fall back to unstopped searches, then to searches without separation
+    # certificates: each attempt is checked the same way, only the covering sets grow.
+    attempts = [(True, separate), (False, separate)] + ([(False, False)] if separate else [])
+    for stop_early, separate_facets in attempts:
+        cert = _certify_searches(model, query, y, slices, oracle, eps_bits, cap, max_regions, max_retries,
+                                 separate_facets, stop_early)
+        if cert is not None:
+            return cert
+    raise CertificationError("no boundary witness can be produced for the attaining decision row "
+                             "(degenerate class region touching the start region)")
+
+
+def _certify_searches(model, query, y, slices, oracle, eps_bits, cap, max_regions, max_retries, separate,
+                      stop_early) -> Certificate | None:
+    """One search strategy: the certificate, or None when no attaining row can be witnessed."""
+    banned: list[set[str]] = [set() for _ in slices]
+    searches = _search_slices(model, query, y, slices, oracle, max_regions, banned, separate, stop_early)
     for _ in range(max_retries + 1):
         covers = [_assign_covers(model, s, oracle) for s in searches]
         e, candidates = _eps_and_candidates(model, searches, covers, cap, eps_bits)
@@ -333,17 +352,18 @@ def certify(model: FixedPointModel, query: Sequence[int], oracle: RegionOracle |
                 progress = True
         if not progress:
             break
-        searches = _search_slices(model, query, y, slices, oracle, max_regions, banned, separate)
-    raise CertificationError("no boundary witness can be produced for the attaining decision row "
-                             "(degenerate class region touching the start region)")
+        searches = _search_slices(model, query, y, slices, oracle, max_regions, banned, separate, stop_early)
+    return None
 
 
 def _stop_distance(search: SliceSearch) -> Fraction | None:
     return search.stop.distance_sq if search.stop.reason != "exhausted" else None
 
 
-def _search_slices(model, query, y, slices, oracle, max_regions, banned, separate) -> list[SliceSearch]:
-    """GeoCert on every slice, each stopped at the smallest stop distance of the others.
+def _search_slices(model, query, y, slices, oracle, max_regions, banned, separate,
+                   stop_early: bool = True) -> list[SliceSearch]:
+    """GeoCert on every slice, each stopped at the smallest stop distance of the others
+    (with `stop_early`; otherwise each slice runs to its own stop).
 
     eps is the minimum over slices, so a slice needs no region beyond the
     smallest stop distance found anywhere: every row it leaves queued there
@@ -361,7 +381,7 @@ def _search_slices(model, query, y, slices, oracle, max_regions, banned, separat
             searches[si] = geocert_slice(model, query, y, sv, oracle, max_regions=max_regions,
                                          banned=frozenset(banned[si]), limit=limit, separate=separate)
             d = _stop_distance(searches[si])
-            if d is not None and (limit is None or d < limit):
+            if stop_early and d is not None and (limit is None or d < limit):
                 limit = d
     return searches  # type: ignore[return-value]
 

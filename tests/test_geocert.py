@@ -171,3 +171,43 @@ def test_forged_oracle_answers_cost_radius_not_validity():
         check_certificate(model, lied)
         # every forged certificate was dropped; without them the search stops no later than the honest one
         assert lied.farkas_count == 0 and lied.eps <= honest.eps
+
+
+def test_unwitnessable_start_row_falls_back_to_unstopped_searches():
+    """German (2,4) unfair, test customer #14: slice 0 stops at a decision row of its start
+    region whose class region the LP finds empty but whose Farkas certificate cannot be
+    rounded, so it has no boundary witness and no ban can avoid it. Searching the other
+    slice only up to that stop leaves it as the attaining row; the fallback searches every
+    slice to its own stop, where a smaller, witnessed E exists."""
+    pytest.importorskip("torch")
+    from fairness import certificate as fc
+    from fairness.errors import DataError
+    from fairness.fixed_point import to_fixed_point
+    from fairness.training import load_or_train
+    from offline_precompute.certify import query_from_index
+
+    try:
+        artifact = load_or_train("german", (2, 4), "unfair")
+    except DataError as exc:  # pragma: no cover - depends on the machine
+        pytest.skip(f"German Credit dataset not available: {exc}")
+    model = to_fixed_point(artifact)
+    query = query_from_index(artifact, model, 14)
+    oracle = LPRegionOracle(model)
+    y = model.net.decision(query)
+    stopped = fc._certify_searches(model, query, y, model.slices(), oracle, fc.DEFAULT_EPS_BITS,
+                                   fc.eps_cap(model, fc.DEFAULT_EPS_BITS), 4096, 8, True, True)
+    assert stopped is None  # the case the fallback exists for
+    for separate in (True, False):
+        cert = certify(model, query, oracle, separate=separate)
+        assert cert.status == CERTIFIED and cert.attainment.kind == "decision" and cert.eps > 0
+        check_certificate(model, cert)
+        assert cert.min_distance_sq is not None and cert.eps_value ** 2 <= cert.min_distance_sq
+        for e, match in [(cert.eps + 1, "closer than eps"), (cert.eps - 1, "not maximal")]:
+            data = cert.to_json()
+            data["eps"]["E"] = e
+            with pytest.raises(CertificationError, match=match):
+                check_certificate(model, Certificate.from_json(data))
+        data = cert.to_json()
+        data["attainment"]["witness"] = None
+        with pytest.raises(CertificationError, match="needs a boundary witness"):
+            check_certificate(model, Certificate.from_json(data))
