@@ -46,6 +46,15 @@ class CurveBackend(ABC):
         quotient has degree n - 2). Raises if A*B - C is not divisible by Z_H.
         """
 
+    @abstractmethod
+    def qap_odd_coset(self, a: ScalarVector, b: ScalarVector, c: ScalarVector) -> ScalarVector:
+        """Values of A*B - C at the odd 2n-th roots of unity w^(2j+1), j < n
+        (w = omega_{2n} = 5^((R-1)/(2n)), natural order), from the same inputs as
+        `qap_quotient`. These are the H-MSM scalars for keys in snarkjs's basis
+        (keys.ODD_COSET_LAGRANGE); no quotient is formed, the division by Z is
+        in the key. Raises if A*B - C does not vanish on H.
+        """
+
     # --- single points (canonical form) -------------------------------------
     @abstractmethod
     def g1_generator(self) -> G1Affine: ...

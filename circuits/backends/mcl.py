@@ -583,6 +583,9 @@ class MclBackend(CurveBackend):
     def qap_quotient(self, a: ScalarVector, b: ScalarVector, c: ScalarVector) -> ScalarVector:
         return ntt.qap_quotient(a, b, c)
 
+    def qap_odd_coset(self, a: ScalarVector, b: ScalarVector, c: ScalarVector) -> ScalarVector:
+        return ntt.qap_odd_coset(a, b, c)
+
     # --- single points -------------------------------------------------------------------
     def g1_generator(self) -> G1Affine:
         return (1, 2)

@@ -253,6 +253,28 @@ def quotient_factors(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return _quotient_factors(n)
 
 
+def _checked_rows(caller: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, ...]:
+    """a, b, c as contiguous arrays, after checking their type, their common
+    power-of-two length and a_i * b_i == c_i for every row i (exactly: A*B - C
+    vanishes on H, so Z_H divides it, iff this holds)."""
+    for arr, label in ((a, "a"), (b, "b"), (c, "c")):
+        if not isinstance(arr, np.ndarray) or arr.dtype != FR or arr.ndim != 1:
+            raise CircuitError(f"{caller}: {label} is not a scalar vector of this backend")
+    n = a.shape[0]
+    if b.shape[0] != n or c.shape[0] != n:
+        raise CircuitError(f"{caller}: lengths differ ({a.shape[0]}, {b.shape[0]}, {c.shape[0]})")
+    check_domain_size(n)
+    a, b, c = (np.ascontiguousarray(x) for x in (a, b, c))
+    kernels = native_kernels.load()
+    ab = a * b if kernels is None else kernels.mul(np.empty_like(a), a, b)
+    bad = np.flatnonzero(np.any(ab.view(np.uint64).reshape(n, 4) != c.view(np.uint64).reshape(n, 4), axis=1))
+    if bad.size:
+        raise UnsatisfiedConstraint(
+            f"A*B - C is not divisible by Z_H: constraint {int(bad[0])} fails ({bad.size} in all)"
+        )
+    return a, b, c
+
+
 def qap_quotient(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """h_0..h_{n-2} of H = (A*B - C) / (X^n - 1) from evaluations of A, B, C on H.
 
@@ -267,22 +289,9 @@ def qap_quotient(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     A*B; inverse DIF, * bit-reversed g^-i / (n z); minus the inverse DIF of C
     scaled by 1 / (n z); one bit-reversal permutation.
     """
-    for arr, label in ((a, "a"), (b, "b"), (c, "c")):
-        if not isinstance(arr, np.ndarray) or arr.dtype != FR or arr.ndim != 1:
-            raise CircuitError(f"qap_quotient: {label} is not a scalar vector of this backend")
+    a, b, c = _checked_rows("qap_quotient", a, b, c)
     n = a.shape[0]
-    if b.shape[0] != n or c.shape[0] != n:
-        raise CircuitError(f"qap_quotient: lengths differ ({a.shape[0]}, {b.shape[0]}, {c.shape[0]})")
-    check_domain_size(n)
-    a, b, c = (np.ascontiguousarray(x) for x in (a, b, c))
     kernels = native_kernels.load()
-    ab = a * b if kernels is None else kernels.mul(np.empty_like(a), a, b)
-    bad = np.flatnonzero(np.any(ab.view(np.uint64).reshape(n, 4) != c.view(np.uint64).reshape(n, 4), axis=1))
-    if bad.size:
-        raise UnsatisfiedConstraint(
-            f"A*B - C is not divisible by Z_H: constraint {int(bad[0])} fails ({bad.size} in all)"
-        )
-    del ab
     h = _quotient_numpy(a, b, c) if kernels is None else _quotient_native(kernels, a, b, c)
     perm = bit_reverse_permutation(n)
     if h[perm[n - 1 :]].view(np.uint64).any():  # impossible after the pointwise check; guards the arithmetic
@@ -372,3 +381,106 @@ def _quotient_native(kernels, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np
     _in_pair(interpolate_c, interpolate_product, parallel)
     kernels.sub(h, h, c_coeffs)
     return h
+
+
+# --- the odd coset (snarkjs's H basis) -----------------------------------------------
+
+
+def odd_coset_shift(n: int) -> int:
+    """omega_{2n}: the odd 2n-th roots of unity are omega_{2n} * H, where X^n = -1."""
+    log_n = check_domain_size(n)
+    if log_n + 1 > R_TWO_ADICITY:
+        raise CircuitError(f"domain size {n}: the odd coset needs 2n-th roots of unity (at most 2^{R_TWO_ADICITY - 1})")
+    return pow(R_GENERATOR, (R - 1) // (2 * n), R)
+
+
+@lru_cache(maxsize=16)
+def _odd_coset_factors(n: int) -> np.ndarray:
+    """Bit-reversed omega_{2n}^i / n: undo the unscaled inverse NTT and enter omega_{2n} * H."""
+    out = bit_reversed_powers(odd_coset_shift(n), n, pow(n, R - 2, R))
+    out.flags.writeable = False  # shared by every caller
+    return out
+
+
+def odd_coset_factors(n: int) -> np.ndarray:
+    with _cache_lock:
+        return _odd_coset_factors(n)
+
+
+def qap_odd_coset(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """(A*B - C)(omega_{2n}^(2j+1)) for j < n, natural order, from evaluations on H.
+
+    The scalars for a key whose H points are [L'_{2j+1}(tau) / delta]_1 (L' the
+    Lagrange basis of the 2n-th roots; snarkjs's section 9): A*B - C has degree
+    <= 2n - 2 and vanishes on the even roots (= H), so its value at tau is the sum
+    of its odd-root values times L'_{2j+1}(tau), which is h(tau) Z(tau). The
+    division by Z is in the key's points, so no quotient is formed here.
+    Six NTTs: A, B, C each to the coset (inverse DIF, * bit-reversed
+    omega_{2n}^i / n, DIT); then A*B - C pointwise. Checks a_i * b_i == c_i first.
+    """
+    a, b, c = _checked_rows("qap_odd_coset", a, b, c)
+    into = odd_coset_factors(a.shape[0])
+    kernels = native_kernels.load()
+    if kernels is None:
+        return _odd_coset_numpy(a, b, c, into)
+    return _odd_coset_native(kernels, a, b, c, into)
+
+
+def _odd_coset_numpy(a: np.ndarray, b: np.ndarray, c: np.ndarray, into: np.ndarray) -> np.ndarray:
+    p = _coset_evaluations(a, into)
+    p *= _coset_evaluations(b, into)
+    p -= _coset_evaluations(c, into)
+    return p
+
+
+def _odd_coset_native(kernels, a: np.ndarray, b: np.ndarray, c: np.ndarray, into: np.ndarray) -> np.ndarray:
+    """`_odd_coset_numpy` in C. Three transforms chains of two NTTs on two threads:
+    A's and B's side by side, then C's with each NTT split across both threads
+    (top DIF stage by halves of its butterflies, then the two independent halves;
+    DIT the other way round), so neither core waits for a third chain."""
+    n = a.shape[0]
+    inverse_tw, forward_tw = flat_twiddles(n, True), flat_twiddles(n, False)
+    pa, pb, pc = np.array(a, copy=True), np.array(b, copy=True), np.array(c, copy=True)
+    parallel = n >= NATIVE_THREAD_MIN
+
+    def to_coset(work: np.ndarray):
+        def run() -> None:
+            kernels.dif(work, inverse_tw)
+            kernels.mul(work, work, into)
+            kernels.dit(work, forward_tw)
+
+        return run
+
+    _in_pair(to_coset(pa), to_coset(pb), parallel)
+    if parallel:
+        _split_dif(kernels, pc, inverse_tw)
+        _in_pair(lambda: kernels.mul(pc[: n // 2], pc[: n // 2], into[: n // 2]),
+                 lambda: kernels.mul(pc[n // 2 :], pc[n // 2 :], into[n // 2 :]), True)
+        _split_dit(kernels, pc, forward_tw)
+    else:
+        to_coset(pc)()
+    kernels.mul(pa, pa, pb)
+    kernels.sub(pa, pa, pc)
+    return pa
+
+
+def _split_dif(kernels, x: np.ndarray, twiddles: np.ndarray) -> None:
+    """kernels.dif(x, twiddles) on two threads (same butterflies, same values).
+
+    The top stage's twiddles are entries n/2 - 1 .. n - 2 of the flat table; the
+    entries before them are exactly the table for size n/2 (w_{2m} does not
+    depend on n), so each half is a size-n/2 DIF with the same table."""
+    n, half, quarter = x.shape[0], x.shape[0] // 2, x.shape[0] // 4
+    top = twiddles[half - 1 : n - 1]
+    _in_pair(lambda: kernels.dif_butterflies(x[:quarter], x[half : half + quarter], top[:quarter]),
+             lambda: kernels.dif_butterflies(x[quarter:half], x[half + quarter :], top[quarter:]), True)
+    _in_pair(lambda: kernels.dif(x[:half], twiddles), lambda: kernels.dif(x[half:], twiddles), True)
+
+
+def _split_dit(kernels, x: np.ndarray, twiddles: np.ndarray) -> None:
+    """kernels.dit(x, twiddles) on two threads: the halves first, then the last stage."""
+    n, half, quarter = x.shape[0], x.shape[0] // 2, x.shape[0] // 4
+    top = twiddles[half - 1 : n - 1]
+    _in_pair(lambda: kernels.dit(x[:half], twiddles), lambda: kernels.dit(x[half:], twiddles), True)
+    _in_pair(lambda: kernels.dit_butterflies(x[:quarter], x[half : half + quarter], top[:quarter]),
+             lambda: kernels.dit_butterflies(x[quarter:half], x[half + quarter :], top[quarter:]), True)

@@ -116,6 +116,26 @@ def qap_quotient_ints(a: Sequence[int], b: Sequence[int], c: Sequence[int]) -> l
     return h[: n - 1] if n > 1 else []
 
 
+def qap_odd_coset_ints(a: Sequence[int], b: Sequence[int], c: Sequence[int]) -> list[int]:
+    """(A*B - C)(w^(2j+1)) for j < n, w = omega_{2n}, from evaluations on H
+    (see CurveBackend.qap_odd_coset): each of A, B, C is interpolated on H and
+    evaluated on the coset w*H (coefficient i times w^i, then an NTT)."""
+    n = len(a)
+    if len(b) != n or len(c) != n:
+        raise CircuitError(f"qap_odd_coset: lengths differ ({len(a)}, {len(b)}, {len(c)})")
+    check_domain_size(n)
+    if n.bit_length() > R_TWO_ADICITY:
+        raise CircuitError(f"domain size {n}: the odd coset needs 2n-th roots of unity")
+    for i in range(n):
+        if (a[i] * b[i] - c[i]) % R:
+            raise UnsatisfiedConstraint(f"A*B - C is not divisible by Z_H: constraint {i} fails")
+    omega = root_of_unity(n)
+    w = root_of_unity(2 * n)
+    w_powers = [pow(w, i, R) for i in range(n)]
+    ea, eb, ec = (ntt([x * wp % R for x, wp in zip(intt(evals, omega), w_powers)], omega) for evals in (a, b, c))
+    return [(x * y - z) % R for x, y, z in zip(ea, eb, ec)]
+
+
 # --- conversions between canonical and py_ecc's projective form ------------------
 
 
@@ -238,6 +258,9 @@ class ReferenceBackend(CurveBackend):
     # --- polynomials ---------------------------------------------------------
     def qap_quotient(self, a: ScalarVector, b: ScalarVector, c: ScalarVector) -> ScalarVector:
         return qap_quotient_ints(a, b, c)
+
+    def qap_odd_coset(self, a: ScalarVector, b: ScalarVector, c: ScalarVector) -> ScalarVector:
+        return qap_odd_coset_ints(a, b, c)
 
     # --- single points ---------------------------------------------------------
     def g1_generator(self) -> G1Affine:

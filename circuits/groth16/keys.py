@@ -22,6 +22,14 @@ Two storage forms:
 The canonical digest identifies a key independently of backend and storage
 form: SHA-256 over the shape, the single points and the SHA-256 of each query
 in portable encoding (see `proving_key_digest`).
+
+Two bases for the H query (`h_basis`), which cannot be converted into each
+other without the toxic waste:
+- MONOMIAL_Z: [tau^i Z(tau) / delta]_1, i < n - 1; the prover forms the
+  quotient h = (A*B - C) / Z and uses its coefficients. Our own setup's default.
+- ODD_COSET_LAGRANGE: [L'_{2j+1}(tau) / delta]_1, j < n, L' the Lagrange basis
+  of the 2n-th roots of unity; the prover uses the values of A*B - C at the odd
+  2n-th roots. snarkjs's .zkey section 9, so keys from a snarkjs ceremony.
 """
 from __future__ import annotations
 
@@ -32,7 +40,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import CircuitError, MalformedArtifact
 from .encoding import (
@@ -50,6 +58,11 @@ from .encoding import (
     vk_to_dict,
 )
 from .types import G1Affine, VerifyingKey
+
+HBasis = Literal["monomial_z", "odd_coset_lagrange"]
+MONOMIAL_Z: HBasis = "monomial_z"
+ODD_COSET_LAGRANGE: HBasis = "odd_coset_lagrange"
+H_BASES: tuple[HBasis, ...] = (MONOMIAL_Z, ODD_COSET_LAGRANGE)
 
 KEY_FORMAT = "fairproof-groth16-proving-key"
 KEY_VERSION = 1
@@ -74,7 +87,8 @@ class ProvingKey:
       a_query[i]    = [u_i(tau)]_1                     i < n_wires
       b_g1_query[i] = [v_i(tau)]_1, b_g2_query[i] = [v_i(tau)]_2
       l_query[k]    = [(beta u_i + alpha v_i + w_i)(tau) / delta]_1, i = n_public + 1 + k
-      h_query[i]    = [tau^i Z(tau) / delta]_1          i < domain_size - 1
+      h_query[i]    = [tau^i Z(tau) / delta]_1          i < domain_size - 1   (h_basis MONOMIAL_Z)
+      h_query[j]    = [L'_{2j+1}(tau) / delta]_1        j < domain_size       (h_basis ODD_COSET_LAGRANGE)
       vk.ic[i]      = [(beta u_i + alpha v_i + w_i)(tau) / gamma]_1, i <= n_public
     """
 
@@ -91,6 +105,7 @@ class ProvingKey:
     b_g2_query: Any
     l_query: Any
     h_query: Any
+    h_basis: HBasis = MONOMIAL_Z
 
     @property
     def n_private(self) -> int:
@@ -114,7 +129,7 @@ class ProvingKey:
             "b_g1_query": self.n_wires,
             "b_g2_query": self.n_wires,
             "l_query": self.n_private,
-            "h_query": self.domain_size - 1,
+            "h_query": self.domain_size if self.h_basis == ODD_COSET_LAGRANGE else self.domain_size - 1,
         }
 
     def with_changes(self, **changes: Any) -> "ProvingKey":
@@ -123,6 +138,8 @@ class ProvingKey:
 
 def check_shape(pk: ProvingKey, backend: Any) -> None:
     """Raise MalformedArtifact if the queries' lengths disagree with the header."""
+    if pk.h_basis not in H_BASES:
+        raise MalformedArtifact(f"proving key: unknown H basis {pk.h_basis!r}")
     if pk.vk.n_public != pk.n_public:
         raise MalformedArtifact(f"proving key: vk has {pk.vk.n_public} public inputs, key says {pk.n_public}")
     if pk.domain_size < 2 or pk.domain_size & (pk.domain_size - 1):
@@ -156,6 +173,10 @@ def digest_from_components(pk: ProvingKey, components: dict[str, str]) -> str:
     h.update(encode_g1_compressed(pk.beta_g1) + encode_g1_compressed(pk.delta_g1))
     for name in (*QUERIES, "vk"):
         h.update(bytes.fromhex(components[name]))
+    if pk.h_basis != MONOMIAL_Z:
+        # Appended only for other bases, so monomial keys keep their digests; the
+        # stream above has a fixed length, so the two kinds cannot collide.
+        h.update(b"h_basis:" + pk.h_basis.encode())
     return h.hexdigest()
 
 
@@ -164,7 +185,8 @@ def proving_key_digest(pk: ProvingKey, backend: Any = None) -> str:
 
     SHA-256 over: format tag and version, n_wires, n_public, domain_size (u64 BE),
     the R1CS digest, beta_g1 and delta_g1 compressed, then the SHA-256 of each
-    query's portable encoding (a, b_g1, b_g2, l, h) and of the vk's bytes."""
+    query's portable encoding (a, b_g1, b_g2, l, h) and of the vk's bytes, then,
+    for a basis other than MONOMIAL_Z, "h_basis:" and the basis name."""
     backend = _backend_for(pk, backend)
     return digest_from_components(pk, component_digests(pk, backend))
 
@@ -234,6 +256,7 @@ def save_proving_key(pk: ProvingKey, directory: str | os.PathLike, backend: Any 
         "n_wires": pk.n_wires,
         "n_public": pk.n_public,
         "domain_size": pk.domain_size,
+        "h_basis": pk.h_basis,
         "r1cs_digest": pk.r1cs_digest,
         "beta_g1": g1_to_json(pk.beta_g1),
         "delta_g1": g1_to_json(pk.delta_g1),
@@ -275,6 +298,13 @@ def _decode_portable(group: str, data: bytes, backend: Any, name: str) -> Any:
         for i in range(0, len(data), size)
     ]
     return backend.g2_vector(points)
+
+
+def _h_basis_from_header(header: dict[str, Any]) -> HBasis:
+    basis = header.get("h_basis", MONOMIAL_Z)  # keys saved before bases existed are monomial
+    if basis not in H_BASES:
+        raise MalformedArtifact(f"proving key: unknown H basis {basis!r}")
+    return basis
 
 
 def _g2_from_raw(backend: Any, data: bytes, subgroup_check: bool) -> Any:
@@ -338,6 +368,7 @@ def load_proving_key(
             n_wires=int(header["n_wires"]),
             n_public=int(header["n_public"]),
             domain_size=int(header["domain_size"]),
+            h_basis=_h_basis_from_header(header),
             r1cs_digest=str(header["r1cs_digest"]),
             vk=vk,
             beta_g1=g1_from_json(header["beta_g1"], "beta_g1"),

@@ -1,12 +1,17 @@
 """The Groth16 prover.
 
-With witness w (w_0 = 1, public w_1..w_l), row evaluations giving h (the
-coefficients of (A*B - C) / Z), and blinding scalars r, s:
+With witness w (w_0 = 1, public w_1..w_l), row evaluations giving the H
+scalars h, and blinding scalars r, s:
 
     A  = alpha + sum_i w_i [u_i]_1 + r delta                 (G1)
     B  = beta  + sum_i w_i [v_i]_2 + s delta                 (G2)
     B1 = beta  + sum_i w_i [v_i]_1 + s delta                 (G1, for C)
     C  = sum_{i>l} w_i L_i + sum_k h_k H_k + s A + r B1 - r s delta
+
+Either way sum_k h_k H_k = [(A*B - C)(tau) / delta]_1; the key's H basis
+decides the scalars (keys.py): the coefficients of the quotient (A*B - C) / Z
+for MONOMIAL_Z, the values of A*B - C at the odd 2n-th roots of unity for
+ODD_COSET_LAGRANGE (snarkjs's basis, which needs no quotient).
 
 The five MSMs are independent; they can run on several threads (`workers`),
 though the mcl backend already parallelises each one. The witness stays a
@@ -22,7 +27,7 @@ from typing import Any, Callable, Sequence
 from ..errors import CircuitError
 from ..field import R
 from ..relation import R1CS
-from .keys import ProvingKey
+from .keys import ODD_COSET_LAGRANGE, ProvingKey
 from .qap import domain_size, row_evaluations
 from .tasks import run_concurrently
 from .types import Proof
@@ -103,9 +108,10 @@ def prove(
     w_all = backend.scalar_vector(witness)
     w_private = backend.scalar_vector(witness[pk.n_public + 1 :])
 
+    h_scalars = backend.qap_odd_coset if pk.h_basis == ODD_COSET_LAGRANGE else backend.qap_quotient
+
     def quotient_msm():
-        h = backend.qap_quotient(backend.scalar_vector(a_rows), backend.scalar_vector(b_rows),
-                                 backend.scalar_vector(c_rows))
+        h = h_scalars(backend.scalar_vector(a_rows), backend.scalar_vector(b_rows), backend.scalar_vector(c_rows))
         report("quotient", 2, 3)
         return backend.g1_msm(pk.h_query, h)
 

@@ -20,8 +20,8 @@ from typing import Any, Callable
 from ..errors import CircuitError
 from ..field import R
 from ..relation import R1CS
-from .keys import ProvingKey
-from .qap import domain_size, r1cs_digest, vanishing_at, wire_polynomials_at
+from .keys import H_BASES, MONOMIAL_Z, ODD_COSET_LAGRANGE, HBasis, ProvingKey
+from .qap import domain_size, lagrange_at, r1cs_digest, vanishing_at, wire_polynomials_at
 from .tasks import run_concurrently
 from .types import VerifyingKey
 
@@ -77,29 +77,60 @@ def setup(
     toxic: ToxicWaste | None = None,
     progress: Progress | None = None,
     workers: int = 1,
+    h_basis: HBasis = MONOMIAL_Z,
 ) -> tuple[ProvingKey, VerifyingKey]:
     """Generate (proving key, verifying key) for `r1cs` on `backend`.
 
     Secrets: `toxic` if given (tests), else derived from `seed` if given
     (tests), else fresh from `secrets`. A tau inside the evaluation domain
-    (probability n/R) is re-drawn when sampled and refused when given.
+    (probability n/R; 2n/R for ODD_COSET_LAGRANGE, whose basis lives on the
+    2n-th roots) is re-drawn when sampled and refused when given.
     `workers` > 1 computes the queries on that many threads (see prove()).
+    `h_basis` chooses the H query's basis (keys.py): ODD_COSET_LAGRANGE makes
+    the key snarkjs's .zkey would hold for the same secrets.
     """
     if toxic is None:
         toxic = sample_toxic_waste(seed)
         n = domain_size(r1cs)
         attempt = 0
-        while vanishing_at(toxic.tau, n) == 0:  # negligible, but a key with Z(tau) = 0 is broken
+        while not _tau_usable(toxic.tau, n, h_basis):  # negligible, but such a key is broken
             attempt += 1
             toxic = sample_toxic_waste(None if seed is None else f"{seed}/{attempt}")
     toxic.validate()
-    return derive_keys(r1cs, backend, toxic, progress, workers)
+    return derive_keys(r1cs, backend, toxic, progress, workers, h_basis=h_basis)
+
+
+def _tau_usable(tau: int, n: int, h_basis: HBasis) -> bool:
+    """tau outside the domain the key's polynomials are interpolated on."""
+    return vanishing_at(tau, 2 * n if h_basis == ODD_COSET_LAGRANGE else n) != 0
+
+
+def h_query_scalars(tau: int, delta_inv: int, n: int, h_basis: HBasis) -> list[int]:
+    """The discrete logarithms of the H query (see ProvingKey) for domain size n."""
+    if h_basis == ODD_COSET_LAGRANGE:
+        if not _tau_usable(tau, n, h_basis):
+            raise CircuitError("tau lies on the 2n-th roots of unity; choose another")
+        return [x * delta_inv % R for x in lagrange_at(tau, 2 * n)[1::2]]
+    scalars = []
+    t = vanishing_at(tau, n) * delta_inv % R
+    for _ in range(n - 1):
+        scalars.append(t)
+        t = t * tau % R
+    return scalars
 
 
 def derive_keys(
-    r1cs: R1CS, backend: Any, toxic: ToxicWaste, progress: Progress | None = None, workers: int = 1
+    r1cs: R1CS,
+    backend: Any,
+    toxic: ToxicWaste,
+    progress: Progress | None = None,
+    workers: int = 1,
+    *,
+    h_basis: HBasis = MONOMIAL_Z,
 ) -> tuple[ProvingKey, VerifyingKey]:
     """The circuit-specific key from the secrets (see ProvingKey for each query)."""
+    if h_basis not in H_BASES:
+        raise CircuitError(f"unknown H basis {h_basis!r}; choose one of {', '.join(H_BASES)}")
     report = progress or (lambda stage, done, total: None)
     n = domain_size(r1cs)
     n_public = r1cs.n_public
@@ -117,11 +148,7 @@ def derive_keys(
     combined = [(beta * u + alpha * v + w) % R for u, v, w in zip(polys.u, polys.v, polys.w)]
     ic_scalars = [x * gamma_inv % R for x in combined[: n_public + 1]]
     l_scalars = [x * delta_inv % R for x in combined[n_public + 1 :]]
-    h_scalars = []
-    t = polys.z * delta_inv % R
-    for _ in range(n - 1):
-        h_scalars.append(t)
-        t = t * tau % R
+    h_scalars = h_query_scalars(tau, delta_inv, n, h_basis)
     del combined
     report("scalars", 2, stages)
 
@@ -162,6 +189,7 @@ def derive_keys(
         b_g2_query=b_g2_query,
         l_query=l_query,
         h_query=h_query,
+        h_basis=h_basis,
     )
     report("done", 4, stages)
     return pk, vk

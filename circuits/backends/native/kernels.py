@@ -52,6 +52,8 @@ class FrKernels:
             ("fr_mul_vec", [_P, _P, _P, _N]),
             ("fr_mul_scalar", [_P, _P, _P, _N]),
             ("fr_sub_vec", [_P, _P, _P, _N]),
+            ("fr_dif_butterflies", [_P, _P, _P, _N]),
+            ("fr_dit_butterflies", [_P, _P, _P, _N]),
         ):
             fn = getattr(lib, name)
             fn.argtypes, fn.restype = args, None
@@ -92,6 +94,23 @@ class FrKernels:
 
     def sub(self, out: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return self._binary(self._lib.fr_sub_vec, out, a, b)
+
+    def _butterflies(self, fn, u: np.ndarray, v: np.ndarray, twiddles: np.ndarray) -> None:
+        for arr, what in ((u, "u"), (v, "v"), (twiddles, "twiddles")):
+            _check_vector(arr, what)
+        if not u.flags.writeable or not v.flags.writeable:
+            raise ValueError("butterfly inputs are read-only")
+        if not u.shape == v.shape == twiddles.shape:
+            raise ValueError(f"shapes differ: {u.shape}, {v.shape}, {twiddles.shape}")
+        fn(u.ctypes.data, v.ctypes.data, twiddles.ctypes.data, u.shape[0])
+
+    def dif_butterflies(self, u: np.ndarray, v: np.ndarray, twiddles: np.ndarray) -> None:
+        """In place: u, v = u + v, (u - v) * twiddles (one DIF stage, or a range of it)."""
+        self._butterflies(self._lib.fr_dif_butterflies, u, v, twiddles)
+
+    def dit_butterflies(self, u: np.ndarray, v: np.ndarray, twiddles: np.ndarray) -> None:
+        """In place: u, v = u + v * twiddles, u - v * twiddles (one DIT stage, or a range of it)."""
+        self._butterflies(self._lib.fr_dit_butterflies, u, v, twiddles)
 
     def mul_scalar(self, out: np.ndarray, a: np.ndarray, scalar: np.ndarray) -> np.ndarray:
         for arr, what in ((out, "out"), (a, "a"), (scalar, "scalar")):

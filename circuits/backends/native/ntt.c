@@ -153,3 +153,25 @@ void fr_mul_scalar(uint64_t *out, const uint64_t *a, const uint64_t *s, size_t n
 void fr_sub_vec(uint64_t *out, const uint64_t *a, const uint64_t *b, size_t n) {
     for (size_t i = 0; i < n; i++) fr_sub(out + 4 * i, a + 4 * i, b + 4 * i);
 }
+
+/* The top stage of a DIF on its own, over count butterfly pairs (u[j], v[j]) with
+ * twiddles tw[j]: lets two threads share one large transform (the top stage
+ * split in ranges of j, then the two halves are independent transforms). */
+void fr_dif_butterflies(uint64_t *u, uint64_t *v, const uint64_t *tw, size_t count) {
+    uint64_t t[4];
+    for (size_t j = 0; j < count; j++, u += 4, v += 4, tw += 4) {
+        fr_sub(t, u, v);
+        fr_add(u, u, v);
+        fr_mul(v, t, tw);
+    }
+}
+
+/* The last stage of a DIT on its own (see fr_dif_butterflies). */
+void fr_dit_butterflies(uint64_t *u, uint64_t *v, const uint64_t *tw, size_t count) {
+    uint64_t t[4];
+    for (size_t j = 0; j < count; j++, u += 4, v += 4, tw += 4) {
+        fr_mul(t, v, tw);
+        fr_sub(v, u, t);
+        fr_add(u, u, t);
+    }
+}
