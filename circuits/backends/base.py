@@ -16,6 +16,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, Sequence
 
+from ..errors import MalformedArtifact
+from ..field import Q
 from ..groth16.types import G1Affine, G2Affine
 
 # Opaque bulk containers; each backend chooses its own representation.
@@ -131,5 +133,42 @@ class CurveBackend(ABC):
         multiplication per point. Skip it only for data whose integrity is
         assured otherwise (a key this process wrote and checksummed)."""
 
+    # --- the affine Montgomery layout of snarkjs's .zkey and .ptau files ---------
+    # Each coordinate is 32 bytes little-endian holding x * 2^256 mod Q (an Fq2
+    # element as c0 || c1); a point is x || y; all-zero bytes are the point at
+    # infinity. The defaults below parse point by point; backends whose own
+    # layout is close override them with bulk conversions.
+
+    def g1_vector_from_montgomery(self, data: bytes) -> G1Vector:
+        """G1 points in the affine Montgomery layout; every coordinate must be
+        below Q and every point on the curve (raises MalformedArtifact)."""
+        coords = montgomery_coordinates(data, 2, "G1")
+        return self.g1_vector([None if p == (0, 0) else p for p in zip(coords[0::2], coords[1::2])])
+
+    def g2_vector_from_montgomery(self, data: bytes, check_subgroup: bool = True) -> G2Vector:
+        """G2 points in the affine Montgomery layout, as g1_vector_from_montgomery;
+        check_subgroup as in g2_vector_from_bytes (this default always checks)."""
+        c = montgomery_coordinates(data, 4, "G2")
+        points = [((c[i], c[i + 1]), (c[i + 2], c[i + 3])) for i in range(0, len(c), 4)]
+        return self.g2_vector([None if p == ((0, 0), (0, 0)) else p for p in points])
+
     def vector_len(self, vector: Any) -> int:
         return len(vector)
+
+
+_MONT_Q_INV = pow(1 << 256, -1, Q)
+
+
+def montgomery_coordinates(data: bytes, per_point: int, what: str) -> list[int]:
+    """Standard-form ints of the 32-byte Montgomery coordinates in `data`
+    (`per_point` coordinates a point), refusing any >= Q."""
+    unit = 32 * per_point
+    if len(data) % unit:
+        raise MalformedArtifact(f"{what} vector: {len(data)} bytes is not a multiple of {unit}")
+    out = []
+    for i in range(0, len(data), 32):
+        v = int.from_bytes(data[i : i + 32], "little")
+        if v >= Q:
+            raise MalformedArtifact(f"{what} vector: point {i // unit} has a coordinate >= Q")
+        out.append(v * _MONT_Q_INV % Q)
+    return out

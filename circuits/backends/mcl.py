@@ -544,6 +544,20 @@ def _check_on_curve_g2(arr: np.ndarray, what: str) -> None:
             raise MalformedArtifact(f"{what} vector: point {i} is not on the twist")
 
 
+def _structs_from_affine(data: bytes, limbs: int) -> bytes:
+    """Affine Montgomery points (x || y) as mcl structs (x || y || z), bytes."""
+    xy_limbs = limbs * 2 // 3
+    if len(data) % (8 * xy_limbs):
+        raise MalformedArtifact(f"affine point vector: {len(data)} bytes is not a multiple of {8 * xy_limbs}")
+    xy = np.frombuffer(data, dtype="<u8").reshape(-1, xy_limbs)
+    out = np.zeros((xy.shape[0], limbs), dtype=np.uint64)
+    out[:, :xy_limbs] = xy
+    finite = xy.any(axis=1)
+    out[finite, xy_limbs] = np.frombuffer(_MONT_ONE_LE, dtype="<u8")[0]  # z = 1 (its c0 for G2)
+    out[finite, xy_limbs + 1 : xy_limbs + FP_LIMBS] = np.frombuffer(_MONT_ONE_LE, dtype="<u8")[1:]
+    return out.tobytes()
+
+
 def _limbs_below(limbs: np.ndarray, modulus: int) -> np.ndarray:
     """Row-wise (4 little-endian u64 limbs) < modulus, vectorised lexicographic compare."""
     m = [np.uint64((modulus >> (64 * i)) & 0xFFFF_FFFF_FFFF_FFFF) for i in range(FP_LIMBS)]
@@ -681,6 +695,15 @@ class MclBackend(CurveBackend):
 
     def g2_vector_to_bytes(self, vector: G2Vector) -> bytes:
         return np.ascontiguousarray(vector, dtype="<u8").tobytes()
+
+    def g1_vector_from_montgomery(self, data: bytes) -> G1Vector:
+        """mcl keeps Fq in the same Montgomery form (x * 2^256 mod Q), so affine
+        points become mclBnG1 structs by appending z = 1 (z = 0 for the all-zero
+        point at infinity), then the checks of g1_vector_from_bytes."""
+        return self._g1.check_raw(_structs_from_affine(data, G1_LIMBS), G1_BYTES, "G1")
+
+    def g2_vector_from_montgomery(self, data: bytes, check_subgroup: bool = True) -> G2Vector:
+        return self._g2.check_raw(_structs_from_affine(data, G2_LIMBS), G2_BYTES, "G2", check_subgroup)
 
     def g2_vector_from_bytes(self, data: bytes, check_subgroup: bool = True) -> G2Vector:
         """Loads raw G2 structs. Every point is checked on the twist; with
