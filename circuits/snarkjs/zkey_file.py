@@ -220,7 +220,7 @@ def contribution_params(name: str | None, beacon: tuple[int, bytes] | None = Non
     return bytes(out)
 
 
-def _parse_params(data: bytes, what: str) -> tuple[str | None, int | None, bytes | None]:
+def parse_contribution_params(data: bytes, what: str = "contribution") -> tuple[str | None, int | None, bytes | None]:
     """snarkjs readContribution's parameter loop: types strictly increasing, each known."""
     name, exponent, beacon_hash = None, None, None
     pos, last = 0, 0
@@ -367,7 +367,7 @@ def _parse_mpc_params(data: bytes, backend: CurveBackend, what: str) -> tuple[by
         transcript = cur.take(HASH_SIZE)
         kind = cur.u32()
         params = cur.take(cur.u32())
-        name, exponent, beacon_hash = _parse_params(params, where)
+        name, exponent, beacon_hash = parse_contribution_params(params, where)
         contributions.append(
             Contribution(delta_after, g1_s, g1_sx, g2_spx, transcript, kind, params, name, exponent, beacon_hash)
         )
