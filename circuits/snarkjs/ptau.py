@@ -411,9 +411,9 @@ def _check_lagrange_section(
     tau_scalars = [0] * tau_count
     per_power: list[tuple[int, list[int], object]] = []
     total = None
+    say(f"ptau: {name}, powers {', '.join(map(str, powers))}")
     for p in powers:
         m = 1 << p
-        say(f"ptau: {name} at power {p} ({m} points)")
         points = ptau.lagrange_g2(p) if is_g2 else ptau.lagrange_g1(section, p)
         vector = _g2_vector(backend, points, name) if is_g2 else _g1_vector(backend, points, name)
         z = _random_point_outside(m)

@@ -5,6 +5,7 @@
   verify-contributions KEYDIR
   prove KEYDIR WITNESS.wtns OUTDIR          -> OUTDIR/proof.json, OUTDIR/public.json
   verify VK.json PROOF.json PUBLIC.json     -> "OK" and exit 0, else exit 1
+  import-ptau PTAU [--check-power P]        check a snarkjs powers-of-tau file (exit 2 if unusable)
 
 KEYDIR holds circuit.r1cs (the relation the key is for), proving_key/ (the
 current proving key's raw arrays, written by circuits.groth16.keys),
@@ -63,6 +64,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("public", type=Path, help="public.json")
     p.add_argument("--backend", choices=("mcl", "reference"))
     p.set_defaults(handler=_verify)
+
+    p = commands.add_parser("import-ptau", help="check a snarkjs powers-of-tau file (.ptau) for use as phase 1")
+    p.add_argument("ptau", type=Path, help="powers-of-tau file (snarkjs .ptau, bn128)")
+    p.add_argument("--check-power", type=int, metavar="P",
+                   help="check the Lagrange points only for a 2^P domain (and 2^(P+1) for H), not for every power")
+    p.add_argument("--backend", choices=("mcl", "reference"))
+    p.set_defaults(handler=_import_ptau)
 
 
 def _progress(prefix: str):
@@ -196,3 +204,37 @@ def _verify(args: argparse.Namespace) -> int:
         return 0
     print(f"fairproof: proof is INVALID: {result.reason}", file=sys.stderr)
     return 1
+
+
+def _import_ptau(args: argparse.Namespace) -> int:
+    from circuits.backends import get_backend
+    from circuits.errors import MalformedArtifact
+    from circuits.snarkjs.ptau import read_ptau, verify_ptau
+
+    backend = get_backend(args.backend)
+    start = time.perf_counter()
+
+    def report(message: str) -> None:
+        print(f"import-ptau: {message} ({time.perf_counter() - start:.1f} s)", file=sys.stderr, flush=True)
+
+    try:
+        ptau = read_ptau(args.ptau)
+        powers = None
+        if args.check_power is not None:
+            if not 0 <= args.check_power <= ptau.power:
+                raise MalformedArtifact(f"ptau {args.ptau}: has power {ptau.power}, cannot serve a 2^{args.check_power} domain")
+            if not ptau.prepared:
+                raise MalformedArtifact(f"ptau {args.ptau}: not prepared for phase 2, no Lagrange points for 2^{args.check_power}")
+            powers = [args.check_power, args.check_power + 1]
+        verify_ptau(ptau, backend, report, lagrange_powers=powers)
+    except MalformedArtifact as exc:
+        print(f"fairproof: unusable powers-of-tau file: {exc}", file=sys.stderr)
+        return 2
+    names = ", ".join(c.name or "(anonymous)" for c in ptau.contributions)
+    checked = "all powers" if powers is None else f"powers {powers[0]} and {powers[1]}"
+    print(f"OK: {args.ptau}")
+    print(f"power: {ptau.power} (up to {1 << ptau.power} rows)")
+    print(f"ceremony power: {ptau.ceremony_power}")
+    print(f"contributions: {len(ptau.contributions)} ({names})")
+    print(f"prepared for phase 2: {'yes' if ptau.prepared else 'no'}" + (f" (Lagrange points checked at {checked})" if ptau.prepared else ""))
+    return 0
