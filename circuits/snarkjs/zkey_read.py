@@ -8,7 +8,9 @@ zkey.py, which writes such files from known secrets.
 What is checked: the container, the protocol (Groth16), the field sizes and
 primes, every section's length against the header, every coordinate below q,
 every point on its curve (and the verifying key's G2 points in the order-R
-subgroup), and that the coefficient section (the A and B matrices, with the
+subgroup), that the verifying key is not degenerate (verify.check_verifying_key:
+so a key straight from `zkey new`, before any phase-2 contribution, where
+delta = gamma = 1 and anyone can forge, is refused), and that the coefficient section (the A and B matrices, with the
 public-input binding rows) is exactly the one snarkjs derives from `r1cs`, so
 the key belongs to this relation. What is not: the C matrix (only inside the
 points, not recoverable without the secrets: a key for another C gives proofs
@@ -27,6 +29,7 @@ from ..field import Q, R
 from ..groth16.keys import ODD_COSET_LAGRANGE, ProvingKey, check_shape
 from ..groth16.qap import domain_size, r1cs_digest
 from ..groth16.types import G1Affine, G2Affine, VerifyingKey
+from ..groth16.verify import check_verifying_key
 from ..relation import R1CS
 from .binfile import Reader, decode_binfile, read_file_bytes
 
@@ -90,6 +93,10 @@ def decode_zkey(data: bytes, r1cs: R1CS, backend: Any = None, *,
         raise MalformedArtifact(f"{WHAT}: section {SECTION_B2}: {exc}") from None
     vk = VerifyingKey(alpha_g1=header["alpha_1"], beta_g2=header["beta_2"], gamma_g2=header["gamma_2"],
                       delta_g2=header["delta_2"], ic=tuple(ic))
+    try:
+        check_verifying_key(vk, backend)
+    except MalformedArtifact as exc:
+        raise MalformedArtifact(f"{WHAT}: {exc}") from None
     pk = ProvingKey(
         backend_name=backend.name,
         n_wires=n_vars,
