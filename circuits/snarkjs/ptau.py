@@ -333,18 +333,21 @@ def _random_scalars(count: int) -> list[int]:
     return [int.from_bytes(raw[i:i + width], "little") for i in range(0, width * count, width)]
 
 
-def _g1_vector(backend: CurveBackend, points: list[G1Affine], name: str):
+def _g1_vector(backend: CurveBackend, points: list[G1Affine], name: str, first: int = 0):
     try:
         return backend.g1_vector(points)
-    except MalformedArtifact as exc:
-        raise MalformedArtifact(f"ptau {name}: {exc}") from None
+    except MalformedArtifact:
+        bad = next((i for i, p in enumerate(points) if not backend.g1_is_valid(p)), 0)
+        raise MalformedArtifact(f"ptau {name}: point {first + bad} is not on the BN254 G1 curve") from None
 
 
-def _g2_vector(backend: CurveBackend, points: list[G2Affine], name: str):
+def _g2_vector(backend: CurveBackend, points: list[G2Affine], name: str, first: int = 0):
+    """A backend vector; the backend checks every point is in the order-R subgroup."""
     try:
         return backend.g2_vector(points)
-    except MalformedArtifact as exc:
-        raise MalformedArtifact(f"ptau {name}: {exc}") from None
+    except MalformedArtifact:
+        bad = next((i for i, p in enumerate(points) if not backend.g2_is_valid(p)), 0)
+        raise MalformedArtifact(f"ptau {name}: point {first + bad} is not in the order-R subgroup") from None
 
 
 def _no_infinity(points: list, name: str) -> None:
@@ -415,7 +418,8 @@ def _check_lagrange_section(
     for p in powers:
         m = 1 << p
         points = ptau.lagrange_g2(p) if is_g2 else ptau.lagrange_g1(section, p)
-        vector = _g2_vector(backend, points, name) if is_g2 else _g1_vector(backend, points, name)
+        first = m - 1
+        vector = _g2_vector(backend, points, name, first) if is_g2 else _g1_vector(backend, points, name, first)
         z = _random_point_outside(m)
         rhs = msm(vector, backend.scalar_vector(_interpolation_weights(z, m)))
         z_powers = [1] * min(m, tau_count)  # beyond tau_count the tau point is taken as infinity
@@ -547,7 +551,8 @@ def phase1_points(ptau: Ptau | str | Path, n: int, backend: CurveBackend) -> Pha
         raise MalformedArtifact(f"ptau {ptau.path}: power {ptau.power} is too small for a domain of 2^{p}")
     lagrange_g2 = ptau.lagrange_g2(p)
     beta_g2 = ptau.g2_points(BETA_G2, 0, 1)[0]
-    _g2_vector(backend, lagrange_g2 + [beta_g2], "Lagrange tauG2 / betaG2")
+    _g2_vector(backend, lagrange_g2, "Lagrange tauG2", n - 1)
+    _g2_vector(backend, [beta_g2], "betaG2")
     return Phase1Points(
         domain_size=n,
         lagrange_g1=tuple(ptau.lagrange_g1(LAGRANGE_TAU_G1, p)),
