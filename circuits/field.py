@@ -32,3 +32,28 @@ def to_signed(value: int) -> int:
     """Read a residue as the signed integer of least magnitude."""
     value %= R
     return value - R if value > R // 2 else value
+
+
+# -- the one spelling of a field element ------------------------------------------------
+
+_MAX_DECIMAL_DIGITS = 78  # Q and R have 77 digits
+
+
+class NonCanonicalNumber(ValueError):
+    """A number written in any form but its one canonical decimal spelling."""
+
+
+def parse_canonical_decimal(text: object, bound: int, what: str) -> int:
+    """The integer a canonical decimal string names: ASCII digits, no sign, no leading
+    zero, no whitespace, in [0, bound). Never reduces: x and x + bound are refused alike."""
+    if not isinstance(text, str):
+        raise NonCanonicalNumber(f"{what}: expected a decimal string, found {type(text).__name__}")
+    ok = 0 < len(text) <= _MAX_DECIMAL_DIGITS and text.isascii() and text.isdigit() and (text == "0" or text[0] != "0")
+    if not ok:
+        shown = text if len(text) <= 24 else text[:21] + "..."
+        raise NonCanonicalNumber(f"{what}: {shown!r} is not a canonical decimal (ASCII digits, no sign, "
+                                 "no leading zero, no spaces)")
+    value = int(text)
+    if value >= bound:
+        raise NonCanonicalNumber(f"{what}: {text} is not below the field modulus")
+    return value

@@ -2,24 +2,30 @@
 
 A bundle names the model card it was issued under (by digest), the circuit
 bucket, the query as fixed-point integers, the decision, the certified radius
-(exact rational E / 2^t and a decimal for people), and the Groth16 proof with
-its public inputs in snarkjs's formats, so anyone can verify it with snarkjs
-or with `fairproof-verify`.
+(exact rational E / 2^t), and the Groth16 proof with its public inputs in
+snarkjs's formats, so anyone can verify it with snarkjs or `fairproof-verify`.
 
 Public inputs of the statement, in order (docs/STATEMENT.md):
     commitment, decision, E, status, flip slice index, query[0..n-1]
 with signed query values encoded as field elements (v mod R).
+
+Every readable field here (decision, label, radius, status, flip slice,
+query) is a claim the bank makes; the customer's side never trusts one of
+them. `commitments.claims` derives each from the public signals and the
+pinned card, exactly, and a bundle whose fields disagree is refused.
 
 Depends on pydantic only: the verifier client imports it.
 """
 from __future__ import annotations
 
 from decimal import Decimal, localcontext
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from circuits.field import R
+
+from .canonical import FqDecimal, FrDecimal, hex_string
 
 BUNDLE_VERSION = 1
 
@@ -27,55 +33,74 @@ STATUS_CERTIFIED = 0
 STATUS_FLIP = 1
 Status = Literal["certified", "counterfactual_flip"]
 STATUS_CODES: dict[str, int] = {"certified": STATUS_CERTIFIED, "counterfactual_flip": STATUS_FLIP}
+STATUS_NAMES: dict[int, str] = {code: name for name, code in STATUS_CODES.items()}
+
+ProofHex = hex_string(256, "compressed proof")
 
 
-class Radius(BaseModel):
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Radius(_Frozen):
     """eps = numerator / 2^scale_bits, in standardised input units."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    numerator: int = Field(ge=0)
+    numerator: int = Field(ge=0, lt=R)
     scale_bits: int = Field(ge=0, le=64)
     capped: bool = False  # True when no decision boundary lies inside the box within the cap
 
     @property
     def decimal(self) -> str:
-        with localcontext() as ctx:
-            ctx.prec = 30
-            return str((Decimal(self.numerator) / (Decimal(2) ** self.scale_bits)).normalize())
+        return radius_decimal(self.numerator, self.scale_bits)
 
 
-class FlipSlice(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    index: int = Field(ge=0)
+def radius_decimal(numerator: int, scale_bits: int) -> str:
+    """numerator / 2^scale_bits to 30 significant digits, for people."""
+    with localcontext() as ctx:
+        ctx.prec = 30
+        return str((Decimal(numerator) / (Decimal(2) ** scale_bits)).normalize())
+
+
+class FlipSlice(_Frozen):
+    index: int = Field(ge=0, lt=R)
     values: tuple[int, ...]
     labels: tuple[str, ...]
 
 
-class CertificateBundle(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+# snarkjs's proof.json, affine as snarkjs writes it (z = 1): no other projective
+# representative of the same point is accepted, so a proof has one spelling.
+G1Json = tuple[FqDecimal, FqDecimal, Literal["1"]]
+G2Json = tuple[tuple[FqDecimal, FqDecimal], tuple[FqDecimal, FqDecimal], tuple[Literal["1"], Literal["0"]]]
 
-    bundle_version: int = BUNDLE_VERSION
-    certificate_id: str
-    issued_at: str
-    model_id: str
-    card_digest: str
-    bucket: str
+
+class SnarkjsProof(_Frozen):
+    pi_a: G1Json
+    pi_b: G2Json
+    pi_c: G1Json
+    protocol: Literal["groth16"]
+    curve: Literal["bn128"]
+
+
+class CertificateBundle(_Frozen):
+    bundle_version: Literal[1] = BUNDLE_VERSION
+    certificate_id: str = Field(max_length=128)
+    issued_at: str = Field(max_length=64)
+    model_id: str = Field(max_length=255)
+    card_digest: str = Field(pattern=r"^[0-9a-f]{64}$")
+    bucket: str = Field(max_length=64)
     query: tuple[int, ...]  # fixed-point integers at 2^scale_bits, model input order
-    decision: int = Field(ge=0)
+    decision: int = Field(ge=0, lt=R)
     decision_label: str
     status: Status
     flip_slice: FlipSlice | None = None
     eps: Radius
-    proof: dict[str, Any]  # snarkjs proof.json
-    public_signals: tuple[str, ...]  # snarkjs public.json
-    proof_hex: str  # 128-byte compressed proof
-
-    def expected_public_inputs(self, commitment: int) -> list[int]:
-        """The statement's public inputs as this bundle and the card define them."""
-        flip_index = self.flip_slice.index if self.flip_slice else 0
-        head = [commitment, self.decision, self.eps.numerator, STATUS_CODES[self.status], flip_index]
-        return [v % R for v in head] + [v % R for v in self.query]
+    proof: SnarkjsProof  # snarkjs proof.json
+    public_signals: tuple[FrDecimal, ...]  # snarkjs public.json
+    proof_hex: ProofHex  # 128-byte compressed proof
 
     @classmethod
-    def from_json(cls, text: str) -> "CertificateBundle":
-        return cls.model_validate_json(text)
+    def from_json(cls, text: str | bytes) -> "CertificateBundle":
+        """Strict parse (canonical JSON and values); raises commitments.canonical.NonCanonical."""
+        from .canonical import parse_strict
+
+        return parse_strict(cls, text, "bundle")

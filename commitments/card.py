@@ -3,20 +3,27 @@
 The card names the architecture, the fixed-point scale, the input domain box,
 the sensitive features and their domains, the public preprocessing (so a
 customer can map their own record to the query vector), the commitment to the
-weights, and the verifying key of every circuit bucket. It never holds a
-weight or the salt. Its digest (SHA-256 of the canonical JSON) pins it.
+weights, and for every circuit bucket its shape, the digest of its constraint
+system, its verifying key and the record of its key setup. It never holds a
+weight or the salt. Its digest (SHA-256 of the canonical JSON, every bucket
+included) is what bundles name and customers pin.
 
 This module depends on pydantic only: the verifier client imports it.
 """
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
-from typing import Any
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-CARD_VERSION = 1
+from .bundle import G1Json, G2Json
+from .canonical import FrDecimal, Sha256Hex, hex_string
+
+CARD_VERSION = 2
+Blake2bHex = hex_string(128, "BLAKE2b-512 hash")
 
 
 class _Frozen(BaseModel):
@@ -62,19 +69,98 @@ class FeatureEncoding(_Frozen):
     std: float = 1.0
 
 
-class CircuitBucket(_Frozen):
-    """One circuit shape and its verifying key."""
+class VerifyingKeyJson(_Frozen):
+    """snarkjs's verification_key.json, affine (z = 1): the point at infinity cannot be written."""
 
-    bucket: str  # e.g. "regions<=64"
-    shape: dict[str, int]
+    protocol: Literal["groth16"]
+    curve: Literal["bn128"]
+    nPublic: int = Field(ge=0)
+    vk_alpha_1: G1Json
+    vk_beta_2: G2Json
+    vk_gamma_2: G2Json
+    vk_delta_2: G2Json
+    IC: tuple[G1Json, ...]
+
+    @model_validator(mode="after")
+    def _ic_length(self) -> "VerifyingKeyJson":
+        if len(self.IC) != self.nPublic + 1:
+            raise ValueError(f"IC has {len(self.IC)} points, nPublic + 1 = {self.nPublic + 1} expected")
+        return self
+
+
+class BucketShape(_Frozen):
+    """What a bucket's circuit adds to the model's public shape (circuits/statement/shape.py)."""
+
+    region_slots: int = Field(ge=1)  # K
+    farkas_slots: int = Field(ge=1)  # F
+    eps_cap: int = Field(ge=0)  # E never exceeds it; E == cap means "the whole box"
+    farkas_bits: int = Field(ge=1, le=128)
+    boundary_bits: int = Field(ge=1, le=250)
+    weight_bits: tuple[int, ...]
+    bias_bits: tuple[int, ...]
+
+
+class ContributionRecord(_Frozen):
+    """One phase-2 contribution to a bucket's key, as the ceremony transcript records it."""
+
+    name: str = Field(max_length=256)
+    hash: Blake2bHex  # the contribution hash printed to its contributor
+    kind: Literal["contribution", "beacon"] = "contribution"
+
+
+class SetupRecord(_Frozen):
+    """Where a bucket's key came from.
+
+    "ceremony": phase 1 from a powers-of-tau file, phase 2 from the listed
+    contributions (a key whose transcript holds one honest contributor hides
+    its toxic waste from everyone). "single-party": the bank drew every
+    secret itself; whoever ran it can forge proofs, so customers who name a
+    trusted contributor refuse such keys.
+    """
+
+    method: Literal["ceremony", "single-party"]
+    phase1_digest: Sha256Hex | None = None  # SHA-256 of the .ptau file
+    phase1_power: int | None = Field(default=None, ge=1, le=28)
+    circuit_hash: Blake2bHex | None = None  # snarkjs's csHash of the initial key
+    contributions: tuple[ContributionRecord, ...] = ()
+    transcript_digest: Sha256Hex | None = None  # SHA-256 of the final key's contribution section
+
+    @model_validator(mode="after")
+    def _complete(self) -> "SetupRecord":
+        if self.method == "ceremony":
+            missing = [n for n in ("phase1_digest", "phase1_power", "circuit_hash", "transcript_digest")
+                       if getattr(self, n) is None]
+            if missing or not self.contributions:
+                raise ValueError("a ceremony setup names its phase 1, circuit hash, transcript and contributions")
+        elif self.contributions or self.circuit_hash is not None:
+            raise ValueError("a single-party setup has no contributions")
+        return self
+
+
+class CircuitBucket(_Frozen):
+    """One circuit shape, its constraint system's digest, its verifying key and where the key came from."""
+
+    bucket: str = Field(pattern=r"^k[0-9]{1,6}-f[0-9]{1,6}$")  # "k<K>-f<F>"
+    shape: BucketShape
     n_constraints: int = Field(ge=0)
     n_public: int = Field(ge=0)
-    verifying_key_digest: str
-    verifying_key: dict[str, Any]  # snarkjs verification_key.json
+    r1cs_digest: Sha256Hex  # circuits.groth16.r1cs_digest of the statement for this shape
+    verifying_key_digest: Sha256Hex
+    verifying_key: VerifyingKeyJson
+    setup: SetupRecord
+
+    @model_validator(mode="after")
+    def _named_by_shape(self) -> "CircuitBucket":
+        if self.bucket != f"k{self.shape.region_slots}-f{self.shape.farkas_slots}":
+            raise ValueError(f"bucket {self.bucket!r} does not name its shape "
+                             f"(k{self.shape.region_slots}-f{self.shape.farkas_slots})")
+        if self.verifying_key.nPublic != self.n_public:
+            raise ValueError("the verifying key's nPublic differs from the bucket's n_public")
+        return self
 
 
 class ModelCard(_Frozen):
-    card_version: int = CARD_VERSION
+    card_version: Literal[2] = CARD_VERSION
     model_id: str
     description: str = ""
     dataset: str
@@ -86,7 +172,7 @@ class ModelCard(_Frozen):
     eps_scale_bits: int = Field(ge=0, le=64)
     box_lower: tuple[int, ...]
     box_upper: tuple[int, ...]
-    commitment: str  # the Poseidon commitment, decimal
+    commitment: FrDecimal  # the Poseidon commitment, canonical decimal below R
     commitment_scheme: str
     circuits: tuple[CircuitBucket, ...] = ()
 
@@ -102,29 +188,47 @@ class ModelCard(_Frozen):
         columns = [f.column for f in self.sensitive]
         if len(set(columns)) != len(columns) or any(c >= n for c in columns):
             raise ValueError("sensitive columns must be distinct input indices")
-        if not self.commitment.isdigit():
-            raise ValueError("commitment must be a decimal field element")
         buckets = [c.bucket for c in self.circuits]
         if len(set(buckets)) != len(buckets):
             raise ValueError("circuit bucket names must be unique")
         return self
 
-    def canonical_json(self, *, with_circuits: bool = True) -> str:
-        data = self.model_dump(mode="json")
-        if not with_circuits:
-            data.pop("circuits")
-        return json.dumps(data, sort_keys=True, separators=(",", ":"))
+    def canonical_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
 
     def digest(self) -> str:
-        """SHA-256 of the canonical JSON without the circuit list: what a bundle names.
+        """SHA-256 of the canonical JSON of the whole card, circuit buckets included.
 
-        Keys for new circuit buckets are set up over a model's lifetime; adding
-        one must not invalidate certificates already issued, so the digest
-        covers the model (architecture, scale, box, sensitive features,
-        preprocessing, commitment) and each bundle names its bucket, whose
-        verifying key is pinned by its own digest.
+        This is what a bundle names and a customer pins. It covers every
+        bucket (shape, R1CS digest, verifying key, setup transcript), so a key
+        cannot be slipped in beside a pinned card: a card with another bucket
+        is another card.
         """
-        return hashlib.sha256(self.canonical_json(with_circuits=False).encode()).hexdigest()
+        return hashlib.sha256(self.canonical_json().encode()).hexdigest()
+
+    def slices(self) -> list[tuple[int, ...]]:
+        """Every combination of sensitive values, in the statement's order (the flip index counts these)."""
+        return [tuple(combo) for combo in itertools.product(*(f.values for f in self.sensitive))]
+
+    def slice_labels(self, index: int) -> tuple[tuple[int, ...], tuple[str, ...]]:
+        """The values and readable labels of slice `index`."""
+        values = self.slices()[index]
+        return values, tuple(f.labels[f.values.index(v)] for f, v in zip(self.sensitive, values))
+
+    def statement_shape_json(self, bucket: CircuitBucket) -> dict:
+        """The full public shape of `bucket`'s statement (circuits.statement.StatementShape.from_json)."""
+        a = self.architecture
+        return {
+            "n_inputs": a.n_inputs, "hidden_sizes": list(a.hidden_sizes), "n_classes": a.n_classes,
+            "sensitive_columns": [f.column for f in self.sensitive],
+            "slices": [list(s) for s in self.slices()],
+            "box_lower": list(self.box_lower), "box_upper": list(self.box_upper),
+            "scale_bits": self.scale_bits, "eps_bits": self.eps_scale_bits,
+            "eps_cap": bucket.shape.eps_cap,
+            "weight_bits": list(bucket.shape.weight_bits), "bias_bits": list(bucket.shape.bias_bits),
+            "region_slots": bucket.shape.region_slots, "farkas_slots": bucket.shape.farkas_slots,
+            "farkas_bits": bucket.shape.farkas_bits, "boundary_bits": bucket.shape.boundary_bits,
+        }
 
     def with_bucket(self, bucket: "CircuitBucket") -> "ModelCard":
         """This card with `bucket` added (an existing bucket of that name must be identical)."""
@@ -142,5 +246,8 @@ class ModelCard(_Frozen):
         raise KeyError(f"model card {self.model_id!r} has no circuit bucket {name!r}")
 
     @classmethod
-    def from_json(cls, text: str) -> "ModelCard":
-        return cls.model_validate_json(text)
+    def from_json(cls, text: str | bytes) -> "ModelCard":
+        """Strict parse (canonical JSON and values); raises commitments.canonical.NonCanonical."""
+        from .canonical import parse_strict
+
+        return parse_strict(cls, text, "model card")

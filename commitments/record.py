@@ -182,3 +182,23 @@ def _check_box(card: ModelCard, features, record: Mapping[str, Any], query: tupl
         if query[s.column] not in s.values:
             raise OutOfBoxError(f"sensitive feature {s.name!r} = {record[card.feature_names[s.column]]!r} "
                                 "is not a value of its domain")
+
+
+def describe_query(card: ModelCard, query: tuple[int, ...]) -> list[tuple[str, str]]:
+    """Each feature of a fixed-point query in the customer's own units, for people to recognise.
+
+    Numeric values are approximate (quantisation rounds to 2^-scale_bits
+    standardised units); categories are named when the value is exactly one.
+    """
+    unit = 1 << card.scale_bits
+    features = card.features or tuple(FeatureEncoding(name=n, kind=NUMERIC) for n in card.feature_names)
+    out = []
+    for f, v in zip(features, query):
+        raw = f.mean + f.std * v / unit
+        if f.kind == NUMERIC:
+            out.append((f.name, f"{raw:.6g}"))
+            continue
+        code = round(raw)
+        exact = 0 <= code < len(f.categories) and _round_half_up((code - f.mean) / f.std, card.scale_bits) == v
+        out.append((f.name, f.categories[code] if exact else f"{raw:.6g} (not a category code)"))
+    return out

@@ -20,14 +20,15 @@ from typing import Callable, Iterator, Sequence
 
 from circuits.backends import get_backend
 from circuits.builder import ConstraintSystem
-from circuits.groth16 import (ProvingKey, VerifyingKey, load_proving_key, proof_to_bytes, prove, save_proving_key,
-                              setup, vk_digest)
+from circuits.groth16 import (ProvingKey, VerifyingKey, load_proving_key, proof_to_bytes, prove, r1cs_digest,
+                              save_proving_key, setup, vk_digest)
 from circuits.relation import R1CS
 from circuits.snarkjs.json_formats import (proof_to_json, public_to_json, verifying_key_from_json,
                                            verifying_key_to_json)
 from circuits.statement import StatementShape, build_statement
 from commitments.bundle import CertificateBundle, FlipSlice, Radius
-from commitments.card import CircuitBucket, ModelCard
+from commitments.claims import ClaimError, bundle_claims
+from commitments.card import BucketShape, CircuitBucket, ModelCard, SetupRecord
 from fairness.certificate import FLIP, Certificate
 from fairness.checker import check_certificate
 from fairness.errors import CertificationError, ModelError
@@ -147,13 +148,20 @@ class Prover:
     def _publish_bucket(self, shape: StatementShape, r1cs: R1CS, vk: VerifyingKey) -> None:
         bucket = CircuitBucket(
             bucket=shape.bucket,
-            shape={"region_slots": shape.region_slots, "farkas_slots": shape.farkas_slots,
-                   "eps_cap": shape.eps_cap},
+            shape=BucketShape(region_slots=shape.region_slots, farkas_slots=shape.farkas_slots,
+                              eps_cap=shape.eps_cap, farkas_bits=shape.farkas_bits,
+                              boundary_bits=shape.boundary_bits, weight_bits=shape.weight_bits,
+                              bias_bits=shape.bias_bits),
             n_constraints=r1cs.n_constraints,
             n_public=r1cs.n_public,
+            r1cs_digest=r1cs_digest(r1cs),
             verifying_key_digest=vk_digest(vk),
             verifying_key=verifying_key_to_json(vk),
+            setup=SetupRecord(method="single-party"),
         )
+        if self.card.statement_shape_json(bucket) != json.loads(json.dumps(shape.to_json())):
+            # An auditor rebuilds the circuit from the card: the card must name this very shape.
+            raise ModelError(f"bucket {shape.bucket}: the card's model fields do not describe the statement shape")
         published = next((b for b in self.card.circuits if b.bucket == bucket.bucket), None)
         if published is not None and published.verifying_key_digest != bucket.verifying_key_digest:
             raise ModelError(f"the keys of bucket {bucket.bucket} on disk do not match the verifying key the card "
@@ -192,6 +200,10 @@ class Prover:
         proof = prove(keys.proving_key, keys.r1cs, values, self.backend)
         t4 = time.perf_counter()
         bundle = self._bundle(certificate, keys, public.field_elements(), proof)
+        try:  # never hand out a bundle whose readable fields a customer would refuse
+            bundle_claims(bundle, self.card)
+        except ClaimError as exc:
+            raise CertificationError(f"internal: bundle contradicts its own public signals: {exc}") from exc
         return ProvedCertificate(bundle, certificate, Timings(t1 - t0, t3 - t2, t4 - t3), keys.r1cs.n_constraints)
 
     def _bundle(self, certificate: Certificate, keys: BucketKeys, public: Sequence[int], proof) -> CertificateBundle:

@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from circuits.field import R
+from commitments.canonical import NonCanonical
 from commitments.card import ModelCard
 from fairness.errors import ModelError
 from fairness.fixed_point import FixedPointModel, to_fixed_point
@@ -77,9 +76,10 @@ class ModelWorkspace:
         if not self.card_path.is_file():
             raise ModelError(f"{self.root} has no model card: run `fairproof commit --model {self.root}` first")
         try:
-            return ModelCard.from_json(self.card_path.read_text())
-        except ValidationError as exc:
-            raise ModelError(f"{self.card_path} is not a valid model card: {exc.errors()[0]['msg']}") from None
+            return ModelCard.from_json(self.card_path.read_bytes())
+        except NonCanonical as exc:
+            raise ModelError(f"{self.card_path} is not a valid model card ({exc}); a card written by an older "
+                             "version must be recommitted: `fairproof commit --force`") from None
 
     def save_card(self, card: ModelCard) -> None:
         write_atomically(self.card_path, card.model_dump_json(indent=2) + "\n")

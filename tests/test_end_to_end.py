@@ -18,6 +18,7 @@ from circuits.errors import UnsatisfiedConstraint
 from circuits.field import R
 from commitments.bundle import CertificateBundle, Radius
 from commitments.card import ModelCard
+from commitments.claims import signals_for
 from verifier_client.cli import main as verify_main
 from verifier_client.verify import verify_bundle
 
@@ -83,7 +84,7 @@ def _altered(bundle: CertificateBundle, **fields) -> CertificateBundle:
     data.update(fields)
     forged = CertificateBundle.model_validate(data)
     commitment = int(bundle.public_signals[0])
-    return forged.model_copy(update={"public_signals": tuple(str(v) for v in forged.expected_public_inputs(commitment))})
+    return forged.model_copy(update={"public_signals": signals_for(forged, commitment)})
 
 
 def test_proved_radius_equals_plaintext_and_bundles_verify(fair, proved, tmp_path, capsys):
@@ -171,7 +172,7 @@ def test_proof_under_other_weights_is_refused_under_the_published_card(fair, pro
     assert not verdict and "public inputs" in verdict.reasons[0]
     # With the published commitment put in its public inputs, the proof fails.
     forced = forged.model_copy(update={
-        "public_signals": tuple(str(v) for v in forged.expected_public_inputs(int(fair.card.commitment)))})
+        "public_signals": signals_for(forged, int(fair.card.commitment))})
     verdict = verify_bundle(forced, fair.card)
     assert not verdict and "proof rejected" in verdict.reasons[0]
 

@@ -19,8 +19,9 @@ import httpx
 import pytest
 
 from commitments.api import DecisionAccepted, JobView, ModelList, ModelSummary
-from commitments.bundle import CertificateBundle, Radius
+from commitments.bundle import CertificateBundle, Radius, SnarkjsProof
 from commitments.card import ModelCard
+from commitments.claims import signals_for
 from commitments.record import UnknownCategoryError, encode_record
 from verifier_client.cli import main as verify_main
 from verifier_client.pins import PinMismatch, PinStore
@@ -144,7 +145,7 @@ def forged(bundle: CertificateBundle, **fields) -> CertificateBundle:
     data.update(fields)
     out = CertificateBundle.model_validate(data)
     commitment = int(bundle.public_signals[0])
-    return out.model_copy(update={"public_signals": tuple(str(v) for v in out.expected_public_inputs(commitment))})
+    return out.model_copy(update={"public_signals": signals_for(out, commitment)})
 
 
 # --- acceptance ------------------------------------------------------------------------------
@@ -156,7 +157,7 @@ def test_customer_gets_a_valid_certificate_for_their_own_record(bank, tmp_path, 
     out, err = capsys.readouterr()
     bundle = bank.bundles[0]
     assert out.startswith("VALID certificate") and f"Radius: eps = {bundle.eps.decimal}" in out
-    assert explain(bundle, bank.card) in out and bundle.decision_label in out
+    assert explain(verify_bundle(bundle, bank.card).claims, bank.card) in out and bundle.decision_label in out
     assert "job job-1: queued" in err and "job job-1: running, proving (50%)" in err and "first use" in err
     assert service.posted_records() == [json.loads(json.dumps(bank.records[0]))]
     pin = PinStore(tmp_path / "pins.json").get(URL, MODEL)
@@ -204,9 +205,9 @@ def test_a_tampered_certificate_is_refused(bank, tmp_path, capsys, tamper):
         bad = forged(bundle, decision=other, decision_label=bank.card.architecture.class_labels[other])
         decision = other  # the service announces the forged decision too
     else:
-        proof = dict(bundle.proof)
+        proof = bundle.proof.model_dump(mode="json")
         proof["pi_a"] = [proof["pi_c"][0], proof["pi_c"][1], "1"]
-        bad, decision = bundle.model_copy(update={"proof": proof}), None
+        bad, decision = bundle.model_copy(update={"proof": SnarkjsProof.model_validate(proof)}), None
     assert run_cli(FakeService(bank.card, bad, decision=decision), bank.records[0], tmp_path) == 1
     err = capsys.readouterr().err
     assert "INVALID certificate" in err and ("proof" in err or "public inputs" in err)
@@ -323,7 +324,8 @@ def test_ids_cannot_reach_another_endpoint(bank):
     (["b.json", "--url", URL, "--model", MODEL, "--record", "r.json"], "not both"),
     (["--url", URL, "--card", "c.json", "--model", MODEL, "--record", "r.json"], "not both"),
     (["--url", URL, "--model", MODEL], "--url needs --record"),
-    (["b.json", "--card", "c.json", "--pin-file", "p.json"], "--pin-file: only with --url"),
+    (["b.json", "--card", "c.json", "--timeout", "5"], "--timeout: only with --url"),
+    (["b.json", "--card", "c.json", "--accept-card-update"], "--accept-card-update: only with --url"),
     (["b.json"], "required: --card"),
     ([], "give a BUNDLE file"),
     (["--url", URL, "--model", MODEL, "--record", "r.json", "--timeout", "0"], "positive number of seconds"),

@@ -1,18 +1,27 @@
 """`fairproof-verify`: check a fairness certificate, from files or straight from the bank's service.
 
-    fairproof-verify BUNDLE.json --card CARD.json
+    fairproof-verify BUNDLE.json --card CARD.json [--record customer.json]
     fairproof-verify --url URL --model ID --record customer.json [--pin-file F] [--timeout S]
 
-The first form checks a bundle against a card the customer already holds.
-The second submits the customer's record to the service, waits for the
-certificate (progress on stderr), pins the model's commitment on first use
-and checks the certificate against the pinned card and the customer's own
-encoding of the record.
+The first form checks a bundle against a card the customer already holds;
+with --record it also checks that the certificate is about that record,
+without it prints the query the certificate covers. The second submits the
+customer's record to the service, waits for the certificate (progress on
+stderr), pins the model's card on first use and checks the certificate
+against the pinned card and the customer's own encoding of the record.
+
+--trust-contributor HASH (repeatable, or `trusted_contributors` in the pin
+file) requires that the bucket's keys came from a ceremony in which one of
+these contributors took part.
+
+Everything printed about the certificate is derived from the proof's public
+signals and the card, never read from the bundle's own fields.
 
 Exit status 0 when the certificate is valid (a summary in plain words is
-printed), 1 when it is not (the reason is printed; a model other than the
-pinned one, or a certificate about another record, is invalid), 2 on
-unusable input, an unreachable service or a service error.
+printed), 1 when it is not (one line says why; a model other than the pinned
+one, or a certificate about another record, is invalid), 2 on unusable input
+(a file that is not a canonical bundle, card or record), an unreachable
+service or a service error.
 """
 from __future__ import annotations
 
@@ -21,36 +30,39 @@ import json
 import sys
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from commitments.api import JobView
 from commitments.bundle import CertificateBundle
+from commitments.canonical import NonCanonical, check_json
 from commitments.card import ModelCard
-from commitments.record import RecordError
+from commitments.record import RecordError, describe_query, encode_record
 
 from .pins import PIN_FILE_ENV, PinFileError, PinMismatch, PinStore
 from .service_client import DEFAULT_TIMEOUT, DEFAULT_WAIT, ServiceClient, ServiceError, request_certificate
-from .verify import explain, verify_bundle
+from .verify import Verdict, explain, setup_summary, verify_bundle
+
+MAX_INPUT_BYTES = 64 * 1024 * 1024
 
 
 class _Unreadable(Exception):
     pass
 
 
-def _read(path: str, what: str) -> str:
+def _read(path: str, what: str) -> bytes:
     try:
-        return Path(path).read_text(encoding="utf-8")
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_INPUT_BYTES + 1)
     except OSError as exc:
         raise _Unreadable(f"cannot read {what} {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise _Unreadable(f"{what} {path} is not UTF-8 text") from None
+    if len(data) > MAX_INPUT_BYTES:
+        raise _Unreadable(f"{what} {path} is larger than {MAX_INPUT_BYTES >> 20} MiB")
+    return data
 
 
 def _load(model, path: str, what: str):
     try:
-        return model.model_validate_json(_read(path, what))
-    except ValidationError as exc:
-        raise _Unreadable(f"{what} {path} is malformed: {_first_error(exc)}") from None
+        return model.from_json(_read(path, what))
+    except NonCanonical as exc:
+        raise _Unreadable(f"{what} {path} is malformed: {exc}") from None
 
 
 def _fail(message: str, code: int) -> int:
@@ -58,31 +70,33 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    where = ".".join(str(p) for p in err.get("loc", ())) or "document"
-    return f"{where}: {err.get('msg')}"
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fairproof-verify",
         description="Verify a FairProof certificate bundle against the bank's public model card, "
                     "or request one from the bank's service and verify it.",
-        usage="%(prog)s BUNDLE --card CARD [--backend B]\n"
-              "       %(prog)s --url URL --model ID --record RECORD [--pin-file F] [--timeout S] [--backend B]",
+        usage="%(prog)s BUNDLE --card CARD [--record RECORD] [--trust-contributor HASH] [--backend B]\n"
+              "       %(prog)s --url URL --model ID --record RECORD [--pin-file F] [--timeout S] "
+              "[--accept-card-update] [--trust-contributor HASH] [--backend B]",
     )
     parser.add_argument("bundle", nargs="?", help="certificate bundle (JSON) received with the decision")
     parser.add_argument("--card", help="the model card (JSON) the bank published (with BUNDLE)")
+    parser.add_argument("--record", help="your record (JSON object: attribute name -> raw value); with BUNDLE, "
+                                         "the certificate must be about it")
+    parser.add_argument("--trust-contributor", action="append", default=[], metavar="HASH",
+                        help="a phase-2 contribution hash you trust (repeatable): the keys must come from a "
+                             "ceremony it took part in")
+    parser.add_argument("--pin-file", help=f"pinned models and trusted contributors (default ${PIN_FILE_ENV} "
+                                           "or ~/.config/fairproof/pins.json)")
     service = parser.add_argument_group("asking the bank's service (instead of BUNDLE)")
     service.add_argument("--url", help="base URL of the bank's FairProof service, e.g. https://bank.example")
     service.add_argument("--model", help="model id, as the service lists it")
-    service.add_argument("--record", help="your record (JSON object: attribute name -> raw value)")
-    service.add_argument("--pin-file", help=f"where model commitments are pinned (default ${PIN_FILE_ENV} "
-                                            "or ~/.config/fairproof/pins.json)")
     service.add_argument("--timeout", type=_positive_seconds, default=None,
                          help=f"seconds to wait for the certificate (default {DEFAULT_WAIT:g}); "
                               f"each request gives up after at most {DEFAULT_TIMEOUT:g} s")
+    service.add_argument("--accept-card-update", action="store_true",
+                         help="accept a new card for the pinned model if its commitment is unchanged "
+                              "(e.g. the bank added a circuit bucket) and pin it")
     parser.add_argument("--backend", choices=("mcl", "reference"), default=None,
                         help="curve backend for the pairing check (default: fast one if available)")
     return parser
@@ -108,8 +122,8 @@ def _check_mode(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
         if missing:
             parser.error(f"--url needs {' and '.join(missing)}")
         return
-    service_only = [flag for flag, value in (("--model", args.model), ("--record", args.record),
-                                             ("--pin-file", args.pin_file), ("--timeout", args.timeout))
+    service_only = [flag for flag, value in (("--model", args.model), ("--timeout", args.timeout),
+                                             ("--accept-card-update", args.accept_card_update or None))
                     if value is not None]
     if service_only:
         parser.error(f"{', '.join(service_only)}: only with --url (BUNDLE mode takes --card)")
@@ -127,6 +141,15 @@ def _backend(name: str | None):
     return get_backend(name)
 
 
+def _trusted(args: argparse.Namespace, pins: PinStore) -> list[str]:
+    """Contribution hashes from the command line and the pin file (128 hex digits each)."""
+    trusted = [h.strip().lower() for h in args.trust_contributor]
+    for h in trusted:
+        if len(h) != 128 or any(c not in "0123456789abcdef" for c in h):
+            raise _Unreadable(f"--trust-contributor {h[:20]!r}: a contribution hash is 128 hex digits")
+    return trusted + pins.trusted_contributors()
+
+
 def main(argv: list[str] | None = None, *, transport=None) -> int:
     """`transport` (an httpx transport) lets tests serve the service in process."""
     parser = build_parser()
@@ -138,31 +161,56 @@ def main(argv: list[str] | None = None, *, transport=None) -> int:
 
 
 def _from_files(args: argparse.Namespace) -> int:
+    pins = PinStore(args.pin_file)
     try:
         card = _load(ModelCard, args.card, "model card")
         bundle = _load(CertificateBundle, args.bundle, "bundle")
+        trusted = _trusted(args, pins)
+        query = encode_record(card, _read_record(args.record)) if args.record else None
     except _Unreadable as exc:
         return _fail(str(exc), 2)
+    except PinFileError as exc:
+        return _fail(str(exc), 2)
+    except RecordError as exc:
+        return _fail(f"your record cannot be used with model {card.model_id!r}: {exc}", 2)
 
-    verdict = verify_bundle(bundle, card, _backend(args.backend))
+    verdict = verify_bundle(bundle, card, _backend(args.backend), query=query, trusted_contributors=trusted)
     if not verdict:
         return _fail("INVALID certificate: " + "; ".join(verdict.reasons), 1)
-    print("VALID certificate")
-    print(explain(bundle, card))
+    _print_valid(verdict, card)
+    if query is None:
+        print("The certificate is about this record (check that it is yours, or pass --record):")
+        for name, value in describe_query(card, verdict.claims.query):
+            print(f"  {name} = {value}")
+    else:
+        print("The certificate is about your record.")
     return 0
 
 
+def _print_valid(verdict: Verdict, card: ModelCard) -> None:
+    claims = verdict.claims
+    print("VALID certificate")
+    print(f"Radius: eps = {claims.eps_decimal} (exactly {claims.eps_numerator} / 2^{claims.eps_scale_bits}"
+          f"{', capped at the input domain' if claims.capped else ''})")
+    print(explain(claims, card))
+    print(setup_summary(card.bucket(claims.bucket)))
+
+
 def _from_service(args: argparse.Namespace, transport) -> int:
+    pins = PinStore(args.pin_file)
     try:
         record = _read_record(args.record)
+        trusted = _trusted(args, pins)
     except _Unreadable as exc:
         return _fail(str(exc), 2)
-    pins = PinStore(args.pin_file)
+    except PinFileError as exc:
+        return _fail(str(exc), 2)
     wait = args.timeout if args.timeout is not None else DEFAULT_WAIT
     try:
         with ServiceClient(args.url, timeout=min(wait, DEFAULT_TIMEOUT), transport=transport) as client:
             result = request_certificate(client, pins, args.model, record, on_progress=_ProgressLine(),
-                                         timeout=wait, backend=_backend(args.backend))
+                                         timeout=wait, backend=_backend(args.backend),
+                                         trusted_contributors=trusted, accept_card_update=args.accept_card_update)
     except RecordError as exc:
         return _fail(f"your record cannot be used with model {args.model!r}: {exc}", 2)
     except PinMismatch as exc:
@@ -173,25 +221,25 @@ def _from_service(args: argparse.Namespace, transport) -> int:
         return _fail(f"service error: {exc}", 2)
 
     if result.pin.first_use:
-        print(f"fairproof-verify: first use of model {args.model!r} at {result.pin.pin.service}: pinned commitment "
-              f"{result.pin.pin.commitment[:16]}... in {pins.path}", file=sys.stderr)
+        print(f"fairproof-verify: first use of model {args.model!r} at {result.pin.pin.service}: pinned card "
+              f"{result.pin.pin.card_digest[:16]}... (commitment {result.pin.pin.commitment[:16]}...) "
+              f"in {pins.path}", file=sys.stderr)
     if not result.verdict:
         return _fail("INVALID certificate: " + "; ".join(result.verdict.reasons), 1)
-    bundle = result.bundle
-    print("VALID certificate")
-    print(f"Certificate {bundle.certificate_id}, issued {bundle.issued_at}")
-    print(f"Radius: eps = {bundle.eps.decimal} (exactly {bundle.eps.numerator} / 2^{bundle.eps.scale_bits}"
-          f"{', capped at the input domain' if bundle.eps.capped else ''})")
-    print(explain(bundle, result.card))
+    _print_valid(result.verdict, result.card)
+    print(f"Bank's reference: certificate {result.bundle.certificate_id}, issued {result.bundle.issued_at} "
+          "(not covered by the proof)")
+    print("The certificate is about your record.")
     return 0
 
 
 def _read_record(path: str) -> dict:
-    text = _read(path, "record")
+    data = _read(path, "record")
     try:
-        record = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _Unreadable(f"record {path} is not valid JSON ({exc})") from None
+        check_json(data, f"record {path}")
+    except NonCanonical as exc:
+        raise _Unreadable(str(exc)) from None
+    record = json.loads(data)
     if not isinstance(record, dict):
         raise _Unreadable(f"record {path} must be a JSON object of attribute name -> value")
     return record

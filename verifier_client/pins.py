@@ -6,8 +6,12 @@ its commitment is pinned in a local file; from then on a card for the same
 (service, model id) with another commitment is refused, so a bank cannot
 quietly serve different weights to different customers or swap the model
 between two decisions. A card whose commitment is unchanged but whose digest
-differs (other preprocessing, box or scale under the same weights) is refused
-too: it would change what the certificate means for the same record.
+differs (other preprocessing, box or scale under the same weights, or other
+circuit keys) is refused too: it would change what the certificate means for
+the same record, or which keys its proofs are checked with. Only the user can
+accept such a card (`accept_update`).
+
+The file also lists the phase-2 contribution hashes the customer trusts.
 
 The pin file is JSON, written atomically (a temporary file renamed over the
 old one) with mode 0600; a pin is never overwritten. Unreadable or corrupt
@@ -61,12 +65,15 @@ class _PinFile(BaseModel):
 
     version: Literal[1] = PIN_FILE_VERSION
     pins: list[Pin] = []
+    # Phase-2 contribution hashes the customer trusts (see fairproof-verify --trust-contributor).
+    trusted_contributors: list[str] = []
 
 
 @dataclass(frozen=True)
 class PinCheck:
     pin: Pin
     first_use: bool  # True when this call pinned the model
+    updated: bool = False  # True when this call accepted a new card for the pinned commitment
 
 
 def default_pin_file() -> Path:
@@ -107,13 +114,27 @@ class PinStore:
         service = normalise_service_url(service_url)
         return next((p for p in self._read().pins if (p.service, p.model_id) == (service, model_id)), None)
 
-    def check(self, service_url: str, card: ModelCard) -> PinCheck:
-        """Pin `card` on first use; refuse a card that differs from the pinned one (PinMismatch)."""
+    def trusted_contributors(self) -> list[str]:
+        """The contribution hashes this file trusts (none if the file does not exist)."""
+        return [h.lower() for h in self._read().trusted_contributors]
+
+    def check(self, service_url: str, card: ModelCard, *, accept_update: bool = False) -> PinCheck:
+        """Pin `card` on first use; refuse a card that differs from the pinned one (PinMismatch).
+
+        With `accept_update`, a card with the pinned commitment but another
+        digest (for instance a new circuit bucket) replaces the pinned digest;
+        a different commitment is never accepted this way.
+        """
         service = normalise_service_url(service_url)
         with self._locked():
             data = self._read()
             pinned = next((p for p in data.pins if (p.service, p.model_id) == (service, card.model_id)), None)
             if pinned is not None:
+                if accept_update and card.commitment == pinned.commitment and card.digest() != pinned.card_digest:
+                    updated = pinned.model_copy(update={"card_digest": card.digest()})
+                    data.pins[data.pins.index(pinned)] = updated
+                    self._write(data)
+                    return PinCheck(updated, first_use=False, updated=True)
                 _check_against(pinned, card, self.path)
                 return PinCheck(pinned, first_use=False)
             pin = Pin(service=service, model_id=card.model_id, commitment=card.commitment,
@@ -194,5 +215,6 @@ def _check_against(pinned: Pin, card: ModelCard, path: Path) -> None:
         raise PinMismatch(
             f"{where} keeps commitment {pinned.commitment[:16]}... but its card changed (digest "
             f"{card.digest()} instead of {pinned.card_digest}, pinned on {pinned.first_seen}): preprocessing, "
-            f"input box, scale or sensitive domains differ. If the bank announced this, remove its entry from {path}."
+            f"input box, scale, sensitive domains or circuit keys differ. If the bank announced this, rerun with "
+            f"--accept-card-update (or remove its entry from {path})."
         )

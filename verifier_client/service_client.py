@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, Callable, Iterable, Mapping, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from commitments.api import API_PREFIX, FINISHED, DecisionAccepted, DecisionRequest, ErrorBody, JobView, ModelList
 from commitments.bundle import CertificateBundle
+from commitments.canonical import NonCanonical, parse_strict
 from commitments.card import ModelCard
 from commitments.record import encode_record
 
@@ -112,10 +113,9 @@ class ServiceClient:
         if response.is_error:
             raise ServiceError(response.status_code, _error_detail(response))
         try:
-            return model.model_validate_json(response.content)
-        except ValidationError as exc:
-            raise ServiceError(None, f"{method} {url}: malformed {model.__name__} in the response "
-                                     f"({_first_error(exc)})") from None
+            return parse_strict(model, response.content, f"{model.__name__} in the response")
+        except NonCanonical as exc:
+            raise ServiceError(None, f"{method} {url}: malformed {exc}") from None
 
 
 def _segment(value: str) -> str:
@@ -172,20 +172,20 @@ class CertificateResult:
 def request_certificate(client: ServiceClient, pins: PinStore, model_id: str, record: Mapping[str, Any], *,
                         on_progress: Callable[[JobView], None] | None = None,
                         poll_interval: float = DEFAULT_POLL_INTERVAL, timeout: float = DEFAULT_WAIT,
-                        backend=None) -> CertificateResult:
+                        backend=None, trusted_contributors: Iterable[str] = (),
+                        accept_card_update: bool = False) -> CertificateResult:
     """Submit `record` for a decision and check its certificate.
 
     Raises RecordError (commitments.record) before anything is sent if the
     record does not fit the card, PinMismatch if the service presents another
-    model than the one pinned, ServiceError if the service cannot be used.
+    model or card than the one pinned (unless `accept_card_update` and the
+    commitment is unchanged), ServiceError if the service cannot be used.
     Otherwise returns the verdict: valid only if the proof holds under the
     pinned card, the certificate is about this record's query, and it states
     the decision the service announced.
     """
-    card = client.card(model_id)
-    if card.model_id != model_id:
-        raise ServiceError(None, f"asked for the card of model {model_id!r}, got the card of {card.model_id!r}")
-    pin = pins.check(client.base_url, card)  # first: a swapped model matters more than a bad record
+    card = _card(client, model_id)
+    pin = pins.check(client.base_url, card, accept_update=accept_card_update)  # first: a swapped model matters most
     query = encode_record(card, record)  # before sending: a record the card refuses gets no decision
     accepted = client.submit(model_id, record)
     if accepted.model_id != model_id:
@@ -196,28 +196,32 @@ def request_certificate(client: ServiceClient, pins: PinStore, model_id: str, re
     if not job.certificate_id:
         raise ServiceError(None, f"certificate job {job.job_id} succeeded without naming its certificate")
     bundle = client.certificate(job.certificate_id)
-    if not any(b.bucket == bundle.bucket for b in card.circuits):
-        # The bank set up this circuit bucket's keys while proving: fetch the card again. It must be the
-        # same model card (same digest, which covers everything but the bucket list) and pass the pin.
-        refreshed = client.card(model_id)
-        if refreshed.digest() == card.digest():
-            pin = pins.check(client.base_url, refreshed)
+    if bundle.card_digest != card.digest():
+        # Issued under another card (the bank may have set up a new circuit bucket meanwhile): that card
+        # must pass the pin like any other, so an unannounced change is refused unless the user accepts it.
+        refreshed = _card(client, model_id)
+        if refreshed.digest() == bundle.card_digest:
+            pin = pins.check(client.base_url, refreshed, accept_update=accept_card_update)
             card = refreshed
-    verdict = check_certificate(bundle, card, query, accepted, backend)
+    verdict = check_certificate(bundle, card, query, accepted, backend, trusted_contributors=trusted_contributors)
     return CertificateResult(verdict, card, pin, query, accepted, bundle)
 
 
+def _card(client: ServiceClient, model_id: str) -> ModelCard:
+    card = client.card(model_id)
+    if card.model_id != model_id:
+        raise ServiceError(None, f"asked for the card of model {model_id!r}, got the card of {card.model_id!r}")
+    return card
+
+
 def check_certificate(bundle: CertificateBundle, card: ModelCard, query: tuple[int, ...],
-                      accepted: DecisionAccepted | None = None, backend=None) -> Verdict:
-    """verify_bundle, and then: the certificate is about `query` and states the announced decision."""
+                      accepted: DecisionAccepted | None = None, backend=None, *,
+                      trusted_contributors: Iterable[str] = ()) -> Verdict:
+    """verify_bundle for `query`, and the certificate states the decision the service announced."""
     if bundle.model_id != card.model_id or bundle.card_digest != card.digest():
         return Verdict(False, ("the certificate was issued under another model card than the pinned one",))
-    if tuple(bundle.query) != tuple(query):
-        differing = [card.feature_names[i] for i, (a, b) in enumerate(zip(bundle.query, query)) if a != b]
-        which = ", ".join(differing[:5]) + ("..." if len(differing) > 5 else "") if differing else "length"
-        return Verdict(False, (f"the certificate is about another customer's record, not yours "
-                               f"(query differs in: {which})",))
-    if accepted is not None and bundle.decision != accepted.decision:
+    verdict = verify_bundle(bundle, card, backend, query=query, trusted_contributors=trusted_contributors)
+    if verdict and accepted is not None and verdict.claims.decision != accepted.decision:
         return Verdict(False, (f"the service announced decision {accepted.decision_label!r} but the certificate "
-                               f"proves {bundle.decision_label!r}",))
-    return verify_bundle(bundle, card, backend)
+                               f"proves {verdict.claims.decision_label!r}",))
+    return verdict

@@ -3,23 +3,34 @@
 Only the card and the bundle are needed: no weights, no database, no torch or
 scipy. The Groth16 check runs on the fast backend when the native library
 loads, otherwise on the pure-Python reference backend.
+
+What a valid verdict rests on: the pinned card (its digest covers every
+circuit bucket, so no key outside it is used), the bucket's key setup (a
+contributor the customer trusts, when they name one), and the Groth16 proof
+over the public signals. Everything the verdict reports (`Verdict.claims`) is
+derived from those signals and the card (commitments/claims.py); the
+bundle's readable fields are only compared with them, never shown.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Iterable, Sequence
 
 from circuits.backends import get_backend
 from circuits.errors import MalformedArtifact
 from circuits.groth16 import check_proof, proof_from_bytes, vk_digest
-from circuits.snarkjs.json_formats import proof_from_json, public_from_json, verifying_key_from_json
+from circuits.groth16.verify import check_verifying_key
+from circuits.snarkjs.json_formats import proof_from_json, verifying_key_from_json
 from commitments.bundle import CertificateBundle
-from commitments.card import ModelCard
+from commitments.card import CircuitBucket, ModelCard
+from commitments.claims import ClaimError, Claims, bundle_claims
 
 
 @dataclass(frozen=True)
 class Verdict:
     valid: bool
     reasons: tuple[str, ...] = field(default_factory=tuple)
+    claims: Claims | None = None  # set on a valid verdict only: what the proof establishes
 
     def __bool__(self) -> bool:
         return self.valid
@@ -29,77 +40,85 @@ def _refuse(reason: str) -> Verdict:
     return Verdict(False, (reason,))
 
 
-def verify_bundle(bundle: CertificateBundle, card: ModelCard, backend=None) -> Verdict:
-    """Every check a customer needs, in order; the first failure is the reason."""
-    if bundle.model_id != card.model_id:
-        return _refuse(f"bundle is for model {bundle.model_id!r}, the card is for {card.model_id!r}")
-    if bundle.card_digest != card.digest():
-        return _refuse("bundle was issued under a different model card (card digest mismatch)")
-    try:
-        bucket = card.bucket(bundle.bucket)
-    except KeyError as exc:
-        return _refuse(str(exc.args[0]))
+def verify_bundle(bundle: CertificateBundle, card: ModelCard, backend=None, *,
+                  query: Sequence[int] | None = None, trusted_contributors: Iterable[str] = ()) -> Verdict:
+    """Every check a customer needs, in order; the first failure is the reason.
 
-    shape_problem = _statement_shape_problem(bundle, card)
-    if shape_problem:
-        return _refuse(shape_problem)
+    `query`: the customer's own encoding of their record (commitments.record);
+    a certificate about any other query is refused. `trusted_contributors`:
+    phase-2 contribution hashes the customer trusts; when any is given, the
+    bucket's key must come from a ceremony whose transcript holds one of them.
+    """
+    try:
+        claims = bundle_claims(bundle, card)
+    except ClaimError as exc:
+        return _refuse(str(exc))
+    if query is not None and claims.query != tuple(query):
+        differing = [card.feature_names[i] for i, (a, b) in enumerate(zip(claims.query, query)) if a != b]
+        which = ", ".join(differing[:5]) + ("..." if len(differing) > 5 else "") if differing else "length"
+        return _refuse(f"the certificate is about another customer's record, not yours (query differs in: {which})")
+
+    bucket = card.bucket(claims.bucket)
+    trust_problem = setup_trust_problem(bucket, trusted_contributors)
+    if trust_problem:
+        return _refuse(trust_problem)
 
     backend = backend or get_backend()
     try:
-        vk = verifying_key_from_json(bucket.verifying_key, what=f"verifying key of bucket {bucket.bucket}",
-                                     backend=backend)
-        proof = proof_from_json(bundle.proof, backend=backend)
-        public = public_from_json(list(bundle.public_signals))
+        vk = bucket_verifying_key(bucket, backend)
+        proof = proof_from_json(bundle.proof.model_dump(mode="json"), backend=backend)
         compressed = proof_from_bytes(bytes.fromhex(bundle.proof_hex), backend=backend)
-    except (MalformedArtifact, ValueError) as exc:
-        return _refuse(f"malformed bundle: {exc}")
-    if vk_digest(vk) != bucket.verifying_key_digest:
-        return _refuse("the card's verifying key does not match its own digest")
+    except MalformedArtifact as exc:
+        return _refuse(str(exc))
     if compressed != proof:
         return _refuse("the compressed proof and the JSON proof differ")
 
-    expected = bundle.expected_public_inputs(int(card.commitment))
-    if public != expected:
-        return _refuse("public inputs do not match the bundle's query, decision, radius or the card's commitment")
-
-    result = check_proof(vk, public, proof, backend)
+    result = check_proof(vk, [int(s) for s in bundle.public_signals], proof, backend)
     if not result.ok:
         return _refuse(f"proof rejected: {result.reason}")
-    return Verdict(True)
+    return Verdict(True, claims=claims)
 
 
-def _statement_shape_problem(bundle: CertificateBundle, card: ModelCard) -> str | None:
-    n = card.architecture.n_inputs
-    if len(bundle.query) != n:
-        return f"query has {len(bundle.query)} features, the model takes {n}"
-    if not all(lo <= v <= hi for v, lo, hi in zip(bundle.query, card.box_lower, card.box_upper)):
-        return "query lies outside the model's public input domain box"
-    if bundle.decision >= card.architecture.n_classes:
-        return f"decision {bundle.decision} is not a class of this model"
-    if bundle.decision_label != card.architecture.class_labels[bundle.decision]:
-        return "decision label does not match the card's class labels"
-    if bundle.eps.scale_bits != card.eps_scale_bits:
-        return "radius is not at the card's eps scale"
-    if bundle.status == "certified" and bundle.flip_slice is not None:
-        return "a certified radius cannot name a flipping slice"
-    if bundle.status == "counterfactual_flip" and (bundle.flip_slice is None or bundle.eps.numerator != 0):
-        return "a counterfactual flip must name its slice and certify radius 0"
+def bucket_verifying_key(bucket: CircuitBucket, backend=None):
+    """The bucket's verifying key, checked: valid points, not degenerate, matching its digest."""
+    what = f"verifying key of bucket {bucket.bucket}"
+    vk = verifying_key_from_json(bucket.verifying_key.model_dump(mode="json"), what=what, backend=backend)
+    check_verifying_key(vk, backend or get_backend())
+    if vk.n_public != bucket.n_public:
+        raise MalformedArtifact(f"{what}: {vk.n_public} public inputs, the bucket declares {bucket.n_public}")
+    if vk_digest(vk) != bucket.verifying_key_digest:
+        raise MalformedArtifact(f"{what} does not match its digest on the card")
+    return vk
+
+
+def setup_trust_problem(bucket: CircuitBucket, trusted_contributors: Iterable[str]) -> str | None:
+    """Why the bucket's key setup fails the customer's trust list, or None."""
+    trusted = {h.lower() for h in trusted_contributors}
+    if not trusted:
+        return None
+    setup = bucket.setup
+    if setup.method != "ceremony":
+        return (f"the keys of bucket {bucket.bucket} were set up by the bank alone (no ceremony), "
+                "and you require a trusted contributor")
+    if not any(c.hash in trusted for c in setup.contributions):
+        names = ", ".join(c.name or c.hash[:16] for c in setup.contributions)
+        return (f"none of your trusted contributors took part in the key setup of bucket {bucket.bucket} "
+                f"(contributors: {names})")
     return None
 
 
-def explain(bundle: CertificateBundle, card: ModelCard) -> str:
-    """What a valid certificate means, in plain words."""
+def explain(claims: Claims, card: ModelCard) -> str:
+    """What a valid certificate means, in plain words (from its verified claims only)."""
     sensitive = ", ".join(f.name for f in card.sensitive) or "sensitive attributes"
-    lines = [f"Decision: {bundle.decision_label} (model {card.model_id}, commitment {card.commitment[:12]}...)"]
-    if bundle.status == "counterfactual_flip":
-        flip = bundle.flip_slice
-        labels = ", ".join(flip.labels) if flip else "another value"
+    lines = [f"Decision: {claims.decision_label} (model {card.model_id}, commitment {card.commitment[:12]}...)"]
+    if claims.status == "counterfactual_flip":
+        labels = ", ".join(claims.flip.labels) if claims.flip else "another value"
         lines.append(
             f"Not certified fair: with {sensitive} set to {labels} and nothing else changed, "
             "the model would have decided differently."
         )
     else:
-        bound = "at least the whole input domain" if bundle.eps.capped else f"eps = {bundle.eps.decimal}"
+        bound = "at least the whole input domain" if claims.capped else f"eps = {claims.eps_decimal}"
         lines.append(
             f"Certified: whatever the value of {sensitive}, and with your other features moved by up to "
             f"{bound} (Euclidean distance in standardised units, inside the model's input domain), "
@@ -107,3 +126,12 @@ def explain(bundle: CertificateBundle, card: ModelCard) -> str:
         )
     lines.append("The proof shows this was computed from the weights the bank committed to.")
     return "\n".join(lines)
+
+
+def setup_summary(bucket: CircuitBucket) -> str:
+    """Who set up the bucket's key, in one line."""
+    setup = bucket.setup
+    if setup.method != "ceremony":
+        return f"Keys of bucket {bucket.bucket}: set up by the bank alone (no ceremony)."
+    people = ", ".join(f"{c.name or 'anonymous'} ({c.hash[:16]}...)" for c in setup.contributions)
+    return f"Keys of bucket {bucket.bucket}: phase 1 of 2^{setup.phase1_power}, contributions by {people}."

@@ -40,12 +40,31 @@ def _g1_neg(p: G1Affine) -> G1Affine:
     return None if p is None else (p[0], (Q - p[1]) % Q)
 
 
+def _g2_neg(p: Any) -> Any:
+    return None if p is None else (p[0], ((Q - p[1][0]) % Q, (Q - p[1][1]) % Q))
+
+
 def check_verifying_key(vk: VerifyingKey, backend: Any) -> None:
-    """Raise MalformedArtifact unless every vk point is a valid group element."""
+    """Raise MalformedArtifact unless every vk point is a valid group element and the key is not degenerate.
+
+    Degenerate keys let whoever made them prove anything: with a point at
+    infinity among alpha, beta, gamma, delta a term of the pairing equation
+    vanishes, with ic[i] at infinity public input i drops out, and with
+    delta = +-gamma the prover cancels IC(x) through C. (Any known relation
+    delta = k gamma is as bad; only the setup transcript can rule that out.)
+    """
     if not isinstance(vk, VerifyingKey):
         raise MalformedArtifact(f"verifying key: expected VerifyingKey, got {type(vk).__name__}")
     if not vk.ic:
         raise MalformedArtifact("verifying key: ic is empty")
+    for name in ("alpha_g1", "beta_g2", "gamma_g2", "delta_g2"):
+        if getattr(vk, name) is None:
+            raise MalformedArtifact(f"verifying key: {name} is the point at infinity (degenerate key)")
+    for i, p in enumerate(vk.ic):
+        if p is None:
+            raise MalformedArtifact(f"verifying key: ic[{i}] is the point at infinity (degenerate key)")
+    if vk.delta_g2 in (vk.gamma_g2, _g2_neg(vk.gamma_g2)):
+        raise MalformedArtifact("verifying key: delta equals +-gamma (degenerate key: proofs of anything verify)")
     if not backend.g1_is_valid(vk.alpha_g1):
         raise MalformedArtifact("verifying key: alpha_g1 is not a valid G1 point")
     for name in ("beta_g2", "gamma_g2", "delta_g2"):

@@ -1,11 +1,12 @@
 """snarkjs's JSON artifacts: verification_key.json, proof.json, public.json.
 
-Numbers are decimal strings. Points are projective (Jacobian, as ffjavascript
-reads them): G1 [x, y, z], G2 [[x0, x1], [y0, y1], [z0, z1]] with Fq2 elements
-as [c0, c1] = c0 + c1*u. snarkjs writes z = 1 (affine) and the point at
-infinity as [0, 1, 0]. Reading accepts any z and converts to affine; every
-point is checked to be on the curve (and, for G2, in the order-r subgroup),
-every public input to be reduced mod r.
+Numbers are canonical decimal strings. Points are written projectively:
+G1 [x, y, z], G2 [[x0, x1], [y0, y1], [z0, z1]] with Fq2 elements as
+[c0, c1] = c0 + c1*u. snarkjs writes z = 1 (affine) and the point at infinity
+as [0, 1, 0]; reading accepts exactly those spellings (two spellings of one
+point would let two different documents verify alike). Every point is checked
+to be on the curve (and, for G2, in the order-r subgroup), every number to be
+a canonical decimal below its modulus, never reduced.
 """
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..curve import fq2_inv, fq2_mul, g1_on_curve, g2_in_subgroup, g2_on_curve
+from ..curve import g1_on_curve, g2_in_subgroup, g2_on_curve
 from ..errors import MalformedArtifact
-from ..field import Q, R
+from ..field import Q, R, NonCanonicalNumber, parse_canonical_decimal
 from ..groth16.types import G1Affine, G2Affine, Proof, VerifyingKey
 
 PROTOCOL = "groth16"
@@ -26,17 +27,11 @@ _CURVE_ALIASES = {"bn128", "bn254", "alt_bn128"}
 # --- numbers ---------------------------------------------------------------
 
 def _number(value: Any, where: str, bound: int) -> int:
-    if isinstance(value, bool):
-        raise MalformedArtifact(f"{where}: expected a decimal number, found {value!r}")
-    if isinstance(value, int):
-        n = value
-    elif isinstance(value, str) and value.strip().isdigit():
-        n = int(value.strip())
-    else:
-        raise MalformedArtifact(f"{where}: expected a decimal number string, found {value!r}")
-    if not 0 <= n < bound:
-        raise MalformedArtifact(f"{where}: {n} is out of range (must be below the field modulus)")
-    return n
+    """A canonical decimal string below `bound` (snarkjs writes every number so); nothing else."""
+    try:
+        return parse_canonical_decimal(value, bound, where)
+    except NonCanonicalNumber as exc:
+        raise MalformedArtifact(str(exc)) from None
 
 
 def _list(value: Any, length: int, where: str) -> list:
@@ -66,10 +61,11 @@ def g1_from_json(value: Any, where: str) -> G1Affine:
     raw = _list(value, 3, where)
     x, y, z = (_number(c, f"{where}[{i}]", Q) for i, c in enumerate(raw))
     if z == 0:
+        if (x, y) != (0, 1):
+            raise MalformedArtifact(f"{where}: the point at infinity is written [0, 1, 0]")
         return None
-    if z != 1:  # Jacobian: (X / Z^2, Y / Z^3)
-        zi = pow(z, Q - 2, Q)
-        x, y = x * zi * zi % Q, y * zi * zi * zi % Q
+    if z != 1:  # one spelling per point: snarkjs writes affine coordinates
+        raise MalformedArtifact(f"{where}: z must be 1 (affine coordinates), found {z}")
     point = (x, y)
     if not g1_on_curve(point):
         raise MalformedArtifact(f"{where}: point is not on the BN254 G1 curve")
@@ -87,11 +83,11 @@ def g2_from_json(value: Any, where: str, check_subgroup: bool = True, backend: A
     raw = _list(value, 3, where)
     x, y, z = (_f2_from_json(c, f"{where}[{i}]") for i, c in enumerate(raw))
     if z == (0, 0):
+        if (x, y) != ((0, 0), (1, 0)):
+            raise MalformedArtifact(f"{where}: the point at infinity is written [[0, 0], [1, 0], [0, 0]]")
         return None
-    if z != (1, 0):
-        zi = fq2_inv(z)
-        zi2 = fq2_mul(zi, zi)
-        x, y = fq2_mul(x, zi2), fq2_mul(y, fq2_mul(zi2, zi))
+    if z != (1, 0):  # one spelling per point: snarkjs writes affine coordinates
+        raise MalformedArtifact(f"{where}: z must be [1, 0] (affine coordinates)")
     point = (x, y)
     if not g2_on_curve(point):
         raise MalformedArtifact(f"{where}: point is not on the BN254 G2 twist")
@@ -191,9 +187,27 @@ def load_json(path: str | Path, what: str) -> Any:
     if not path.is_file():
         raise MalformedArtifact(f"{what}: {path} does not exist or is not a file")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_unique_keys,
+                          parse_constant=_no_constant)
+    except MalformedArtifact as exc:
+        raise MalformedArtifact(f"{what}: {path}: {exc}") from None
+    except OSError as exc:
+        raise MalformedArtifact(f"{what}: cannot read {path} ({exc.strerror or exc})") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # JSONDecodeError, over-long numbers
         raise MalformedArtifact(f"{what}: {path} is not valid JSON ({exc})") from None
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise MalformedArtifact(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise MalformedArtifact(f"{name} is not a JSON number")
 
 
 def dump_json(path: str | Path, doc: Any) -> None:

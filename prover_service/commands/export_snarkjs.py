@@ -20,29 +20,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pydantic import ValidationError
-
     from circuits.errors import MalformedArtifact
     from circuits.snarkjs.json_formats import dump_json
     from commitments.bundle import CertificateBundle
+    from commitments.canonical import NonCanonical
     from commitments.card import ModelCard
+    from commitments.claims import ClaimError, bundle_claims
 
     try:
-        bundle = CertificateBundle.from_json(Path(args.bundle).read_text())
-        card = ModelCard.from_json(Path(args.card).read_text())
-    except ValidationError as exc:
-        raise MalformedArtifact(f"malformed bundle or card: {exc.errors()[0]['msg']}") from None
-    if bundle.card_digest != card.digest():
-        raise MalformedArtifact("the bundle was issued under a different model card")
-    try:
-        bucket = card.bucket(bundle.bucket)
-    except KeyError as exc:
-        raise MalformedArtifact(str(exc.args[0])) from None
+        bundle = CertificateBundle.from_json(_read(args.bundle, "bundle"))
+        card = ModelCard.from_json(_read(args.card, "model card"))
+        # snarkjs checks the proof against the signals only: a bundle whose readable fields say
+        # something else than its signals would export and verify, so it is refused here.
+        claims = bundle_claims(bundle, card)
+    except (NonCanonical, ClaimError) as exc:
+        raise MalformedArtifact(str(exc)) from None
+    bucket = card.bucket(claims.bucket)
     out = Path(args.outdir)
     out.mkdir(parents=True, exist_ok=True)
-    dump_json(out / "verification_key.json", bucket.verifying_key)
-    dump_json(out / "proof.json", bundle.proof)
+    dump_json(out / "verification_key.json", bucket.verifying_key.model_dump(mode="json"))
+    dump_json(out / "proof.json", bundle.proof.model_dump(mode="json"))
     dump_json(out / "public.json", list(bundle.public_signals))
     print(f"wrote {out}/verification_key.json, proof.json, public.json")
     print(f"verify with: snarkjs groth16 verify {out}/verification_key.json {out}/public.json {out}/proof.json")
     return 0
+
+
+def _read(path: str, what: str) -> bytes:
+    from circuits.errors import MalformedArtifact
+
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise MalformedArtifact(f"cannot read {what} {path}: {exc.strerror or exc}") from None

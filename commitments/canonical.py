@@ -1,0 +1,128 @@
+"""One spelling per value: the canonical forms every public document uses.
+
+A dishonest bank controls every byte of a card and a bundle. If the customer's
+side accepted two spellings of one number ("7" and "07", "7" and "٧", 7 and
+7 + r), a field it prints could differ from the value the proof speaks of.
+So the verifier side reads public documents through this module only:
+
+- decimal strings are ASCII digits, no sign, no leading zero, no whitespace,
+  below a stated bound (a field modulus), never reduced;
+- JSON is strict: no duplicate keys, no NaN or Infinity, no number longer
+  than any value a document can hold, then pydantic in strict mode (no
+  "1" for 1, no 1.0 for 1, no true for 1).
+
+Depends on pydantic only: the verifier client imports it.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Annotated, Any, TypeVar
+
+from pydantic import AfterValidator, BaseModel, ValidationError
+
+from circuits.field import Q, R, NonCanonicalNumber, parse_canonical_decimal
+
+M = TypeVar("M", bound=BaseModel)
+
+# Far more than a card or bundle needs, far less than what makes int() or the parser slow.
+MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
+_MAX_JSON_NUMBER_CHARS = 40
+
+
+class NonCanonical(ValueError):
+    """A value or document that is not in its one canonical form (the message names the field)."""
+
+
+def parse_decimal(text: Any, bound: int, what: str) -> int:
+    """The integer a canonical decimal string names, which must lie in [0, bound)."""
+    try:
+        return parse_canonical_decimal(text, bound, what)
+    except NonCanonicalNumber as exc:
+        raise NonCanonical(str(exc)) from None
+
+
+def _field_decimal(bound: int, name: str):
+    def check(text: str) -> str:
+        parse_decimal(text, bound, name)
+        return text
+    return check
+
+
+# Decimal strings of scalar-field (R) and base-field (Q) elements.
+FrDecimal = Annotated[str, AfterValidator(_field_decimal(R, "scalar field element"))]
+FqDecimal = Annotated[str, AfterValidator(_field_decimal(Q, "base field coordinate"))]
+Sha256Hex = Annotated[str, AfterValidator(lambda s: _hex(s, 64, "SHA-256 digest"))]
+
+
+def _hex(text: str, length: int, what: str) -> str:
+    if len(text) != length or not re.fullmatch(r"[0-9a-f]*", text, re.ASCII):
+        raise NonCanonical(f"{what}: expected {length} lower-case hex digits")
+    return text
+
+
+def hex_string(length: int, what: str):
+    return Annotated[str, AfterValidator(lambda s: _hex(s, length, what))]
+
+
+# -- strict JSON ---------------------------------------------------------------------------
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise NonCanonical(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise NonCanonical(f"{name} is not a JSON number")
+
+
+def _bounded_number(kind: type):
+    def parse(text: str) -> Any:
+        if len(text) > _MAX_JSON_NUMBER_CHARS:
+            raise NonCanonical(f"a number of {len(text)} characters is longer than any field allows")
+        return kind(text)
+    return parse
+
+
+def check_json(text: str | bytes, what: str) -> None:
+    """Refuse what pydantic's parser would silently accept: duplicate keys, NaN, huge numbers."""
+    if isinstance(text, bytes):
+        if len(text) > MAX_DOCUMENT_BYTES:
+            raise NonCanonical(f"{what}: {len(text)} bytes is larger than any document allows")
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            raise NonCanonical(f"{what}: not UTF-8 text") from None
+    if len(text) > MAX_DOCUMENT_BYTES:
+        raise NonCanonical(f"{what}: larger than any document allows")
+    try:
+        json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant,
+                   parse_int=_bounded_number(int), parse_float=_bounded_number(float))
+    except NonCanonical as exc:
+        raise NonCanonical(f"{what}: {exc}") from None
+    except (json.JSONDecodeError, ValueError, RecursionError) as exc:
+        raise NonCanonical(f"{what}: not valid JSON ({exc})") from None
+
+
+def parse_strict(model: type[M], text: str | bytes, what: str) -> M:
+    """`model` from JSON `text`, strictly: canonical JSON, strict types, every field named on error."""
+    check_json(text, what)
+    try:
+        return model.model_validate_json(text, strict=True)
+    except ValidationError as exc:
+        raise NonCanonical(f"{what}: {first_error(exc)}") from None
+
+
+def first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err.get("loc", ())) or "document"
+    message = str(err.get("msg", "invalid"))
+    ctx = err.get("ctx") or {}
+    if isinstance(ctx.get("error"), Exception):  # our validators' own messages, not pydantic's wrapper
+        message = str(ctx["error"])
+    return f"{where}: {message}"

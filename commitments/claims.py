@@ -1,0 +1,173 @@
+"""What a certificate says, derived from the proof's public signals and the card alone.
+
+The Groth16 proof speaks only of its public signals. Everything a customer is
+shown (decision and its label, radius, "whole domain", status, flipping slice
+and its labels, the query) must therefore be a function of those signals and
+of the pinned card, computed here exactly: every signal is a canonical
+decimal below R, never reduced; a value that could only be reached by
+wrapping around the field is refused. A bundle's own readable fields are then
+compared with the derived ones, and any disagreement is refused rather than
+printed.
+
+Signals, in order (docs/STATEMENT.md):
+    commitment, decision, E, status, flip slice index, query[0..n-1]
+
+Depends on pydantic only: the verifier client imports it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Sequence
+
+from circuits.field import R
+
+from .bundle import STATUS_CERTIFIED, STATUS_FLIP, STATUS_NAMES, CertificateBundle, FlipSlice, radius_decimal
+from .canonical import NonCanonical, parse_decimal
+from .card import CircuitBucket, ModelCard
+
+HEAD_SIGNALS = 5  # commitment, decision, E, status, flip index
+_HALF_R = (R - 1) // 2
+
+
+class ClaimError(ValueError):
+    """Public signals that no honest certificate under this card can have (the message names the signal)."""
+
+
+@dataclass(frozen=True)
+class Claims:
+    """A certificate's meaning, every field derived from the signals and the card."""
+
+    model_id: str
+    bucket: str
+    commitment: int
+    decision: int
+    decision_label: str
+    status: str  # "certified" or "counterfactual_flip"
+    eps_numerator: int
+    eps_scale_bits: int
+    capped: bool  # E equals the bucket's cap: no decision boundary inside the box within it
+    flip: FlipSlice | None
+    query: tuple[int, ...]
+
+    @property
+    def eps(self) -> Fraction:
+        return Fraction(self.eps_numerator, 1 << self.eps_scale_bits)
+
+    @property
+    def eps_decimal(self) -> str:
+        return radius_decimal(self.eps_numerator, self.eps_scale_bits)
+
+
+def signed(value: int) -> int:
+    """The signed integer a field element stands for (values above R/2 are negative)."""
+    return value if value <= _HALF_R else value - R
+
+
+def claims_from_signals(signals: Sequence[str], card: ModelCard, bucket: CircuitBucket) -> Claims:
+    """Derive the certificate's claims; ClaimError names the first signal no honest proof can have."""
+    n = card.architecture.n_inputs
+    if bucket.n_public != HEAD_SIGNALS + n:
+        raise ClaimError(f"bucket {bucket.bucket} has {bucket.n_public} public inputs, "
+                         f"this model's statement has {HEAD_SIGNALS + n}")
+    if len(signals) != HEAD_SIGNALS + n:
+        raise ClaimError(f"the proof has {len(signals)} public signals, this model's statement has {HEAD_SIGNALS + n}")
+    try:
+        values = [parse_decimal(s, R, f"public signal {i}") for i, s in enumerate(signals)]
+    except NonCanonical as exc:
+        raise ClaimError(str(exc)) from None
+    commitment, decision, eps_numerator, status, flip_index = values[:HEAD_SIGNALS]
+
+    if commitment != parse_decimal(card.commitment, R, "card commitment"):
+        raise ClaimError("public signal 0 is not the card's commitment")
+    labels = card.architecture.class_labels
+    if decision >= len(labels):
+        raise ClaimError(f"public signal 1 (decision {decision}) is not a class of this model")
+    if eps_numerator > bucket.shape.eps_cap:
+        raise ClaimError(f"public signal 2 (E = {eps_numerator}) exceeds the cap {bucket.shape.eps_cap} "
+                         f"of bucket {bucket.bucket}")
+    if status not in STATUS_NAMES:
+        raise ClaimError(f"public signal 3 (status {status}) is neither certified (0) nor flip (1)")
+
+    flip = None
+    if status == STATUS_CERTIFIED:
+        if flip_index != 0:
+            raise ClaimError("public signal 4 (flip slice) must be 0 on a certified radius")
+    else:
+        if eps_numerator != 0:
+            raise ClaimError("a counterfactual flip certifies radius 0, public signal 2 is not 0")
+        slices = card.slices()
+        if flip_index >= len(slices):
+            raise ClaimError(f"public signal 4 (flip slice {flip_index}) is not one of the "
+                             f"{len(slices)} sensitive slices")
+        slice_values, slice_labels = card.slice_labels(flip_index)
+        flip = FlipSlice(index=flip_index, values=slice_values, labels=slice_labels)
+
+    query = tuple(signed(v) for v in values[HEAD_SIGNALS:])
+    for i, (v, lo, hi) in enumerate(zip(query, card.box_lower, card.box_upper)):
+        if not lo <= v <= hi:
+            raise ClaimError(f"public signal {HEAD_SIGNALS + i} (feature {card.feature_names[i]!r}) "
+                             "lies outside the model's input domain box")
+    for f in card.sensitive:
+        if query[f.column] not in f.values:
+            raise ClaimError(f"public signal {HEAD_SIGNALS + f.column} (sensitive feature {f.name!r}) "
+                             "is not a value of its domain")
+
+    return Claims(model_id=card.model_id, bucket=bucket.bucket, commitment=commitment, decision=decision,
+                  decision_label=labels[decision], status=STATUS_NAMES[status],
+                  eps_numerator=eps_numerator, eps_scale_bits=card.eps_scale_bits,
+                  capped=status == STATUS_CERTIFIED and eps_numerator == bucket.shape.eps_cap,
+                  flip=flip, query=query)
+
+
+def contradiction(bundle: CertificateBundle, claims: Claims) -> str | None:
+    """The first readable field of `bundle` that says something else than its signals, or None."""
+    checks = (
+        ("bucket", bundle.bucket, claims.bucket),
+        ("decision", bundle.decision, claims.decision),
+        ("decision_label", bundle.decision_label, claims.decision_label),
+        ("status", bundle.status, claims.status),
+        ("eps.numerator", bundle.eps.numerator, claims.eps_numerator),
+        ("eps.scale_bits", bundle.eps.scale_bits, claims.eps_scale_bits),
+        ("eps.capped", bundle.eps.capped, claims.capped),
+        ("flip_slice", bundle.flip_slice, claims.flip),
+        ("query", tuple(bundle.query), claims.query),
+    )
+    for name, stated, derived in checks:
+        if type(stated) is not type(derived) or stated != derived:
+            return f"bundle field {name} says {_short(stated)}, its public signals and the card say {_short(derived)}"
+    return None
+
+
+def bundle_claims(bundle: CertificateBundle, card: ModelCard) -> Claims:
+    """Claims of a bundle under `card`, refusing (ClaimError) any field that contradicts them."""
+    if bundle.model_id != card.model_id:
+        raise ClaimError(f"bundle is for model {bundle.model_id!r}, the card is for {card.model_id!r}")
+    if bundle.card_digest != card.digest():
+        raise ClaimError("bundle was issued under another model card (card digest differs from the card's)")
+    try:
+        bucket = card.bucket(bundle.bucket)
+    except KeyError as exc:
+        raise ClaimError(str(exc.args[0])) from None
+    claims = claims_from_signals(bundle.public_signals, card, bucket)
+    problem = contradiction(bundle, claims)
+    if problem:
+        raise ClaimError(problem)
+    return claims
+
+
+def signals_for(bundle: CertificateBundle, commitment: int) -> tuple[str, ...]:
+    """The public signals a statement with `bundle`'s readable fields has (the prover's encoding:
+    signed query values as v mod R). Refuses a head value outside [0, R) rather than reduce it."""
+    flip_index = bundle.flip_slice.index if bundle.flip_slice else 0
+    status = STATUS_FLIP if bundle.status == "counterfactual_flip" else STATUS_CERTIFIED
+    head = [commitment, bundle.decision, bundle.eps.numerator, status, flip_index]
+    for v in head:
+        if not 0 <= v < R:
+            raise ClaimError(f"{v} is not a field element")
+    return tuple(str(v) for v in head) + tuple(str(v % R) for v in bundle.query)
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
