@@ -17,17 +17,17 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from py_ecc import optimized_bn128 as ob
 
 from circuits.backends import get_backend
 from circuits.errors import MalformedArtifact
-from circuits.field import Q, R
+from circuits.field import Q
 from circuits.groth16.encoding import fq2_sqrt
 from circuits.snarkjs import encode_zkey, find_snarkjs, read_verifying_key, run_snarkjs, write_r1cs, write_wtns
 from circuits.snarkjs.binfile import decode_binfile, encode_binfile
 from circuits.snarkjs.node import missing_reason
 from circuits.snarkjs.zkey import g2_to_zkey
 from circuits.snarkjs.zkey_file import (
-    Zkey,
     contribution_params,
     g1_points,
     g1_section,
@@ -63,8 +63,14 @@ def fresh_key(backend) -> bytes:
     return encode_zkey(r1cs, toxic, backend)
 
 
-def tamper(key: bytes, backend, **changes) -> bytes:
-    return replace(parse_zkey(key, backend), **changes).encode()
+def expect_refusal(label: str, reason: str, fn, *args) -> None:
+    """fn(*args) must raise MalformedArtifact whose message matches `reason`."""
+    try:
+        fn(*args)
+    except MalformedArtifact as exc:
+        assert re.search(reason, str(exc)), f"{label}: refused for another reason: {exc}"
+    else:
+        pytest.fail(f"{label}: accepted")
 
 
 def with_point(section: bytes, index: int, backend) -> bytes:
@@ -102,9 +108,8 @@ def test_parse_encode_round_trip_and_vk(fresh_key, backend):
 def _twist_point_outside_subgroup(backend) -> tuple:
     x0 = 1
     while True:
-        rhs = ((x0**3 + 19485874751759354771024239261021720505790618469301721065564631296452457478373) % Q,
-               266929791119991161246907387137283842545076965332900288569378510910307636690)
-        y = fq2_sqrt(rhs)
+        rhs = ob.FQ2([x0, 0]) ** 3 + ob.b2
+        y = fq2_sqrt(tuple(int(c) for c in rhs.coeffs))
         if y is not None and not backend.g2_is_valid(((x0, 0), y)):
             return ((x0, 0), y)
         x0 += 1
@@ -141,9 +146,7 @@ def test_parse_refuses_malformed_keys(fresh_key, backend):
         "H point": (rebuild(s9=sections[9][:64] + bytes([sections[9][64] ^ 1]) + sections[9][65:]), "H section"),
     }
     for label, (data, reason) in cases.items():
-        with pytest.raises(MalformedArtifact, match=re.escape(reason)):
-            parse_zkey(data, backend)
-        assert label
+        expect_refusal(label, re.escape(reason), parse_zkey, data, backend)
 
 
 def test_contribution_name_is_cut_like_snarkjs():
@@ -170,9 +173,7 @@ def test_our_ceremony_verifies_and_tampered_twins_are_refused(fresh_key, backend
     assert verify_contributions(k1, k3, backend).n_initial == 1
 
     for label, bad, reason in _twins(k3, backend):
-        with pytest.raises(MalformedArtifact, match=reason):
-            verify_contributions(fresh_key, bad, backend)
-        assert label
+        expect_refusal(label, reason, verify_contributions, fresh_key, bad, backend)
 
 
 def _twins(final: bytes, backend) -> list[tuple[str, bytes, str]]:
@@ -353,8 +354,7 @@ def test_tampered_twins_refused_by_both(ceremony, backend):
     k3, _ = beacon((d / "t2.zkey").read_bytes(), BEACON_HEX, 10, "c", backend)
     assert verify_contributions(initial, k3, backend)
     for i, (label, bad, reason) in enumerate(_twins(k3, backend)):
-        with pytest.raises(MalformedArtifact, match=reason):
-            verify_contributions(initial, bad, backend)
+        expect_refusal(label, reason, verify_contributions, initial, bad, backend)
         path = d / f"twin{i}.zkey"
         path.write_bytes(bad)
         ok, _ = snarkjs_verify(d, path)

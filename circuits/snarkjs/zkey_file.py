@@ -31,7 +31,7 @@ points when a caller needs curve arithmetic on it.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
@@ -284,9 +284,6 @@ class Zkey:
         }
         return encode_binfile(b"zkey", ZKEY_VERSION, [(s, payloads[s]) for s in self.section_order])
 
-    def with_snarkjs_order(self) -> "Zkey":
-        return replace(self, section_order=SNARKJS_SECTION_ORDER)
-
 
 def vk_from_zkey(zkey: Zkey) -> VerifyingKey:
     h = zkey.header
@@ -353,7 +350,8 @@ def _parse_header(data: bytes, backend: CurveBackend, what: str) -> Groth16Heade
     return header
 
 
-def _parse_mpc_params(data: bytes, backend: CurveBackend, what: str) -> tuple[bytes, tuple[Contribution, ...]]:
+def parse_mpc_params(data: bytes, backend: CurveBackend, what: str = "zkey") -> tuple[bytes, tuple[Contribution, ...]]:
+    """Section 10: (csHash, contributions), points validated (G2 in the subgroup)."""
     cur = _Cursor(data, f"{what} contributions")
     cs_hash = cur.take(HASH_SIZE)
     count = cur.u32()
@@ -421,7 +419,7 @@ def parse_zkey(data: bytes, backend: CurveBackend | None = None, what: str = "zk
     for section in (3, 5, 6, 8, 9):
         _check_g1_section(s[section], f"{what} {sizes[section][0]} section")
     _check_g2_section(s[7], f"{what} B2 section")
-    cs_hash, contributions = _parse_mpc_params(s[10], backend, what)
+    cs_hash, contributions = parse_mpc_params(s[10], backend, what)
     return Zkey(
         header=header,
         ic=s[3],

@@ -59,6 +59,8 @@ from ..groth16.types import G1Affine, G2Affine
 from .zkey_file import (
     CONTRIBUTION_TYPE_BEACON,
     CONTRIBUTION_TYPE_RANDOM,
+    G1_SIZE,
+    SNARKJS_SECTION_ORDER,
     Contribution,
     Zkey,
     contribution_params,
@@ -291,7 +293,7 @@ def _apply_contribution(zkey: Zkey, rng: ChaCha, backend: CurveBackend, kind: in
         c=_scale_g1_section(zkey.c, inverse, backend),
         h=_scale_g1_section(zkey.h, inverse, backend),
         contributions=zkey.contributions + (record,),
-        section_order=tuple(range(1, 11)),  # snarkjs writes a new file in section order
+        section_order=SNARKJS_SECTION_ORDER,  # snarkjs writes a new file in section order
     )
     return new_key, contribution_hash(record)
 
@@ -402,7 +404,7 @@ def _random_combination(section: bytes, scalars: object, backend: CurveBackend) 
 def _section_moved_by_delta(initial: Zkey, final: Zkey, section: str, backend: CurveBackend) -> bool:
     """sectionHasSameRatio: final = initial * delta_initial / delta_final, on a random combination."""
     before, after = getattr(initial, section), getattr(final, section)
-    n = len(before) // 64
+    n = len(before) // G1_SIZE
     if n == 0:
         return True
     scalars = backend.scalar_vector([secrets.randbits(SAME_RATIO_SCALAR_BITS) for _ in range(n)])
@@ -417,7 +419,10 @@ def verify_contributions(initial_zkey: bytes | Zkey, final_zkey: bytes | Zkey, b
     """Check that `final_zkey` is `initial_zkey` plus valid contributions.
 
     Returns the report (every record's name, contribution hash and type);
-    raises MalformedArtifact naming the first check that failed.
+    raises MalformedArtifact naming the first check that failed. The initial
+    key itself is taken as given: `snarkjs zkey verify` instead regenerates
+    it from the r1cs and the ptau (`zkey new` is deterministic, so comparing
+    the initial key's bytes with a regenerated one amounts to the same).
     """
     initial = _as_zkey(initial_zkey, backend, "initial zkey")
     final = _as_zkey(final_zkey, backend, "final zkey")
@@ -433,7 +438,7 @@ def verify_contributions(initial_zkey: bytes | Zkey, final_zkey: bytes | Zkey, b
     records, last_delta = _verify_chain(final, backend)
     initial_delta = initial.contributions[-1].delta_after if n_initial else backend.g1_generator()
     if hi.delta_1 != initial_delta or not same_ratio(backend, backend.g1_generator(), hi.delta_1, backend.g2_generator(), hi.delta_2):
-        _fail("the initial key's delta is not the one its contributions lead to")
+        _fail("the initial key's delta is neither 1 (a fresh `zkey new` key) nor its last contribution's deltaAfter")
     if hf.delta_1 != last_delta:
         _fail("delta_1 of the final key is not the last contribution's deltaAfter")
     if not same_ratio(backend, backend.g1_generator(), hf.delta_1, backend.g2_generator(), hf.delta_2):
