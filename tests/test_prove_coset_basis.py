@@ -110,6 +110,19 @@ def test_native_odd_coset_equals_numpy(n):
     assert ntt._odd_coset_native(kernels, a, b, c, ntt.odd_coset_factors(n)).tobytes() == numpy_values.tobytes()
 
 
+def test_butterfly_kernels_refuse_mismatched_arrays():
+    kernels = native_kernels.load()
+    if kernels is None:
+        pytest.skip("native NTT kernels unavailable")
+    x = ntt.fr_array(list(range(8)))
+    with pytest.raises(ValueError, match="shapes differ"):
+        kernels.dif_butterflies(x[:4], x[4:], x[:3])
+    frozen = x.copy()
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        kernels.dit_butterflies(frozen[:4], x[4:], x[:4])
+
+
 def test_odd_coset_refuses_a_violated_row(mcl):
     a, b, c = _rows(32, 9)
     c[5] = (c[5] + 1) % R

@@ -13,7 +13,8 @@ When the native kernels load (`native/kernels.py`: C compiled at run time,
 FAIRPROOF_NATIVE_NTT=0 disables them) `dif`, `dit` and the quotient's
 elementwise steps run in C with the same butterflies and the same reduced
 Montgomery values, so results are byte-identical; ctypes releases the GIL, so
-the quotient runs its independent transforms on two threads. Without them
+the quotient (and `qap_odd_coset`, the H scalars for keys in snarkjs's basis)
+runs its independent transforms on two threads. Without them
 (no compiler, failed build) the numpy code below is used.
 """
 from __future__ import annotations
@@ -434,7 +435,7 @@ def _odd_coset_numpy(a: np.ndarray, b: np.ndarray, c: np.ndarray, into: np.ndarr
 
 
 def _odd_coset_native(kernels, a: np.ndarray, b: np.ndarray, c: np.ndarray, into: np.ndarray) -> np.ndarray:
-    """`_odd_coset_numpy` in C. Three transforms chains of two NTTs on two threads:
+    """`_odd_coset_numpy` in C. Three chains of two NTTs on two threads:
     A's and B's side by side, then C's with each NTT split across both threads
     (top DIF stage by halves of its butterflies, then the two independent halves;
     DIT the other way round), so neither core waits for a third chain."""
