@@ -47,7 +47,7 @@ import os
 import re
 import secrets
 from dataclasses import dataclass, replace
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 from py_ecc import optimized_bn128 as ob
 
@@ -298,7 +298,7 @@ def _apply_contribution(zkey: Zkey, rng: ChaCha, backend: CurveBackend, kind: in
     return new_key, contribution_hash(record)
 
 
-def contribute(zkey_bytes: bytes, name: str | None, entropy: str | bytes, backend: CurveBackend) -> tuple[bytes, bytes]:
+def contribute(zkey_bytes: bytes | Zkey, name: str | None, entropy: str | bytes, backend: CurveBackend) -> tuple[bytes, bytes]:
     """A new key with one more random contribution; (key bytes, contribution hash).
 
     The secret comes from ChaCha seeded with blake2b-512(os.urandom(64) ||
@@ -312,7 +312,7 @@ def contribute(zkey_bytes: bytes, name: str | None, entropy: str | bytes, backen
     return new_key.encode(), digest
 
 
-def beacon(zkey_bytes: bytes, beacon_hash_hex: str, num_iterations_exp: int, name: str | None, backend: CurveBackend) -> tuple[bytes, bytes]:
+def beacon(zkey_bytes: bytes | Zkey, beacon_hash_hex: str, num_iterations_exp: int, name: str | None, backend: CurveBackend) -> tuple[bytes, bytes]:
     """A new key with a beacon contribution (deterministic: anyone can redo it); (key bytes, contribution hash)."""
     if not re.fullmatch(r"(?:[0-9a-fA-F]{2}){1,255}", beacon_hash_hex):
         raise ValueError("beacon hash must be 1 to 255 bytes of hexadecimal, without 0x")
@@ -361,7 +361,7 @@ def same_ratio(backend: CurveBackend, g1_s: G1Affine, g1_sx: G1Affine, g2_s: G2A
     return backend.pairing_product_is_one([(g1_s, g2_sx), (_g1_neg(g1_sx), g2_s)])
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     raise MalformedArtifact(f"phase-2 verification: {message}")
 
 
