@@ -27,7 +27,7 @@ M = TypeVar("M", bound=BaseModel)
 
 # Far more than a card or bundle needs, far less than what makes int() or the parser slow.
 MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
-_MAX_JSON_NUMBER_CHARS = 40
+_MAX_JSON_NUMBER_CHARS = 80  # room for any field element, so pydantic names the field it overflows
 
 
 class NonCanonical(ValueError):

@@ -29,3 +29,13 @@ def pytest_runtest_makereport(item, call):
     if any(marker in reason for marker in _PEER_SKIP_MARKERS):
         report.outcome = "failed"
         report.longrepr = f"required peer missing (FAIRPROOF_REQUIRE_PEERS=1): {reason}"
+
+
+@pytest.fixture(scope="session")
+def bank(tmp_path_factory):
+    """A committed German Credit (4,2) model and two customers' real certificates (tests/bank_fixtures.py)."""
+    from bank_fixtures import build_bank
+
+    bank = build_bank(tmp_path_factory)
+    yield bank
+    bank.db.dispose()

@@ -26,6 +26,7 @@ def run(args: argparse.Namespace) -> int:
     from commitments.canonical import NonCanonical
     from commitments.card import ModelCard
     from commitments.claims import ClaimError, bundle_claims
+    from verifier_client.verify import bucket_verifying_key
 
     try:
         bundle = CertificateBundle.from_json(_read(args.bundle, "bundle"))
@@ -36,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
     except (NonCanonical, ClaimError) as exc:
         raise MalformedArtifact(str(exc)) from None
     bucket = card.bucket(claims.bucket)
+    bucket_verifying_key(bucket)  # snarkjs checks no key: a degenerate one would accept anything
     out = Path(args.outdir)
     out.mkdir(parents=True, exist_ok=True)
     dump_json(out / "verification_key.json", bucket.verifying_key.model_dump(mode="json"))
