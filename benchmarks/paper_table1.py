@@ -95,6 +95,7 @@ def bench_model(dataset: str, hidden: tuple[int, ...], variant: str, n_queries: 
     from offline_precompute.certify import query_from_index, test_inputs
     from offline_precompute.db import open_database, resolve_store_url
     from offline_precompute.enumerate import precompute
+    from prover_service.bucket_keys import SinglePartyKeySetup
     from prover_service.proving import Prover
     from prover_service.publishing import commit_model
     from prover_service.statement_witness import bucket_sizes
@@ -114,7 +115,7 @@ def bench_model(dataset: str, hidden: tuple[int, ...], variant: str, n_queries: 
     row: dict = {"model": name, "dataset": dataset, "hidden": list(hidden), "variant": variant,
                  "loadavg_start": list(os.getloadavg())}
     try:
-        prover = Prover(workspace, db, backend)
+        prover = Prover(workspace, db, backend, key_setup=SinglePartyKeySetup())
         t0 = time.perf_counter()
         summary = precompute(db, prover.model)
         row["precompute_s"] = time.perf_counter() - t0
@@ -151,7 +152,7 @@ def bench_model(dataset: str, hidden: tuple[int, ...], variant: str, n_queries: 
             bucket_of.append(shape.bucket)
             if shape.bucket not in setups:
                 t0 = time.perf_counter()
-                keys = Prover(workspace, db, backend).keys(shape)
+                keys = Prover(workspace, db, backend, key_setup=SinglePartyKeySetup()).keys(shape)
                 setups[shape.bucket] = {"seconds": time.perf_counter() - t0, "constraints": keys.r1cs.n_constraints}
                 log(f"  {name}: bucket {shape.bucket} {keys.r1cs.n_constraints} constraints, "
                     f"setup {setups[shape.bucket]['seconds']:.1f} s")
@@ -173,7 +174,7 @@ def bench_model(dataset: str, hidden: tuple[int, ...], variant: str, n_queries: 
             q = queries[i]
             if bucket_of[i] != current:
                 current, prover = bucket_of[i], None
-                prover = Prover(workspace, db, backend)
+                prover = Prover(workspace, db, backend, key_setup=SinglePartyKeySetup())
                 prover.certifier  # noqa: B018 (opened here, not inside the first timed query)
             result = prover.prove(q)
             bundle = result.bundle

@@ -171,6 +171,7 @@ def prepare_models(workdir: Path, n_records: int) -> Path:
 @contextmanager
 def open_prover(models: Path) -> Iterator:
     from offline_precompute.db import open_database, resolve_store_url
+    from prover_service.bucket_keys import SinglePartyKeySetup
     from prover_service.proving import Prover
     from prover_service.workspace import ModelWorkspace
     from tests.service_fixtures import MODEL_DIRECTORY
@@ -178,7 +179,7 @@ def open_prover(models: Path) -> Iterator:
     workspace = ModelWorkspace.open(models / MODEL_DIRECTORY)
     db = open_database(resolve_store_url(None, workspace.root))
     try:
-        yield Prover(workspace, db)
+        yield Prover(workspace, db, key_setup=SinglePartyKeySetup())
     finally:
         db.dispose()
 

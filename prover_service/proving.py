@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import shutil
 import time
 import uuid
 from contextlib import contextmanager
@@ -21,11 +22,12 @@ from typing import Callable, Iterator, Sequence
 from circuits.backends import get_backend
 from circuits.builder import ConstraintSystem
 from circuits.groth16 import (ProvingKey, VerifyingKey, load_proving_key, proof_to_bytes, prove, r1cs_digest,
-                              save_proving_key, setup, vk_digest)
+                              save_proving_key, vk_digest)
 from circuits.relation import R1CS
 from circuits.snarkjs.json_formats import (proof_to_json, public_to_json, verifying_key_from_json,
                                            verifying_key_to_json)
-from circuits.statement import StatementShape, build_statement
+from circuits.snarkjs.ceremony import Ceremony
+from circuits.statement import StatementShape, build_statement, statement_relation
 from commitments.bundle import CertificateBundle, FlipSlice, Radius
 from commitments.claims import ClaimError, bundle_claims
 from commitments.card import BucketShape, CircuitBucket, ModelCard, SetupRecord
@@ -36,6 +38,7 @@ from fairness.fixed_point import FixedPointModel, IntVector
 from offline_precompute.certify import Certifier
 from offline_precompute.db import Database
 
+from .bucket_keys import SETUP_FILE, ZKEY_FILE, InstalledKeys, KeySetup, NoKeySetup, ceremony_shape, keys_from_ceremony
 from .statement_witness import bucket_sizes, statement_inputs, statement_shape
 from .workspace import ModelWorkspace, write_atomically
 
@@ -86,6 +89,7 @@ class Prover:
     db: Database
     backend: object = None
     progress: Progress = _quiet
+    key_setup: KeySetup = field(default_factory=NoKeySetup)  # for buckets nobody has set up yet
     _model: FixedPointModel | None = field(default=None, init=False)
     _certifier: Certifier | None = field(default=None, init=False)
     _keys: dict[str, BucketKeys] = field(default_factory=dict, init=False)
@@ -114,38 +118,76 @@ class Prover:
                                eps_bits=self.card.eps_scale_bits)
 
     def keys(self, shape: StatementShape) -> BucketKeys:
-        """The bucket's keys: from memory, from the model directory, or set up now."""
+        """The bucket's keys: from memory, from the model directory, or set up now by `key_setup`."""
         cached = self._keys.get(shape.bucket)
         if cached is not None:
             return cached
-        cs = ConstraintSystem(with_values=False)
-        build_statement(cs, shape)
-        r1cs = cs.compile(wire_names=False)
+        r1cs = statement_relation(shape)
         # Workers in other processes may need the same new bucket at once: one sets it up,
         # the others wait and load it; the card is rewritten under the same lock.
         with exclusive_lock(self.workspace.root / "keys" / ".setup.lock"):
-            # Keyed by the full shape digest: a recommitted model with other bounds gets new keys.
-            directory = self.workspace.keys_dir(f"{shape.bucket}-{shape.digest()[:12]}")
-            vk_path = directory / "verification_key.json"
-            if vk_path.is_file() and (directory / "proving_key").is_dir():
-                pk = load_proving_key(directory / "proving_key", self.backend)
-                vk = verifying_key_from_json(json.loads(vk_path.read_text()))
+            directory = self.bucket_dir(shape)
+            if (directory / "verification_key.json").is_file() and (directory / "proving_key").is_dir():
+                pk, vk, record = self._load_keys(directory)
             else:
                 if any(b.bucket == shape.bucket for b in self.card.circuits):
                     # The card already publishes this bucket's verifying key: new keys would not match it.
                     raise ModelError(f"the card publishes bucket {shape.bucket}, but its keys are missing from "
                                      f"{directory}: restore them from backup")
                 self.progress(f"setting up keys for bucket {shape.bucket} ({r1cs.n_constraints} constraints)")
-                pk, vk = setup(r1cs, self.backend, progress=_setup_progress(self.progress))
-                save_proving_key(pk, directory / "proving_key", self.backend)
-                write_atomically(vk_path, json.dumps(verifying_key_to_json(vk), indent=1))
-                write_atomically(directory / "shape.json", json.dumps(shape.to_json(), indent=1))
-            self._publish_bucket(shape, r1cs, vk)
+                installed = self.key_setup(self.card, shape, r1cs, directory, self.backend, self.progress)
+                pk, vk, record = installed.proving_key, installed.verifying_key, installed.setup
+                self._save_keys(directory, shape, installed)
+            self._publish_bucket(shape, r1cs, vk, record)
         keys = BucketKeys(shape, r1cs, pk, vk)
         self._keys[shape.bucket] = keys
         return keys
 
-    def _publish_bucket(self, shape: StatementShape, r1cs: R1CS, vk: VerifyingKey) -> None:
+    def bucket_dir(self, shape: StatementShape) -> Path:
+        # Keyed by the full shape digest: a recommitted model with other bounds gets new keys.
+        return self.workspace.keys_dir(f"{shape.bucket}-{shape.digest()[:12]}")
+
+    def install_ceremony(self, ceremony: Ceremony, *, ptau: Path | None = None) -> BucketKeys:
+        """Verify a finished ceremony for one of this model's buckets and use its final key."""
+        shape = ceremony_shape(ceremony)
+        expected = self.shape_for(shape.region_slots, shape.farkas_slots)
+        if shape != expected:
+            raise ModelError(f"{ceremony.directory} is for another circuit than bucket {shape.bucket} of this model")
+        r1cs = statement_relation(shape)
+        installed = keys_from_ceremony(ceremony, shape, r1cs, self.backend, ptau=ptau, progress=self.progress)
+        with exclusive_lock(self.workspace.root / "keys" / ".setup.lock"):
+            published = next((b for b in self.card.circuits if b.bucket == shape.bucket), None)
+            if published is not None:
+                raise ModelError(f"the card already publishes bucket {shape.bucket}; installing other keys would "
+                                 "change the card under issued certificates (recommit the model instead)")
+            directory = self.bucket_dir(shape)
+            if directory.exists():
+                shutil.rmtree(directory)  # unpublished keys of an earlier attempt
+            self._save_keys(directory, shape, installed)
+            shutil.copyfile(ceremony.current_key_path, directory / ZKEY_FILE)
+            self._publish_bucket(shape, r1cs, installed.verifying_key, installed.setup)
+        self._keys.pop(shape.bucket, None)
+        return self.keys(shape)
+
+    def _save_keys(self, directory: Path, shape: StatementShape, installed: InstalledKeys) -> None:
+        save_proving_key(installed.proving_key, directory / "proving_key", self.backend)
+        write_atomically(directory / "verification_key.json",
+                         json.dumps(verifying_key_to_json(installed.verifying_key), indent=1))
+        write_atomically(directory / "shape.json", json.dumps(shape.to_json(), indent=1))
+        write_atomically(directory / SETUP_FILE, installed.setup.model_dump_json(indent=1))
+        ceremony_key = directory / "ceremony"
+        if (ceremony_key / "ceremony.json").is_file():  # the bank's own ceremony: publish its final key too
+            shutil.copyfile(Ceremony(ceremony_key).current_key_path, directory / ZKEY_FILE)
+
+    def _load_keys(self, directory: Path) -> tuple[ProvingKey, VerifyingKey, SetupRecord]:
+        pk = load_proving_key(directory / "proving_key", self.backend)
+        vk = verifying_key_from_json(json.loads((directory / "verification_key.json").read_text()))
+        setup_path = directory / SETUP_FILE
+        record = (SetupRecord.model_validate_json(setup_path.read_text()) if setup_path.is_file()
+                  else SetupRecord(method="single-party"))
+        return pk, vk, record
+
+    def _publish_bucket(self, shape: StatementShape, r1cs: R1CS, vk: VerifyingKey, setup: SetupRecord) -> None:
         bucket = CircuitBucket(
             bucket=shape.bucket,
             shape=BucketShape(region_slots=shape.region_slots, farkas_slots=shape.farkas_slots,
@@ -157,7 +199,7 @@ class Prover:
             r1cs_digest=r1cs_digest(r1cs),
             verifying_key_digest=vk_digest(vk),
             verifying_key=verifying_key_to_json(vk),
-            setup=SetupRecord(method="single-party"),
+            setup=setup,
         )
         if self.card.statement_shape_json(bucket) != json.loads(json.dumps(shape.to_json())):
             # An auditor rebuilds the circuit from the card: the card must name this very shape.
@@ -245,9 +287,3 @@ def exclusive_lock(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _setup_progress(progress: Progress):
-    def report(stage: str, done: int, total: int) -> None:
-        progress(f"  setup: {stage} {done}/{total}")
-    return report

@@ -31,6 +31,7 @@ class Bank:
         from offline_precompute.certify import query_from_record
         from offline_precompute.db import open_database, resolve_store_url
         from offline_precompute.enumerate import precompute
+        from prover_service.bucket_keys import SinglePartyKeySetup
         from prover_service.proving import Prover
         from prover_service.publishing import commit_model
         from prover_service.workspace import ModelWorkspace
@@ -41,7 +42,7 @@ class Bank:
         workspace = ModelWorkspace.open(root / "model")
         commit_model(workspace, model_id=MODEL)
         self.db = open_database(resolve_store_url(None, workspace.root))
-        prover = Prover(workspace, self.db, get_backend())
+        prover = Prover(workspace, self.db, get_backend(), key_setup=SinglePartyKeySetup())
         precompute(self.db, prover.model)
         from fairness.datasets import load_dataset
 

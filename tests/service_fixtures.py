@@ -62,6 +62,7 @@ def build_models_dir(root: Path, *, key_customers: int = 4) -> Path:
     from offline_precompute.db import open_database, resolve_store_url
     from offline_precompute.enumerate import precompute
     from prover_service.key_setup import setup_keys_for_test_customers
+    from prover_service.bucket_keys import SinglePartyKeySetup
     from prover_service.proving import Prover
     from prover_service.publishing import commit_model
     from prover_service.workspace import ModelWorkspace
@@ -76,7 +77,7 @@ def build_models_dir(root: Path, *, key_customers: int = 4) -> Path:
     commit_model(workspace, model_id=MODEL_DIRECTORY)
     db = open_database(resolve_store_url(None, workspace.root))
     try:
-        prover = Prover(workspace, db)
+        prover = Prover(workspace, db, key_setup=SinglePartyKeySetup())  # the service is under test, not the setup
         precompute(db, prover.model)
         setup_keys_for_test_customers(prover, key_customers)
     finally:
@@ -163,6 +164,7 @@ def service_env(models_dir: Path, database_url: str, **extra: str) -> dict[str, 
         "FAIRPROOF_DATABASE_URL": database_url,
         "FAIRPROOF_ADMIN_API_KEY": ADMIN_KEY,
         "FAIRPROOF_LOG_LEVEL": "INFO",
+        "FAIRPROOF_SINGLE_PARTY_SETUP": "true",  # buckets the tests' customers need beyond the prepared ones
     })
     if os.environ.get("FAIRPROOF_DATA_DIR"):
         env["FAIRPROOF_DATA_DIR"] = os.environ["FAIRPROOF_DATA_DIR"]

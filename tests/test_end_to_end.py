@@ -47,10 +47,11 @@ def _prover(workspace):
     from circuits.backends import get_backend
     from offline_precompute.db import open_database, resolve_store_url
     from offline_precompute.enumerate import precompute
+    from prover_service.bucket_keys import SinglePartyKeySetup
     from prover_service.proving import Prover
 
     db = open_database(resolve_store_url(None, workspace.root))
-    prover = Prover(workspace, db, get_backend())
+    prover = Prover(workspace, db, get_backend(), key_setup=SinglePartyKeySetup())
     precompute(db, prover.model)
     return prover
 

@@ -49,7 +49,7 @@ Deviations from the first design notes, and why:
   facet or region far from the query (FAR_FACET, FAR_REGION) or, with
   r' = 0, an empty one (EMPTY_FACET, NO_CLASS; the witness uses nu = -r).
 """
-from .circuit import StatementHandles, build_statement
+from .circuit import StatementHandles, build_statement, statement_relation
 from .commitment import COMMITMENT_SCHEME, COMMITMENT_TAG, commit, commit_in_circuit, preimage
 from .shape import StatementShape, StatementShapeError
 from .widths import StatementWidths, widths
@@ -60,5 +60,6 @@ __all__ = [
     "COMMITMENT_SCHEME", "COMMITMENT_TAG", "DISTANCE", "FAR_REGION", "FARKAS", "NEIGHBOR", "STATUS_CERTIFIED", "STATUS_FLIP",
     "Designation", "FarkasEntry", "SliceWitness", "StatementHandles", "StatementPublic", "StatementShape",
     "StatementShapeError", "StatementWidths", "StatementWitness", "StatementWitnessError", "build_statement",
+    "statement_relation",
     "commit", "commit_in_circuit", "preimage", "widths",
 ]

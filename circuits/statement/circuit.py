@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..errors import CircuitError
+from ..relation import R1CS
 from .affine import Form, decision_rows, derive_region, norm_sq
 from .boundary import check_boundary
 from .checks import assert_nonnegative, assert_product_zero, bool_inputs, scoped
@@ -415,3 +416,16 @@ def _minimality(cs, shape, wd, val, query_vals, gate, all_ids, all_kd, base, wei
     is_decision = cs.sum(rbits[H:])
     check_boundary(cs, point, den, Form(dec_normal, dec_offset, None), neurons, own, is_decision,
                    box_lo, box_hi, shape.boundary_bits, wd)
+
+
+def statement_relation(shape: StatementShape) -> R1CS:
+    """The constraint system of `shape`'s statement, built without values.
+
+    Anyone holding the public shape can rebuild it: the bank to set up keys,
+    a ceremony contributor or an auditor to check that a key is for this
+    circuit and no other."""
+    from ..builder import ConstraintSystem
+
+    cs = ConstraintSystem(with_values=False)
+    build_statement(cs, shape)
+    return cs.compile(wire_names=False)

@@ -5,6 +5,8 @@ import argparse
 import sys
 import time
 
+from .key_options import add_key_setup_arguments, key_setup_from_args
+
 STORE_HELP = ("store URL: sqlite:///PATH or postgresql+psycopg://USER@HOST:PORT/DB "
               "(default: $FAIRPROOF_STORE_URL, else sqlite:///MODEL_DIR/precompute.sqlite)")
 
@@ -27,6 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "of every circuit bucket they need (default 20; 0 skips key setup)")
     p.add_argument("--data-dir", metavar="DIR", help="dataset directory (for --key-queries)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_key_setup_arguments(p)
     p.set_defaults(handler=run)
 
 
@@ -102,6 +105,6 @@ def _setup_keys(args: argparse.Namespace, db) -> list[tuple[str, int, float]]:
     from prover_service.workspace import ModelWorkspace
 
     say = (lambda m: None) if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
-    prover = Prover(ModelWorkspace.open(args.model), db, progress=say)
+    prover = Prover(ModelWorkspace.open(args.model), db, progress=say, key_setup=key_setup_from_args(args))
     done = setup_keys_for_test_customers(prover, args.key_queries, args.data_dir, say)
     return [(d.bucket, d.n_constraints, d.seconds) for d in done]

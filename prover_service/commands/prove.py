@@ -5,6 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from .key_options import add_key_setup_arguments, key_setup_from_args
 from .precompute import STORE_HELP
 
 
@@ -24,6 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--store", metavar="URL", help=STORE_HELP)
     p.add_argument("--data-dir", metavar="DIR", help="dataset directory (for --index)")
     p.add_argument("--backend", choices=("mcl", "reference"), help="curve backend (default: fastest available)")
+    add_key_setup_arguments(p)
     p.set_defaults(handler=run)
 
 
@@ -38,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     db = open_database(resolve_store_url(args.store, workspace.root))
     try:
         prover = Prover(workspace, db, get_backend(args.backend),
-                        progress=lambda m: print(m, file=sys.stderr, flush=True))
+                        progress=lambda m: print(m, file=sys.stderr, flush=True), key_setup=key_setup_from_args(args))
         model = prover.model
         if args.index is not None:
             query = query_from_index(workspace.artifact, model, args.index, args.data_dir)

@@ -139,6 +139,7 @@ class ModelRegistry:
 
     def prover(self, model_id: str):
         """This thread's prover for the model (provers cache keys and LP results; they are not shared)."""
+        from prover_service.bucket_keys import key_setup_for
         from prover_service.proving import Prover
 
         key = (model_id, threading.get_ident())
@@ -146,7 +147,8 @@ class ModelRegistry:
             prover = self._provers.get(key)
         if prover is None:
             loaded = self.get(model_id)
-            prover = Prover(loaded.workspace, self.store(model_id), self.backend)
+            prover = Prover(loaded.workspace, self.store(model_id), self.backend,
+                            key_setup=key_setup_for(self.settings.ptau, self.settings.single_party_setup))
             with self._lock:
                 prover = self._provers.setdefault(key, prover)
         return prover

@@ -35,11 +35,18 @@ class Settings(BaseModel):
     lease_seconds: float = Field(default=30.0, gt=1.0)  # a job whose worker went silent this long is resumed
     max_attempts: int = Field(default=3, ge=1)
     log_level: str = "INFO"
+    # Keys of circuit buckets nobody has set up: a one-contribution ceremony on this phase-1 file
+    # (the card lists the bank as its only contributor); unset, such a bucket's job fails with the reason.
+    ptau: Path | None = None
+    # Draw every secret in the service instead (the card says "single-party"): tests and experiments only.
+    single_party_setup: bool = False
 
     @model_validator(mode="after")
     def _consistent(self) -> "Settings":
         if self.admin_api_key is not None and len(self.admin_api_key.get_secret_value()) < 16:
             raise ValueError("FAIRPROOF_ADMIN_API_KEY must be at least 16 characters (use a random token)")
+        if self.ptau is not None and self.single_party_setup:
+            raise ValueError("FAIRPROOF_PTAU and FAIRPROOF_SINGLE_PARTY_SETUP exclude each other")
         if self.queue == "procrastinate" and not self.resolved_database_url.startswith("postgresql"):
             raise ValueError("FAIRPROOF_QUEUE=procrastinate needs a PostgreSQL FAIRPROOF_DATABASE_URL "
                              "(the queue lives in that database)")

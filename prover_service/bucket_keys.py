@@ -1,0 +1,151 @@
+"""Where a bucket's Groth16 keys come from: a phase-2 ceremony, or (said aloud) the bank alone.
+
+A bucket's circuit is fixed by the public card and the bucket's shape
+(`shape_from_card`), so anyone can rebuild its constraint system. Its keys
+come from one of:
+
+- a ceremony (circuits/snarkjs/ceremony.py): phase 1 from a public .ptau,
+  phase-2 contributions by parties other than the bank, installed with
+  `install_ceremony`, which verifies the whole chain first;
+- `CeremonyKeySetup`: the same pipeline run by the bank on its own (a
+  one-contribution ceremony) when a customer needs a bucket nobody has set
+  up; the card lists the bank as the only contributor, so customers who
+  require another contributor refuse it until a real ceremony replaces it;
+- `SinglePartyKeySetup`: the bank draws every secret itself; the card says
+  "single-party". Only for tests, benchmarks and local experiments.
+
+The card records each bucket's setup (`commitments.card.SetupRecord`), and
+the bucket's directory keeps the final .zkey so auditors can check it
+(`fairproof audit-keys`).
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+from circuits.groth16 import ProvingKey, VerifyingKey, setup
+from circuits.relation import R1CS
+from circuits.snarkjs.ceremony import Ceremony, transcript_digest
+from circuits.snarkjs.zkey_file import parse_zkey
+from circuits.snarkjs.zkey_read import read_zkey
+from circuits.statement import StatementShape, statement_relation
+from commitments.card import CircuitBucket, ContributionRecord, ModelCard, SetupRecord
+from fairness.errors import ModelError
+
+Progress = Callable[[str], None]
+SETUP_FILE = "setup.json"
+ZKEY_FILE = "bucket.zkey"
+
+
+def shape_from_card(card: ModelCard, bucket: CircuitBucket) -> StatementShape:
+    """The statement shape a card's bucket names: what auditors and contributors rebuild the circuit from."""
+    return StatementShape.from_json(card.statement_shape_json(bucket))
+
+
+def ceremony_metadata(card: ModelCard, shape: StatementShape) -> dict[str, Any]:
+    return {"model_id": card.model_id, "commitment": card.commitment, "bucket": shape.bucket,
+            "statement_shape": json.loads(json.dumps(shape.to_json()))}
+
+
+def ceremony_shape(ceremony: Ceremony) -> StatementShape:
+    """The statement shape a ceremony directory says it is for."""
+    try:
+        return StatementShape.from_json(ceremony.state.metadata["statement_shape"])
+    except (KeyError, TypeError) as exc:
+        raise ModelError(f"{ceremony.directory} does not name a statement shape ({exc})") from None
+
+
+def setup_record(ceremony: Ceremony, backend: Any) -> SetupRecord:
+    """The card's record of a verified ceremony's final key."""
+    state = ceremony.state
+    final = parse_zkey(ceremony.current_key_path.read_bytes(), backend)
+    return SetupRecord(
+        method="ceremony", phase1_digest=state.ptau_sha256, phase1_power=state.ptau_power,
+        circuit_hash=state.circuit_hash,
+        contributions=tuple(ContributionRecord(name=c.name, hash=c.hash, kind=c.kind) for c in state.contributors),
+        transcript_digest=transcript_digest(final))
+
+
+@dataclass(frozen=True)
+class InstalledKeys:
+    proving_key: ProvingKey
+    verifying_key: VerifyingKey
+    setup: SetupRecord
+
+
+def keys_from_ceremony(ceremony: Ceremony, shape: StatementShape, r1cs: R1CS, backend: Any, *,
+                       ptau: str | os.PathLike[str] | None = None, progress: Progress | None = None) -> InstalledKeys:
+    """Verify a ceremony for `shape` end to end and read its final key."""
+    if ceremony_shape(ceremony) != shape:
+        raise ModelError(f"{ceremony.directory} is a ceremony for another circuit shape than bucket {shape.bucket} "
+                         "of this model")
+    if not ceremony.state.contributors:
+        raise ModelError(f"{ceremony.directory} has no contribution yet: its key is degenerate")
+    ceremony.verify(backend, ptau_path=ptau, r1cs=r1cs, progress=progress)
+    pk, vk = read_zkey(ceremony.current_key_path, r1cs, backend)
+    return InstalledKeys(pk, vk, setup_record(ceremony, backend))
+
+
+class KeySetup(Protocol):
+    """Makes the keys of a bucket nobody has set up yet."""
+
+    def __call__(self, card: ModelCard, shape: StatementShape, r1cs: R1CS, directory: Path, backend: Any,
+                 progress: Progress) -> InstalledKeys: ...
+
+
+@dataclass(frozen=True)
+class CeremonyKeySetup:
+    """A one-contribution ceremony run by the bank (see the module docstring)."""
+
+    ptau: Path
+    contributor: str = "bank"
+
+    def __call__(self, card, shape, r1cs, directory, backend, progress) -> InstalledKeys:
+        work = directory / "ceremony"
+        if work.exists():  # an interrupted earlier attempt: start again from a clean directory
+            shutil.rmtree(work)
+        ceremony = Ceremony.init(work, r1cs, self.ptau, backend, label=f"{card.model_id} {shape.bucket}",
+                                 metadata=ceremony_metadata(card, shape), progress=progress)
+        receipt = ceremony.contribute(self.contributor, secrets.token_bytes(32), backend, progress=progress)
+        progress(f"  contribution hash of {self.contributor!r}: {receipt.hash}")
+        return keys_from_ceremony(ceremony, shape, r1cs, backend, progress=progress)
+
+
+@dataclass(frozen=True)
+class SinglePartyKeySetup:
+    """The bank draws tau, alpha, beta, gamma, delta itself: whoever ran it can forge proofs."""
+
+    def __call__(self, card, shape, r1cs, directory, backend, progress) -> InstalledKeys:
+        def report(stage: str, done: int, total: int) -> None:
+            progress(f"  setup: {stage} {done}/{total}")
+        pk, vk = setup(r1cs, backend, progress=report)
+        return InstalledKeys(pk, vk, SetupRecord(method="single-party"))
+
+
+@dataclass(frozen=True)
+class NoKeySetup:
+    """Refuse: keys come only from ceremonies installed with `fairproof ceremony install`."""
+
+    def __call__(self, card, shape, r1cs, directory, backend, progress) -> InstalledKeys:
+        raise ModelError(f"bucket {shape.bucket} of model {card.model_id} has no keys yet: run a ceremony for it "
+                         "(`fairproof ceremony init --model DIR --bucket "
+                         f"{shape.bucket} --ptau FILE`), or give the bank's phase-1 file (--ptau / FAIRPROOF_PTAU) "
+                         "so the bank can set it up with its own contribution")
+
+
+def key_setup_for(ptau: str | os.PathLike[str] | None, single_party: bool = False,
+                  contributor: str = "bank") -> KeySetup:
+    """The key setup a command line or the service settings ask for."""
+    if ptau is not None and single_party:
+        raise ModelError("give either a phase-1 file (ceremony keys) or single-party setup, not both")
+    if ptau is not None:
+        path = Path(ptau)
+        if not path.is_file():
+            raise ModelError(f"phase-1 file {path} does not exist")
+        return CeremonyKeySetup(path, contributor)
+    return SinglePartyKeySetup() if single_party else NoKeySetup()
