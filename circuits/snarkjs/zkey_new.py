@@ -23,8 +23,10 @@ differences, all taken from snarkjs 0.7 zkey_new.js:
   as a full one, so for n >= 2^15 it hashes one more difference, i = n - 1:
   tauG1[2n - 1] - tauG1[n - 1]. When the ptau has power log2(n), tauG1 has
   only 2n - 1 points and snarkjs reads the 64 bytes that follow the section
-  (section 3's header and the start of tauG2[0]) as if they were a point; this
-  module reads the same bytes and applies the same affine subtraction.
+  (section 3's header and the start of tauG2[0]) as if they were a point, in
+  words not reduced mod q, on which wasmcurves' additions are not arithmetic
+  mod q; this module reads the same bytes and replays those operations
+  (checked against snarkjs at 2^15, and against node on random words).
 """
 from __future__ import annotations
 
@@ -86,19 +88,61 @@ def coefficient_section(r1cs: R1CS) -> bytes:
     return struct.pack("<I", len(entries)) + b"".join(entries)
 
 
-def _affine_sub_any(p: tuple[int, int] | None, q: G1Affine) -> G1Affine:
-    """p - q by the chord rule, as wasmcurves' g1m_subAffine computes it, for a
-    p that need not be on the curve (the bytes snarkjs reads past tauG1)."""
-    if q is None:
-        return p
-    neg_q = (q[0], (Q - q[1]) % Q)
-    if p is None:
-        return neg_q
-    if p[0] == neg_q[0]:
-        raise CircuitError("zkey new: the bytes after tauG1 form a point with tauG1[n-1]'s x; not reproduced")
-    lam = (neg_q[1] - p[1]) * pow(neg_q[0] - p[0], -1, Q) % Q
-    x3 = (lam * lam - p[0] - neg_q[0]) % Q
-    return (x3, (lam * (p[0] - x3) - p[1]) % Q)
+_WORD = 1 << 256
+_Q_NEG_INV = -pow(Q, -1, _WORD) % _WORD
+
+
+# wasmcurves' Fq operations on 256-bit Montgomery words, exactly, including on
+# words >= q, for which add and sub are not correct mod q (f1m_add subtracts q
+# once after a 256-bit carry; f1m_sub adds q once after a borrow).
+def _wasm_add(x: int, y: int) -> int:
+    s = x + y
+    if s >= _WORD:
+        return (s - Q) % _WORD
+    return s - Q if s >= Q else s
+
+
+def _wasm_sub(x: int, y: int) -> int:
+    d = x - y
+    return (d + Q) % _WORD if d < 0 else d
+
+
+def _wasm_mul(x: int, y: int) -> int:
+    """Montgomery product (x y + m q) / 2^256, then f1m_mul's single conditional subtraction."""
+    t = x * y
+    t = (t + (t * _Q_NEG_INV % _WORD) * Q) >> 256
+    return t - Q if t >= Q else t
+
+
+def _wasm_sub_affine(p: tuple[int, int], q: tuple[int, int]) -> G1Affine:
+    """g1m_subAffine(p, q) then g1m_batchToAffine, on Montgomery words: p - q as
+    wasmcurves computes it (its _addAffine formulas, operation by operation),
+    for a p whose words need not be reduced or on the curve."""
+    x1, y1 = p
+    x2, y2 = q[0], _wasm_sub(0, q[1])
+    if x1 == x2:
+        raise CircuitError("zkey new: the bytes after tauG1 share tauG1[n-1]'s x; not reproduced")
+    h = _wasm_sub(x2, x1)
+    y2_minus_y1 = _wasm_sub(y2, y1)
+    hh = _wasm_mul(h, h)
+    i = _wasm_add(hh, hh)
+    i = _wasm_add(i, i)
+    j = _wasm_mul(h, i)
+    r = _wasm_add(y2_minus_y1, y2_minus_y1)
+    v = _wasm_mul(x1, i)
+    r2 = _wasm_mul(r, r)
+    v2 = _wasm_add(v, v)
+    x3 = _wasm_sub(_wasm_sub(r2, j), v2)
+    y1_j2 = _wasm_mul(y1, j)
+    y1_j2 = _wasm_add(y1_j2, y1_j2)
+    y3 = _wasm_sub(_wasm_mul(_wasm_sub(v, x3), r), y1_j2)
+    z3 = _wasm_add(h, h)
+    # From here on only multiplications and one inversion: correct mod q whatever the words.
+    x, y, z = (w * _MONT_INV % Q for w in (x3, y3, z3))
+    if z == 0:
+        return None
+    z_inv = pow(z, -1, Q)
+    return (x * z_inv * z_inv % Q, y * z_inv * z_inv * z_inv % Q)
 
 
 def _extra_h_difference(ptau: Ptau, n: int, backend: CurveBackend) -> G1Affine:
@@ -114,8 +158,12 @@ def _extra_h_difference(ptau: Ptau, n: int, backend: CurveBackend) -> G1Affine:
     if len(raw) != G1_SIZE:
         raise MalformedArtifact(f"ptau {ptau.path}: file ends right after tauG1 (snarkjs reads 64 bytes there)")
     x, y = (int.from_bytes(raw[:N8], "little"), int.from_bytes(raw[N8:], "little"))
-    p = None if x == 0 and y == 0 else (x * _MONT_INV % Q, y * _MONT_INV % Q)
-    return _affine_sub_any(p, previous)
+    if previous is None:
+        raise MalformedArtifact(f"ptau {ptau.path}: tauG1[{n - 1}] is the point at infinity")
+    if x == 0 and y == 0:
+        return (previous[0], (Q - previous[1]) % Q)
+    # tauG1[n-1] back in Montgomery words, as snarkjs holds it.
+    return _wasm_sub_affine((x, y), (previous[0] * (_WORD % Q) % Q, previous[1] * (_WORD % Q) % Q))
 
 
 def _points_block(points: Sequence, encode: Callable, uncompressed: Callable) -> tuple[bytes, bytes]:
