@@ -7,8 +7,6 @@ that names what is wrong.
 """
 from __future__ import annotations
 
-import re
-import shutil
 import struct
 import sys
 from pathlib import Path

@@ -448,8 +448,9 @@ def verify_ptau(
 ) -> Ptau:
     """The point checks of `snarkjs powersoftau verify`; raises MalformedArtifact naming the first failure.
 
-    Checked (every point is first checked reduced mod q and on its curve; every
-    G2 point used, in the order-R subgroup; sections 2-6 contain no infinity):
+    Checked (every point read is checked reduced mod q and on its curve; every
+    G2 point read, in the order-R subgroup, which snarkjs never checks and which
+    is most of the time at large powers; sections 2-6 contain no infinity):
     - tauG1[0] and tauG2[0] are the generators;
     - sections 2-5 are each consecutive powers of the one tau of tauG2[1]
       (random linear combinations and one pairing check per section, as
@@ -462,13 +463,14 @@ def verify_ptau(
       contribution (a fresh file's tau, alpha and beta are 1);
     - if the file is prepared for phase 2: sections 12-15 at every power in
       `lagrange_powers` (default: all, 0..power, and power+1 for section 12)
-      are the inverse FFT of sections 2-5, checked at a random point.
+      are the inverse FFT of sections 2-5, checked at a random point
+      (`lagrange_powers` is ignored for an unprepared file).
     Not checked: the contribution chain (each contribution's public key,
     proof of knowledge and hash-to-G2 points against the previous one, and the
     beacon), and the challenge and response hashes; so this says the file is
     a well-formed phase 1 for some tau, alpha, beta, not that a given
-    participant's randomness went into it. Compare the last contribution's
-    hash with the ceremony's published transcript for that.
+    participant's randomness went into it; for that, run `snarkjs powersoftau
+    verify` too and compare its hashes with the ceremony's published ones.
     """
     ptau = ptau if isinstance(ptau, Ptau) else read_ptau(ptau)
     say = progress or (lambda _msg: None)
@@ -483,7 +485,8 @@ def verify_ptau(
     alpha_tau = ptau.g1_points(ALPHA_TAU_G1, 0, n)
     beta_tau = ptau.g1_points(BETA_TAU_G1, 0, n)
     beta_g2 = ptau.g2_points(BETA_G2, 0, 1)
-    for points, section in ((tau_g1, TAU_G1), (tau_g2, TAU_G2), (alpha_tau, ALPHA_TAU_G1), (beta_tau, BETA_TAU_G1), (beta_g2, BETA_G2)):
+    loaded = {TAU_G1: tau_g1, TAU_G2: tau_g2, ALPHA_TAU_G1: alpha_tau, BETA_TAU_G1: beta_tau, BETA_G2: beta_g2}
+    for section, points in loaded.items():
         _no_infinity(points, SECTION_NAMES[section])
     if tau_g1[0] != g1:
         raise MalformedArtifact("ptau tauG1: the first point is not the G1 generator")

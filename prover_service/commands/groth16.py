@@ -224,7 +224,9 @@ def _import_ptau(args: argparse.Namespace) -> int:
             if not 0 <= args.check_power <= ptau.power:
                 raise MalformedArtifact(f"ptau {args.ptau}: has power {ptau.power}, cannot serve a 2^{args.check_power} domain")
             if not ptau.prepared:
-                raise MalformedArtifact(f"ptau {args.ptau}: not prepared for phase 2, no Lagrange points for 2^{args.check_power}")
+                raise MalformedArtifact(
+                    f"ptau {args.ptau}: not prepared for phase 2, no Lagrange points for 2^{args.check_power}"
+                )
             powers = [args.check_power, args.check_power + 1]
         verify_ptau(ptau, backend, report, lagrange_powers=powers)
     except MalformedArtifact as exc:
@@ -236,5 +238,8 @@ def _import_ptau(args: argparse.Namespace) -> int:
     print(f"power: {ptau.power} (up to {1 << ptau.power} rows)")
     print(f"ceremony power: {ptau.ceremony_power}")
     print(f"contributions: {len(ptau.contributions)} ({names})")
-    print(f"prepared for phase 2: {'yes' if ptau.prepared else 'no'}" + (f" (Lagrange points checked at {checked})" if ptau.prepared else ""))
+    if ptau.prepared:
+        print(f"prepared for phase 2: yes (Lagrange points checked at {checked})")
+    else:
+        print("prepared for phase 2: no (run `snarkjs powersoftau prepare phase2` before `zkey new`)")
     return 0
