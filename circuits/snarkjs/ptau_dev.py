@@ -36,10 +36,10 @@ import hashlib
 import os
 import secrets
 import struct
+import subprocess
+import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -68,7 +68,7 @@ PARTIAL_HASH_SIZE = 216
 # Points per responseHasher.update in powersoftau_contribute.js: (1 << 20) / (2 * n8 of the group's field).
 _CONTRIBUTE_CHUNK = {"G1": (1 << 20) // 64, "G2": (1 << 20) // 128}
 # Below this power the hash is cheaper than starting a process to compute it alongside.
-_HASH_PROCESS_MIN_POWER = 13
+_HASH_PROCESS_MIN_POWER = 11
 
 _MONT = (1 << 256) % Q
 _MONT_INV = pow(1 << 256, -1, Q)
@@ -203,6 +203,53 @@ def contribute_partial_hash(challenge: bytes, compressed_sections: Sequence[tupl
         for start in range(0, len(data), step):
             hasher.update(data[start:start + step])
     return hasher.partial_state()
+
+
+# The partial hash in a child Python process, so that it runs on another core while the
+# Lagrange points are computed: a plain subprocess (multiprocessing's spawn would re-run
+# the caller's main module). Input on stdin: the challenge, then per section a group byte
+# (1 or 2), a u64 length and the compressed points; output: the 216 bytes.
+_CHILD_CODE = ("import sys; data = sys.stdin.buffer.read(); "
+               "from circuits.snarkjs.ptau_dev import _partial_hash_child; _partial_hash_child(data)")
+
+
+def _partial_hash_child(data: bytes) -> None:
+    challenge, at, sections = data[:HASH_SIZE], HASH_SIZE, []
+    while at < len(data):
+        group, length = struct.unpack_from("<BQ", data, at)
+        sections.append((f"G{group}", data[at + 9:at + 9 + length]))
+        at += 9 + length
+    sys.stdout.buffer.write(contribute_partial_hash(challenge, sections))
+
+
+def _start_partial_hash(challenge: bytes, compressed_sections: Sequence[tuple[str, bytes]]) -> subprocess.Popen | None:
+    """The child computing contribute_partial_hash, or None if it could not start."""
+    package_root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (package_root, os.environ.get("PYTHONPATH"))))}
+    try:
+        child = subprocess.Popen([sys.executable, "-c", _CHILD_CODE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL, env=env)
+        assert child.stdin is not None
+        child.stdin.write(challenge)
+        for group, data in compressed_sections:
+            child.stdin.write(struct.pack("<BQ", int(group[1]), len(data)))
+            child.stdin.write(data)
+        child.stdin.close()
+    except OSError:
+        return None
+    return child
+
+
+def _finish_partial_hash(child: subprocess.Popen | None, challenge: bytes,
+                         compressed_sections: Sequence[tuple[str, bytes]]) -> bytes:
+    """The child's result; computed here if the child failed (its error output is discarded:
+    the fallback gives the same bytes)."""
+    if child is not None:
+        assert child.stdout is not None
+        out = child.stdout.read()
+        if child.wait() == 0 and len(out) == PARTIAL_HASH_SIZE:
+            return out
+    return contribute_partial_hash(challenge, compressed_sections)
 
 
 # --- encodings -----------------------------------------------------------------------------
@@ -504,7 +551,7 @@ def write_dev_ptau(
         (BETA_TAU_G1, _G1, [beta * t % R for t in tau_powers[:n]]),
         (BETA_G2, _G2, [beta]),
     ]
-    pool = None
+    child: subprocess.Popen | None = None
     try:
         with tmp.open("wb") as fh:
             fh.write(b"ptau" + struct.pack("<II", 1, 11))
@@ -524,15 +571,10 @@ def write_dev_ptau(
                 done(f"section {section_type} {SECTION_NAMES[section_type]}", len(scalars))
             del scalars
 
-            # The partial hash runs in Python (noble's state is not in hashlib); from
-            # power _HASH_PROCESS_MIN_POWER on, in another process while the Lagrange points are computed.
+            # The partial hash runs in Python (noble's state is not in hashlib's API); from
+            # power _HASH_PROCESS_MIN_POWER on, in a child process while the Lagrange points are computed.
             if power >= _HASH_PROCESS_MIN_POWER:
-                pool = ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn"))
-                partial_future = pool.submit(contribute_partial_hash, challenge, compressed)
-            else:
-                partial_future = None
-                partial_hash = contribute_partial_hash(challenge, compressed)
-            del compressed
+                child = _start_partial_hash(challenge, compressed)
             section7_offset = fh.tell()
             points_after = (first_points[TAU_G1][_G1.point_size:] + first_points[TAU_G2][_G2.point_size:]
                             + first_points[ALPHA_TAU_G1][:_G1.point_size] + first_points[BETA_TAU_G1][:_G1.point_size]
@@ -558,8 +600,9 @@ def write_dev_ptau(
                 done(f"section {section_type} {SECTION_NAMES[section_type]}", len(scalars))
             del scalars, data
 
-            if partial_future is not None:
-                partial_hash = partial_future.result()
+            partial_hash = _finish_partial_hash(child, challenge, compressed)
+            child = None
+            del compressed
             response = NobleBlake2b.from_partial_state(partial_hash).update(_public_key(parts, montgomery=False)).digest()
             next_hasher = hashlib.blake2b(response, digest_size=HASH_SIZE)  # powersoftau_contribute.js hashSection
             for large in uncompressed:
@@ -570,8 +613,9 @@ def write_dev_ptau(
             done("section 7 contributions", 1)
         os.replace(tmp, path)
     finally:
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
+        if child is not None:  # failed before its result was read
+            child.kill()
+            child.wait()
         if tmp.exists():
             tmp.unlink()
     return PtauSummary(path, power, name, response, next_challenge, path.stat().st_size, time.perf_counter() - started)
