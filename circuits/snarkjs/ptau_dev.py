@@ -529,8 +529,8 @@ def write_dev_ptau(
     n = 1 << power
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
 
-    def done(label: str, count: int) -> None:
-        say(f"dev-ptau: {label}: {count} points ({time.perf_counter() - started:.1f} s)")
+    def done(label: str, what: str) -> None:
+        say(f"dev-ptau: {label}: {what} ({time.perf_counter() - started:.1f} s)")
 
     tau, alpha, beta = _draw_secrets(entropy)
     challenge = first_challenge_hash(power)
@@ -568,7 +568,7 @@ def write_dev_ptau(
                 compressed.append((group.name, small))
                 uncompressed.append(large)
                 first_points[section_type] = data[:2 * group.point_size]
-                done(f"section {section_type} {SECTION_NAMES[section_type]}", len(scalars))
+                done(f"section {section_type} {SECTION_NAMES[section_type]}", f"{len(scalars)} points")
             del scalars
 
             # The partial hash runs in Python (noble's state is not in hashlib's API); from
@@ -597,7 +597,7 @@ def write_dev_ptau(
                 data = (g1 if group is _G1 else g2).multiply(scalars)
                 _spot_check(backend, group, data, scalars, SECTION_NAMES[section_type])
                 fh.write(_section(section_type, data))
-                done(f"section {section_type} {SECTION_NAMES[section_type]}", len(scalars))
+                done(f"section {section_type} {SECTION_NAMES[section_type]}", f"{len(scalars)} points")
             del scalars, data
 
             partial_hash = _finish_partial_hash(child, challenge, compressed)
@@ -610,7 +610,7 @@ def write_dev_ptau(
             next_challenge = next_hasher.digest()
             fh.seek(section7_offset)
             fh.write(_section(CONTRIBUTIONS, _contribution_section(points_after, parts, partial_hash, next_challenge, name)))
-            done("section 7 contributions", 1)
+            done("section 7 contributions", f"1 contribution ({name or 'no name'})")
         os.replace(tmp, path)
     finally:
         if child is not None:  # failed before its result was read

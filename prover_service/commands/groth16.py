@@ -6,6 +6,7 @@
   prove KEYDIR WITNESS.wtns OUTDIR          -> OUTDIR/proof.json, OUTDIR/public.json
   verify VK.json PROOF.json PUBLIC.json     -> "OK" and exit 0, else exit 1
   import-ptau PTAU [--check-power P]        check a snarkjs powers-of-tau file (exit 2 if unusable)
+  dev-ptau POWER OUT.ptau [--name NAME]     write a DEVELOPMENT phase 1 (one party's secrets; exit 2 on bad arguments)
 
 KEYDIR holds circuit.r1cs (the relation the key is for), proving_key/ (the
 current proving key's raw arrays, written by circuits.groth16.keys),
@@ -71,6 +72,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="check the Lagrange points only for a 2^P domain (and 2^(P+1) for H), not for every power")
     p.add_argument("--backend", choices=("mcl", "reference"))
     p.set_defaults(handler=_import_ptau)
+
+    p = commands.add_parser("dev-ptau", help="write a DEVELOPMENT powers-of-tau file: one party's secrets, forgeable by whoever ran it")
+    p.add_argument("power", metavar="POWER", help="the file serves circuits of up to 2^POWER rows")
+    p.add_argument("out", type=Path, metavar="OUT.ptau", help="file to write (prepared for phase 2; must not exist)")
+    p.add_argument("--name", help="contribution name recorded in the file (default: development phase 1)")
+    p.add_argument("--backend", choices=("mcl", "reference"))
+    p.set_defaults(handler=_dev_ptau)
 
 
 def _progress(prefix: str):
@@ -242,4 +250,37 @@ def _import_ptau(args: argparse.Namespace) -> int:
         print(f"prepared for phase 2: yes (Lagrange points checked at {checked})")
     else:
         print("prepared for phase 2: no (run `snarkjs powersoftau prepare phase2` before `zkey new`)")
+    return 0
+
+
+DEV_PTAU_WARNING = (
+    "dev-ptau: WARNING: DEVELOPMENT phase 1, made by this machine alone: whoever ran it could forge proofs for every "
+    "key derived from it. Production keys come from a public Perpetual Powers of Tau file (such as snarkjs's "
+    "powersOfTau28_hez_final_NN.ptau), checked with `fairproof groth16 import-ptau`."
+)
+
+
+def _dev_ptau(args: argparse.Namespace) -> int:
+    from circuits.backends import get_backend
+    from circuits.snarkjs.ptau_dev import DEFAULT_NAME, MAX_POWER, check_arguments, write_dev_ptau
+
+    name = DEFAULT_NAME if args.name is None else args.name
+    out: Path = args.out
+    try:
+        if not args.power.strip().isdigit():
+            raise ValueError(f"power must be an integer 1..{MAX_POWER}, got {args.power!r}")
+        power = int(args.power)
+        check_arguments(power, name)
+        if out.exists():
+            raise ValueError(f"{out} already exists; remove it or choose another file")
+        if not out.parent.is_dir():
+            raise ValueError(f"directory {out.parent} does not exist")
+    except ValueError as exc:
+        print(f"fairproof: dev-ptau: {exc}", file=sys.stderr)
+        return 2
+    print(DEV_PTAU_WARNING, file=sys.stderr, flush=True)
+    summary = write_dev_ptau(out, power, get_backend(args.backend), name=name,
+                             progress=lambda message: print(message, file=sys.stderr, flush=True))
+    print(f"wrote {summary.path}: power {summary.power}, {summary.size} bytes, {summary.seconds:.1f} s")
+    print(f"next challenge hash: {summary.next_challenge.hex()}")
     return 0
