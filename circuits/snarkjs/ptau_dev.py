@@ -27,8 +27,12 @@ powersoftau verify` accepts it:
   L_j(tau) - tau^(M-1) omega^j / M (M = 2N): its inverse FFT of
   (1, tau, ..., tau^(M-2), 0).
 Every point is k * generator for a scalar k computed from the secrets (no FFT
-in the exponent), by `_FixedBase`; a few points per section are recomputed
-through the backend as a cross-check.
+in the exponent), by `_FixedBase` (windowed tables in zk_dtypes' numpy loops:
+fewer additions than one scalar multiplication per point through the
+backend); a few points per section are recomputed through the backend as a
+cross-check. The partial hash needs blake2b's internal state, which hashlib
+does not expose, so it runs in Python (`NobleBlake2b`), from power 11 on in a
+child process while the Lagrange points are computed.
 """
 from __future__ import annotations
 
@@ -67,7 +71,7 @@ HASH_SIZE = 64
 PARTIAL_HASH_SIZE = 216
 # Points per responseHasher.update in powersoftau_contribute.js: (1 << 20) / (2 * n8 of the group's field).
 _CONTRIBUTE_CHUNK = {"G1": (1 << 20) // 64, "G2": (1 << 20) // 128}
-# Below this power the hash is cheaper than starting a process to compute it alongside.
+# From this power on the hash (about a second at 12) costs more than starting a child process for it.
 _HASH_PROCESS_MIN_POWER = 11
 
 _MONT = (1 << 256) % Q
@@ -94,11 +98,16 @@ class PtauSummary:
 _M64 = (1 << 64) - 1
 _IV = (0x6A09E667F3BCC908, 0xBB67AE8584CAA73B, 0x3C6EF372FE94F82B, 0xA54FF53A5F1D36F1,
        0x510E527FADE682D1, 0x9B05688C2B3E6C1F, 0x1F83D9ABFB41BD6B, 0x5BE0CD19137E2179)
-_SIGMA = ((0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), (14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3),
-          (11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4), (7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8),
-          (9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13), (2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9),
-          (12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11), (13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10),
-          (6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5), (10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0))
+_SIGMA = ((0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+          (14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3),
+          (11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4),
+          (7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8),
+          (9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13),
+          (2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9),
+          (12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11),
+          (13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10),
+          (6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5),
+          (10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0))
 _LANES = ((0, 4, 8, 12), (1, 5, 9, 13), (2, 6, 10, 14), (3, 7, 11, 15),
           (0, 5, 10, 15), (1, 6, 11, 12), (2, 7, 8, 13), (3, 4, 9, 14))
 
@@ -229,13 +238,18 @@ def _start_partial_hash(challenge: bytes, compressed_sections: Sequence[tuple[st
     try:
         child = subprocess.Popen([sys.executable, "-c", _CHILD_CODE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                  stderr=subprocess.DEVNULL, env=env)
-        assert child.stdin is not None
+    except OSError:
+        return None
+    assert child.stdin is not None
+    try:
         child.stdin.write(challenge)
         for group, data in compressed_sections:
             child.stdin.write(struct.pack("<BQ", int(group[1]), len(data)))
             child.stdin.write(data)
         child.stdin.close()
-    except OSError:
+    except OSError:  # the child died (it failed to import, say): the caller hashes itself
+        child.kill()
+        child.wait()
         return None
     return child
 
@@ -541,7 +555,7 @@ def write_dev_ptau(
 
     g1 = _FixedBase(_G1, 12 * n)  # every G1 section together: (2n - 1) + 2n + (4n - 1) + 2 (2n - 1)
     g2 = _FixedBase(_G2, 3 * n)
-    say(f"dev-ptau: power {power}, window tables G1 {g1.w} bits, G2 {g2.w} bits ({time.perf_counter() - started:.1f} s)")
+    done(f"power {power}", f"window tables of {g1.w} bits in G1, {g2.w} in G2")
 
     tau_powers = _powers(tau, 2 * n - 1)
     phase1: list[tuple[int, _Group, list[int]]] = [
@@ -603,13 +617,16 @@ def write_dev_ptau(
             partial_hash = _finish_partial_hash(child, challenge, compressed)
             child = None
             del compressed
-            response = NobleBlake2b.from_partial_state(partial_hash).update(_public_key(parts, montgomery=False)).digest()
+            # what `snarkjs powersoftau verify` computes from the stored partial hash
+            response_hasher = NobleBlake2b.from_partial_state(partial_hash)
+            response = response_hasher.update(_public_key(parts, montgomery=False)).digest()
             next_hasher = hashlib.blake2b(response, digest_size=HASH_SIZE)  # powersoftau_contribute.js hashSection
             for large in uncompressed:
                 next_hasher.update(large)
             next_challenge = next_hasher.digest()
             fh.seek(section7_offset)
-            fh.write(_section(CONTRIBUTIONS, _contribution_section(points_after, parts, partial_hash, next_challenge, name)))
+            record = _contribution_section(points_after, parts, partial_hash, next_challenge, name)
+            fh.write(_section(CONTRIBUTIONS, record))
             done("section 7 contributions", f"1 contribution ({name or 'no name'})")
         os.replace(tmp, path)
     finally:
