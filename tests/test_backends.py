@@ -419,3 +419,61 @@ def test_mcl_msm_large_against_fixed_base_identity(ref, mcl, rng):
     for scalars in (_mixed_scalars(rng, n), [rng.randrange(R) for _ in range(n)]):
         expected = ref.g1_mul(ref.g1_generator(), sum(k * x for k, x in zip(scalars, t)) % R)
         assert mcl.g1_msm(pts, mcl.scalar_vector(scalars)) == expected
+
+
+# --- vector operations of phase 2 and key derivation -------------------------------------------
+
+
+def test_vector_scale_matches_pointwise_multiplication(backend, rng):
+    g1 = backend.g1_generator()
+    pts = [backend.g1_mul(g1, rng.randrange(R)) for _ in range(70)] + [None]  # 70: the threaded split
+    k = rng.randrange(R)
+    scaled = backend.g1_vector_to_canonical(backend.g1_vector_scale(backend.g1_vector(pts), k))
+    assert scaled == [None if p is None else backend.g1_mul(p, k) for p in pts]
+    assert backend.g1_vector_to_canonical(backend.g1_vector_scale(backend.g1_vector(pts[:3]), 0)) == [None] * 3
+
+
+def test_sparse_combination_agrees_with_the_reference(ref, mcl, rng):
+    from circuits.backends.base import SparseTerms
+
+    import numpy as np
+
+    k = rng.randrange(R)
+    pts1 = [ref.g1_mul(ref.g1_generator(), rng.randrange(R)) for _ in range(8)] + [None]
+    pts2 = [ref.g2_mul(ref.g2_generator(), rng.randrange(R)) for _ in range(5)] + [None]
+    # repeated pairs (a doubling), P - P and k P + (R - k) P (infinity), an empty target, coefficient 0
+    terms1 = SparseTerms(np.array([0, 0, 1, 1, 2, 3, 3, 5, 5, 5, 6]), np.array([0, 0, 1, 1, 2, 3, 3, 4, 5, 8, 7]),
+                         [1, 1, 1, R - 1, 2, k, R - k, R - 1, 7, 3, 0])
+    terms2 = SparseTerms(np.array([0, 0, 1, 2, 2]), np.array([0, 1, 2, 3, 3]), [1, R - 1, 5, 1, 1])
+    expected1 = ref.g1_sparse_combination(pts1, terms1, 7)
+    assert expected1[1] is None and expected1[3] is None and expected1[4] is None and expected1[6] is None
+    assert expected1[0] == ref.g1_add(pts1[0], pts1[0])
+    assert mcl.g1_vector_to_canonical(mcl.g1_sparse_combination(mcl.g1_vector(pts1), terms1, 7)) == expected1
+    expected2 = ref.g2_sparse_combination(pts2, terms2, 4)
+    assert mcl.g2_vector_to_canonical(mcl.g2_sparse_combination(mcl.g2_vector(pts2), terms2, 4)) == expected2
+    for backend in (ref, mcl):
+        with pytest.raises(CircuitError, match="out of range"):
+            backend.g1_sparse_combination(backend.g1_vector(pts1), SparseTerms(np.array([7]), np.array([0]), [1]), 7)
+
+
+def test_montgomery_layout_round_trip_and_vectorised_checks(backend, rng):
+    from circuits.backends.base import first_invalid_montgomery
+
+    pts1 = [backend.g1_mul(backend.g1_generator(), rng.randrange(R)) for _ in range(5)] + [None]
+    pts2 = [backend.g2_mul(backend.g2_generator(), rng.randrange(R)) for _ in range(3)] + [None]
+    m1 = backend.g1_vector_to_montgomery(backend.g1_vector(pts1))
+    m2 = backend.g2_vector_to_montgomery(backend.g2_vector(pts2))
+    assert backend.g1_vector_to_canonical(backend.g1_vector_from_montgomery(m1)) == pts1
+    assert backend.g2_vector_to_canonical(backend.g2_vector_from_montgomery(m2)) == pts2
+    assert first_invalid_montgomery(m1, 2) is None and first_invalid_montgomery(m2, 4) is None
+    for data, per_point, unit in ((m1, 2, 64), (m2, 4, 128)):
+        off = bytearray(data)
+        off[2 * unit + 5] ^= 1
+        assert first_invalid_montgomery(bytes(off), per_point) == (2, "curve")
+        big = bytearray(data)
+        big[unit + 32:unit + 64] = Q.to_bytes(32, "little")
+        assert first_invalid_montgomery(bytes(big), per_point) == (1, "coordinate")
+    off = bytearray(m1)
+    off[3 * 64 + 40] ^= 1
+    with pytest.raises(MalformedArtifact, match="point 3 is not on the curve"):
+        backend.g1_vector_from_montgomery(bytes(off))

@@ -14,7 +14,10 @@ same inputs both return identical canonical values.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Any, Sequence
+
+import numpy as np
 
 from ..errors import MalformedArtifact
 from ..field import Q
@@ -24,6 +27,23 @@ from ..groth16.types import G1Affine, G2Affine
 ScalarVector = Any
 G1Vector = Any
 G2Vector = Any
+
+
+@dataclass(frozen=True)
+class SparseTerms:
+    """The non-zero entries of a sparse matrix M: M[target[k], source[k]] = coefficient[k].
+
+    `target` and `source` are int64 arrays, `coefficient` a list of ints in
+    [0, R); all three have one entry per term, in any order, and a (target,
+    source) pair may repeat (the entries add up)."""
+
+    target: np.ndarray
+    source: np.ndarray
+    coefficient: list[int]
+
+    def __post_init__(self) -> None:
+        if not (len(self.target) == len(self.source) == len(self.coefficient)):
+            raise ValueError("sparse terms: target, source and coefficient lengths differ")
 
 
 class CurveBackend(ABC):
@@ -104,6 +124,20 @@ class CurveBackend(ABC):
     def g2_msm(self, points: G2Vector, scalars: ScalarVector, threads: int | None = None) -> G2Affine: ...
 
     @abstractmethod
+    def g1_vector_scale(self, vector: G1Vector, k: int) -> G1Vector:
+        """[k * P for P in vector], a new vector (a phase-2 contribution divides
+        whole key sections by its secret)."""
+
+    @abstractmethod
+    def g1_sparse_combination(self, points: G1Vector, terms: SparseTerms, size: int) -> G1Vector:
+        """out[t] = sum of coefficient * points[source] over the terms with target t,
+        for t < size (infinity where there is none): a sparse matrix times a
+        vector of points, as a key is combined from phase-1 points."""
+
+    @abstractmethod
+    def g2_sparse_combination(self, points: G2Vector, terms: SparseTerms, size: int) -> G2Vector: ...
+
+    @abstractmethod
     def g1_vector(self, points: Sequence[G1Affine]) -> G1Vector: ...
 
     @abstractmethod
@@ -142,21 +176,39 @@ class CurveBackend(ABC):
     def g1_vector_from_montgomery(self, data: bytes) -> G1Vector:
         """G1 points in the affine Montgomery layout; every coordinate must be
         below Q and every point on the curve (raises MalformedArtifact)."""
+        require_montgomery_points(data, 2, "G1")
         coords = montgomery_coordinates(data, 2, "G1")
         return self.g1_vector([None if p == (0, 0) else p for p in zip(coords[0::2], coords[1::2])])
 
     def g2_vector_from_montgomery(self, data: bytes, check_subgroup: bool = True) -> G2Vector:
         """G2 points in the affine Montgomery layout, as g1_vector_from_montgomery;
         check_subgroup as in g2_vector_from_bytes (this default always checks)."""
+        require_montgomery_points(data, 4, "G2")
         c = montgomery_coordinates(data, 4, "G2")
         points = [((c[i], c[i + 1]), (c[i + 2], c[i + 3])) for i in range(0, len(c), 4)]
         return self.g2_vector([None if p == ((0, 0), (0, 0)) else p for p in points])
+
+    def g1_vector_to_montgomery(self, vector: G1Vector) -> bytes:
+        """The vector in the affine Montgomery layout (inverse of g1_vector_from_montgomery)."""
+        return b"".join(montgomery_point(p, 2) for p in self.g1_vector_to_canonical(vector))
+
+    def g2_vector_to_montgomery(self, vector: G2Vector) -> bytes:
+        return b"".join(montgomery_point(p, 4) for p in self.g2_vector_to_canonical(vector))
 
     def vector_len(self, vector: Any) -> int:
         return len(vector)
 
 
+_MONT_Q = (1 << 256) % Q
 _MONT_Q_INV = pow(1 << 256, -1, Q)
+
+
+def montgomery_point(p: G1Affine | G2Affine, per_point: int) -> bytes:
+    """One canonical point (G1: per_point 2, G2: 4) in the affine Montgomery layout."""
+    if p is None:
+        return bytes(32 * per_point)
+    coords = p if per_point == 2 else (*p[0], *p[1])
+    return b"".join((v * _MONT_Q % Q).to_bytes(32, "little") for v in coords)
 
 
 def montgomery_coordinates(data: bytes, per_point: int, what: str) -> list[int]:
@@ -172,3 +224,87 @@ def montgomery_coordinates(data: bytes, per_point: int, what: str) -> list[int]:
             raise MalformedArtifact(f"{what} vector: point {i // unit} has a coordinate >= Q")
         out.append(v * _MONT_Q_INV % Q)
     return out
+
+
+# --- whole-vector checks of the affine Montgomery layout ----------------------------------
+# One pass of numpy over a section instead of a Python loop per point: limbs
+# compared with Q, and the curve equation evaluated in zk_dtypes' Montgomery
+# Fq (the same words: x * 2^256 mod Q in four little-endian u64 limbs), so
+# no coordinate is converted. Each check is the per-point one, on every point.
+
+_fq_dtype: np.dtype | None = None
+
+
+def fq_dtype() -> np.dtype:
+    """zk_dtypes' Montgomery Fq of BN254 (made once; zk_dtypes registers it at run time)."""
+    global _fq_dtype
+    if _fq_dtype is None:
+        import zk_dtypes
+
+        _fq_dtype = np.dtype(zk_dtypes.prime_field(Q, "mont"))
+    return _fq_dtype
+
+
+_Q_LIMBS = [np.uint64((Q >> (64 * i)) & 0xFFFF_FFFF_FFFF_FFFF) for i in range(4)]
+
+
+def limbs_below_q(limbs: np.ndarray) -> np.ndarray:
+    """Row-wise (four little-endian u64 limbs) < Q, a vectorised lexicographic compare."""
+    less = np.zeros(limbs.shape[0], dtype=bool)
+    equal = np.ones(limbs.shape[0], dtype=bool)
+    for i in reversed(range(4)):
+        less |= equal & (limbs[:, i] < _Q_LIMBS[i])
+        equal &= limbs[:, i] == _Q_LIMBS[i]
+    return less
+
+
+def _fq_constant(v: int) -> np.ndarray:
+    return np.frombuffer((v * _MONT_Q % Q).to_bytes(32, "little"), dtype="<u8").view(fq_dtype())
+
+
+# b' = 3 / (9 + u), the constant of the twist y^2 = x^3 + b' over Fq2 = Fq[u]/(u^2 + 1)
+B2 = (
+    19485874751759354771024239261021720505790618469301721065564631296452457478373,
+    266929791119991161246907387137283842545076965332900288569378510910307636690,
+)
+
+
+def first_invalid_montgomery(data: bytes, per_point: int) -> tuple[int, str] | None:
+    """(index, "coordinate" or "curve") of the first bad point of an affine
+    Montgomery vector (G1: per_point 2, G2: 4), or None when every coordinate is
+    below Q and every point is all zeros (infinity) or on its curve: y^2 = x^3 + 3
+    in G1, y^2 = x^3 + b' on the twist (not a subgroup check). The byte length
+    must be a whole number of points."""
+    words = np.frombuffer(data, dtype="<u8").reshape(-1, 4)
+    bad = np.flatnonzero(~limbs_below_q(words))
+    if bad.size:
+        return int(bad[0]) // per_point, "coordinate"
+    if not words.shape[0]:
+        return None
+    f = words.view(fq_dtype()).reshape(-1, per_point)
+    if per_point == 2:
+        x, y = f[:, 0], f[:, 1]
+        off = y * y != x * x * x + _fq_constant(3)
+    else:
+        x0, x1, y0, y1 = f[:, 0], f[:, 1], f[:, 2], f[:, 3]
+        xx0, xx1 = x0 * x0 - x1 * x1, (x0 + x0) * x1
+        x30, x31 = xx0 * x0 - xx1 * x1, xx0 * x1 + xx1 * x0
+        yy0, yy1 = y0 * y0 - y1 * y1, (y0 + y0) * y1
+        off = (yy0 != x30 + _fq_constant(B2[0])) | (yy1 != x31 + _fq_constant(B2[1]))
+    infinity = ~words.reshape(-1, 4 * per_point).any(axis=1)
+    bad = np.flatnonzero(off & ~infinity)
+    return (int(bad[0]), "curve") if bad.size else None
+
+
+def require_montgomery_points(data: bytes, per_point: int, what: str) -> None:
+    """first_invalid_montgomery, raising MalformedArtifact in the backends' wording."""
+    unit = 32 * per_point
+    if len(data) % unit:
+        raise MalformedArtifact(f"{what} vector: {len(data)} bytes is not a multiple of {unit}")
+    found = first_invalid_montgomery(data, per_point)
+    if found is not None:
+        index, kind = found
+        if kind == "coordinate":
+            raise MalformedArtifact(f"{what} vector: point {index} has a coordinate >= Q")
+        curve = "the curve" if per_point == 2 else "the twist"
+        raise MalformedArtifact(f"{what} vector: point {index} is not on {curve}")

@@ -33,12 +33,13 @@ from operator import index
 from typing import Callable, Sequence
 
 import numpy as np
+import zk_dtypes
 
 from ..errors import CircuitError, MalformedArtifact
 from ..field import Q, R
 from ..groth16.types import G1Affine, G2Affine
 from . import ntt
-from .base import CurveBackend, G1Vector, G2Vector, ScalarVector
+from .base import B2, CurveBackend, G1Vector, G2Vector, ScalarVector, SparseTerms, fq_dtype, limbs_below_q
 
 MCL_BN_SNARK1 = 4  # alt_bn128
 MCLBN_COMPILED_TIME_VAR = 44  # MCLBN_FP_UNIT_SIZE + 10 * MCLBN_FR_UNIT_SIZE, both 4 in the wheel
@@ -100,6 +101,7 @@ def _bind(lib: ctypes.CDLL) -> None:
                 f"mclBn{g}_setStr": ([_P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int], ctypes.c_int),
                 f"mclBn{g}_getStr": ([ctypes.c_char_p, ctypes.c_size_t, _P, ctypes.c_int], ctypes.c_size_t),
                 f"mclBn{g}_add": ([_P, _P, _P], None),
+                f"mclBn{g}_dbl": ([_P, _P], None),
                 f"mclBn{g}_sub": ([_P, _P, _P], None),
                 f"mclBn{g}_mul": ([_P, _P, _P], None),
                 f"mclBn{g}_mulVec": ([_P, _P, _P, ctypes.c_size_t], None),
@@ -177,6 +179,16 @@ def _self_check(lib: ctypes.CDLL) -> None:
     lib.mclBnG1_add(two.ctypes.data, g1.ctypes.data, g1.ctypes.data)
     if _g1_to_canonical(lib, two) != _G1_DOUBLE:
         raise CircuitError("mcl G1 doubling disagrees with py_ecc")
+    # Sparse combinations and normalisation hand mcl's structs to zk_dtypes'
+    # Jacobian points: the layouts must agree (a doubling, unnormalised, in both).
+    for tag, point, limbs in (("G1", g1, G1_LIMBS), ("G2", g2, G2_LIMBS)):
+        doubled = np.zeros(limbs, dtype=np.uint64)
+        getattr(lib, f"mclBn{tag}_dbl")(doubled.ctypes.data, point.ctypes.data)
+        mine = np.ascontiguousarray(point.reshape(1, -1)).view(_jacobian_dtype(tag))
+        theirs = _normalised((mine + mine).view(np.uint64).reshape(1, limbs), tag)
+        getattr(lib, f"mclBn{tag}_normalize")(doubled.ctypes.data, doubled.ctypes.data)
+        if not np.array_equal(theirs[0], doubled):
+            raise CircuitError(f"zk_dtypes' {tag} Jacobian points are not mcl's structs")
 
 
 # --- single-point conversions -------------------------------------------------------
@@ -205,34 +217,6 @@ def _g2_shape_ok(p: object) -> bool:
 _MONT_Q = 1 << 256  # Fq elements are stored as v * 2^256 mod Q
 _MONT_Q_INV = pow(_MONT_Q, -1, Q)
 _MONT_ONE_LE = (_MONT_Q % Q).to_bytes(32, "little")
-# b' = 3 / (9 + u) of the twist y^2 = x^3 + b' over Fq2 = Fq[u]/(u^2 + 1)
-_B2 = (
-    19485874751759354771024239261021720505790618469301721065564631296452457478373,
-    266929791119991161246907387137283842545076965332900288569378510910307636690,
-)
-
-
-def _fq2_mul(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
-    return ((a[0] * b[0] - a[1] * b[1]) % Q, (a[0] * b[1] + a[1] * b[0]) % Q)
-
-
-def _g1_on_curve_jacobian(x: int, y: int, z: int) -> bool:
-    """y^2 = x^3 + 3 z^6 (z = 0 is the point at infinity, as in mcl)."""
-    if z == 0:
-        return True
-    z2 = z * z % Q
-    return (y * y - x * x * x - 3 * z2 * z2 % Q * z2) % Q == 0
-
-
-def _g2_on_curve_jacobian(x: tuple[int, int], y: tuple[int, int], z: tuple[int, int]) -> bool:
-    if z == (0, 0):
-        return True
-    z2 = _fq2_mul(z, z)
-    z6 = _fq2_mul(_fq2_mul(z2, z2), z2)
-    lhs = _fq2_mul(y, y)
-    rhs = _fq2_mul(_fq2_mul(x, x), x)
-    bz6 = _fq2_mul(_B2, z6)
-    return lhs == ((rhs[0] + bz6[0]) % Q, (rhs[1] + bz6[1]) % Q)
 
 
 def _g1_try(lib: ctypes.CDLL, p: G1Affine, out: np.ndarray | None = None) -> np.ndarray | None:
@@ -487,18 +471,82 @@ class _Group:
             raise MalformedArtifact(f"{what} vector: {len(data)} bytes is not a multiple of {unit}")
         arr = np.frombuffer(data, dtype="<u8").reshape(-1, self.limbs).copy()
         coords = arr.reshape(-1, FP_LIMBS)
-        bad = np.flatnonzero(~_limbs_below(coords, Q))
+        bad = np.flatnonzero(~limbs_below_q(coords))
         if bad.size:
             raise MalformedArtifact(
                 f"{what} vector: point {int(bad[0]) // (self.limbs // FP_LIMBS)} has a coordinate >= Q"
             )
-        if self.tag == "G1":
-            _check_on_curve_g1(arr, what)
-        elif check_subgroup:
+        # Every point on its curve, in one vectorised pass; for G2 with
+        # check_subgroup, mcl's isValid then also checks the order (a scalar
+        # multiplication per point, spread over the cores).
+        off = _first_off_curve(arr, self.tag)
+        if off is not None:
+            where = "the curve" if self.tag == "G1" else "the twist"
+            raise MalformedArtifact(f"{what} vector: point {off} is not on {where}")
+        if self.tag == "G2" and check_subgroup:
             self.validate_all(arr, what)
-        else:
-            _check_on_curve_g2(arr, what)
         return arr
+
+    def mul_each(self, points: np.ndarray, scalars: np.ndarray) -> np.ndarray:
+        """[k_i * P_i] as Jacobian structs, not normalised (see `_normalised`);
+        a length-1 `scalars` multiplies every point. One mclBn*_mul per point,
+        spread over the cores (ctypes releases the GIL)."""
+        n = points.shape[0]
+        out = np.zeros((n, self.limbs), dtype=np.uint64)
+        if n == 0:
+            return out
+        points = np.ascontiguousarray(points)
+        scalars = np.ascontiguousarray(scalars)
+        stride_p = out.strides[0]
+        stride_k = 0 if scalars.shape[0] == 1 else scalars.strides[0]
+
+        def span(lo: int, hi: int) -> Callable[[], None]:
+            def run() -> None:
+                o0, p0, k0, mul = out.ctypes.data, points.ctypes.data, scalars.ctypes.data, self.mul
+                for i in range(lo, hi):
+                    mul(o0 + i * stride_p, p0 + i * stride_p, k0 + i * stride_k)
+
+            return run
+
+        parts = THREADS if n >= 64 else 1
+        bounds = np.linspace(0, n, parts + 1).astype(int)
+        _run_parallel([span(int(bounds[i]), int(bounds[i + 1])) for i in range(parts)])
+        return out
+
+    def sparse_combination(self, points: np.ndarray, terms: SparseTerms, size: int) -> np.ndarray:
+        """out[t] = sum k * points[s] over the terms (t, s, k); see CurveBackend.g1_sparse_combination.
+
+        Coefficients 1 and -1 (most of an R1CS) cost a gather and a negation,
+        the others one mclBn*_mul each. The sums per target are one
+        np.add.reduceat over zk_dtypes' Jacobian points (mcl's structs in
+        zk_dtypes' layout, checked when the library loads), then one batched
+        normalisation."""
+        if not isinstance(points, np.ndarray) or points.ndim != 2 or points.shape[1] != self.limbs:
+            raise CircuitError(f"sparse combination: points must be a {self.tag} vector of the mcl backend")
+        target = np.asarray(terms.target, dtype=np.int64)
+        source = np.asarray(terms.source, dtype=np.int64)
+        if target.size and (int(target.min()) < 0 or int(target.max()) >= size or int(source.min()) < 0
+                            or int(source.max()) >= points.shape[0]):
+            raise CircuitError("sparse combination: a term's target or source is out of range")
+        coefficient = [index(k) % R for k in terms.coefficient]
+        keep = np.array([k != 0 for k in coefficient], dtype=bool)
+        scaled = points[source[keep]]  # a gathered copy
+        coefficient = [k for k in coefficient if k != 0]
+        target = target[keep]
+        minus_one = np.array([k == R - 1 for k in coefficient], dtype=bool)
+        general = np.flatnonzero(np.array([k != 1 and k != R - 1 for k in coefficient], dtype=bool))
+        if minus_one.any():
+            _negate_rows(scaled, minus_one, self.tag)
+        if general.size:
+            scaled[general] = self.mul_each(scaled[general], ntt.fr_array([coefficient[i] for i in general]))
+        out = np.zeros((size, self.limbs), dtype=np.uint64)
+        if target.size:
+            order = np.argsort(target, kind="stable")
+            ordered = np.ascontiguousarray(scaled[order]).view(_jacobian_dtype(self.tag)).reshape(-1)
+            targets, starts = np.unique(target[order], return_index=True)
+            sums = np.add.reduceat(ordered, starts)
+            out[targets] = np.ascontiguousarray(sums).view(np.uint64).reshape(-1, self.limbs)
+        return _normalised(out, self.tag)
 
     def validate_all(self, arr: np.ndarray, what: str) -> None:
         n = arr.shape[0]
@@ -523,25 +571,69 @@ class _Group:
             raise MalformedArtifact(f"{what} vector: point {min(failures)} is not a valid {self.tag} point")
 
 
-def _mont_ints(arr: np.ndarray) -> list[int]:
-    """Standard-form ints of every Fq element (4 limbs each) in arr, in order."""
-    raw = np.ascontiguousarray(arr).tobytes()
-    return [int.from_bytes(raw[i : i + 32], "little") * _MONT_Q_INV % Q for i in range(0, len(raw), 32)]
+def _check_vector(vector: object, limbs: int, tag: str) -> None:
+    if not isinstance(vector, np.ndarray) or vector.ndim != 2 or vector.shape[1] != limbs:
+        raise CircuitError(f"expected a {tag} vector of the mcl backend")
 
 
-def _check_on_curve_g1(arr: np.ndarray, what: str) -> None:
-    v = _mont_ints(arr)
-    for i in range(arr.shape[0]):
-        if not _g1_on_curve_jacobian(v[3 * i], v[3 * i + 1], v[3 * i + 2]):
-            raise MalformedArtifact(f"{what} vector: point {i} is not on the curve")
+def _jacobian_dtype(tag: str) -> np.dtype:
+    return np.dtype(zk_dtypes.bn254_g1_jacobian_mont if tag == "G1" else zk_dtypes.bn254_g2_jacobian_mont)
 
 
-def _check_on_curve_g2(arr: np.ndarray, what: str) -> None:
-    v = _mont_ints(arr)
-    for i in range(arr.shape[0]):
-        c = v[6 * i : 6 * i + 6]
-        if not _g2_on_curve_jacobian((c[0], c[1]), (c[2], c[3]), (c[4], c[5])):
-            raise MalformedArtifact(f"{what} vector: point {i} is not on the twist")
+def _affine_dtype(tag: str) -> np.dtype:
+    return np.dtype(zk_dtypes.bn254_g1_affine_mont if tag == "G1" else zk_dtypes.bn254_g2_affine_mont)
+
+
+def _normalised(arr: np.ndarray, tag: str) -> np.ndarray:
+    """Jacobian structs -> the same points with z = 1 (all zeros for infinity):
+    zk_dtypes' batched conversion to affine (one inversion for the whole
+    array), then z appended. mcl's structs and zk_dtypes' Jacobian Montgomery
+    points share one layout (checked when the library loads)."""
+    limbs = arr.shape[1]
+    if arr.shape[0] == 0:
+        return arr
+    affine = np.ascontiguousarray(arr).view(_jacobian_dtype(tag)).reshape(-1).astype(_affine_dtype(tag))
+    return np.frombuffer(_structs_from_affine(affine.tobytes(), limbs), dtype=np.uint64).reshape(-1, limbs).copy()
+
+
+def _negate_rows(arr: np.ndarray, rows: np.ndarray, tag: str) -> None:
+    """y -> -y (each Fq component of y) on the rows selected by the boolean mask, in place."""
+    third = arr.shape[1] // 3
+    picked = np.flatnonzero(rows)
+    y = np.ascontiguousarray(arr[picked, third:2 * third])
+    arr[picked, third:2 * third] = (-y.view(fq_dtype())).view(np.uint64).reshape(y.shape)
+
+
+def _first_off_curve(arr: np.ndarray, tag: str) -> int | None:
+    """Index of the first Jacobian struct not on its curve, vectorised in
+    zk_dtypes' Montgomery Fq: y^2 = x^3 + b z^6 (G1: b = 3; G2: b = b' on the
+    twist over Fq2 = Fq[u]/(u^2 + 1)); z = 0 is the point at infinity, as in
+    mcl. Coordinates must already be below Q."""
+    if arr.shape[0] == 0:
+        return None
+    f = np.ascontiguousarray(arr).view(fq_dtype()).reshape(arr.shape[0], -1)
+    if tag == "G1":
+        x, y, z = f[:, 0], f[:, 1], f[:, 2]
+        z2 = z * z
+        off = y * y != x * x * x + _fq(3) * (z2 * z2 * z2)
+        infinity = ~arr[:, 2 * FP_LIMBS:].any(axis=1)
+    else:
+        def mul(a: tuple, b: tuple) -> tuple:
+            return a[0] * b[0] - a[1] * b[1], a[0] * b[1] + a[1] * b[0]
+
+        x, y, z = (f[:, 0], f[:, 1]), (f[:, 2], f[:, 3]), (f[:, 4], f[:, 5])
+        z2 = mul(z, z)
+        bz6 = mul((_fq(B2[0]), _fq(B2[1])), mul(mul(z2, z2), z2))
+        x3 = mul(mul(x, x), x)
+        yy = mul(y, y)
+        off = (yy[0] != x3[0] + bz6[0]) | (yy[1] != x3[1] + bz6[1])
+        infinity = ~arr[:, 4 * FP_LIMBS:].any(axis=1)
+    bad = np.flatnonzero(off & ~infinity)
+    return int(bad[0]) if bad.size else None
+
+
+def _fq(v: int) -> np.ndarray:
+    return np.frombuffer((v * _MONT_Q % Q).to_bytes(32, "little"), dtype="<u8").view(fq_dtype())
 
 
 def _structs_from_affine(data: bytes, limbs: int) -> bytes:
@@ -556,17 +648,6 @@ def _structs_from_affine(data: bytes, limbs: int) -> bytes:
     out[finite, xy_limbs] = np.frombuffer(_MONT_ONE_LE, dtype="<u8")[0]  # z = 1 (its c0 for G2)
     out[finite, xy_limbs + 1 : xy_limbs + FP_LIMBS] = np.frombuffer(_MONT_ONE_LE, dtype="<u8")[1:]
     return out.tobytes()
-
-
-def _limbs_below(limbs: np.ndarray, modulus: int) -> np.ndarray:
-    """Row-wise (4 little-endian u64 limbs) < modulus, vectorised lexicographic compare."""
-    m = [np.uint64((modulus >> (64 * i)) & 0xFFFF_FFFF_FFFF_FFFF) for i in range(FP_LIMBS)]
-    less = np.zeros(limbs.shape[0], dtype=bool)
-    equal = np.ones(limbs.shape[0], dtype=bool)
-    for i in reversed(range(FP_LIMBS)):
-        less |= equal & (limbs[:, i] < m[i])
-        equal &= limbs[:, i] == m[i]
-    return less
 
 
 class MclBackend(CurveBackend):
@@ -667,6 +748,17 @@ class MclBackend(CurveBackend):
     def g2_msm(self, points: G2Vector, scalars: ScalarVector, threads: int | None = None) -> G2Affine:
         return _g2_to_canonical(self._lib, self._g2.msm(points, scalars, threads=threads))
 
+    def g1_vector_scale(self, vector: G1Vector, k: int) -> G1Vector:
+        """One mclBnG1_mul per point on every core, then one batched normalisation."""
+        _check_vector(vector, G1_LIMBS, "G1")
+        return _normalised(self._g1.mul_each(vector, self.scalar_vector([k])), "G1")
+
+    def g1_sparse_combination(self, points: G1Vector, terms: SparseTerms, size: int) -> G1Vector:
+        return self._g1.sparse_combination(points, terms, size)
+
+    def g2_sparse_combination(self, points: G2Vector, terms: SparseTerms, size: int) -> G2Vector:
+        return self._g2.sparse_combination(points, terms, size)
+
     def g1_vector(self, points: Sequence[G1Affine]) -> G1Vector:
         out = np.zeros((len(points), G1_LIMBS), dtype=np.uint64)
         for i, p in enumerate(points):
@@ -704,6 +796,15 @@ class MclBackend(CurveBackend):
 
     def g2_vector_from_montgomery(self, data: bytes, check_subgroup: bool = True) -> G2Vector:
         return self._g2.check_raw(_structs_from_affine(data, G2_LIMBS), G2_BYTES, "G2", check_subgroup)
+
+    def g1_vector_to_montgomery(self, vector: G1Vector) -> bytes:
+        """x || y of each struct after a batched normalisation (any z accepted)."""
+        _check_vector(vector, G1_LIMBS, "G1")
+        return np.ascontiguousarray(_normalised(vector, "G1")[:, : 2 * FP_LIMBS]).tobytes()
+
+    def g2_vector_to_montgomery(self, vector: G2Vector) -> bytes:
+        _check_vector(vector, G2_LIMBS, "G2")
+        return np.ascontiguousarray(_normalised(vector, "G2")[:, : 4 * FP_LIMBS]).tobytes()
 
     def g2_vector_from_bytes(self, data: bytes, check_subgroup: bool = True) -> G2Vector:
         """Loads raw G2 structs. Every point is checked on the twist; with

@@ -23,7 +23,7 @@ from py_ecc import optimized_bn128 as ob
 from ..errors import CircuitError, MalformedArtifact, UnsatisfiedConstraint
 from ..field import Q, R, R_GENERATOR, R_TWO_ADICITY
 from ..groth16.types import G1Affine, G2Affine
-from .base import CurveBackend, G1Vector, G2Vector, ScalarVector
+from .base import CurveBackend, G1Vector, G2Vector, ScalarVector, SparseTerms
 
 FQ, FQ2, FQ12 = ob.FQ, ob.FQ2, ob.FQ12
 
@@ -333,6 +333,16 @@ class ReferenceBackend(CurveBackend):
         _check_msm_lengths(points, scalars)
         return _g2_from_proj(_pippenger([_g2_to_proj(p) for p in points[: len(scalars)]], scalars, ob.Z2))
 
+    def g1_vector_scale(self, vector: G1Vector, k: int) -> G1Vector:
+        k = _check_scalar(k)
+        return [None if p is None else _g1_from_proj(ob.multiply(_g1_to_proj(p), k)) for p in vector]
+
+    def g1_sparse_combination(self, points: G1Vector, terms: SparseTerms, size: int) -> G1Vector:
+        return [_g1_from_proj(p) for p in _sparse_combination(points, terms, size, _g1_to_proj, ob.Z1)]
+
+    def g2_sparse_combination(self, points: G2Vector, terms: SparseTerms, size: int) -> G2Vector:
+        return [_g2_from_proj(p) for p in _sparse_combination(points, terms, size, _g2_to_proj, ob.Z2)]
+
     def g1_vector(self, points: Sequence[G1Affine]) -> G1Vector:
         for i, p in enumerate(points):
             _require_g1(p, f"G1 point {i}")
@@ -377,6 +387,17 @@ class ReferenceBackend(CurveBackend):
                 raise MalformedArtifact(f"G2 vector: point {i // G2_BYTES} is not in the order-R subgroup")
             out.append(p)
         return out
+
+
+def _sparse_combination(points: Sequence, terms: SparseTerms, size: int, to_proj, zero: tuple) -> list[tuple]:
+    """Projective sums, term by term (see CurveBackend.g1_sparse_combination)."""
+    out = [zero] * size
+    for t, s, k in zip(terms.target, terms.source, terms.coefficient):
+        t, s = int(t), int(s)
+        if not (0 <= t < size and 0 <= s < len(points)):
+            raise CircuitError("sparse combination: a term's target or source is out of range")
+        out[t] = ob.add(out[t], ob.multiply(to_proj(points[s]), _check_scalar(k)))
+    return out
 
 
 def _check_msm_lengths(points: Sequence, scalars: Sequence) -> None:
