@@ -18,7 +18,8 @@ zeros (snarkjs's "LEM" form).
 
 `parse_zkey` validates what a key's consumer relies on: magic, version,
 protocol, the curve (q, r), section sizes against nVars / nPublic /
-domainSize, every coordinate < q and every point on its curve, the
+domainSize, every coordinate < q and every point on its curve (one
+vectorised pass per section, backends.base.first_invalid_montgomery), the
 verifying-key G2 points and the contributions' G2 points in the order-R
 subgroup. B2's points are only checked on the twist (a subgroup check per
 point costs a scalar multiplication; phase-2 verification compares B2
@@ -38,7 +39,7 @@ from typing import Sequence
 import numpy as np
 
 from ..backends import get_backend
-from ..backends.base import CurveBackend
+from ..backends.base import CurveBackend, first_invalid_montgomery
 from ..errors import MalformedArtifact
 from ..field import Q, R
 from ..groth16.types import G1Affine, G2Affine, VerifyingKey
@@ -61,14 +62,6 @@ NAME_MAX_CHARS = 64
 
 _MONT = (1 << 256) % Q
 _MONT_INV = pow(_MONT, -1, Q)
-_MONT3 = pow(_MONT, 3, Q)
-# b' = 3 / (9 + u), the constant of the twist y^2 = x^3 + b' over Fq2 = Fq[u]/(u^2 + 1)
-_B2 = (
-    19485874751759354771024239261021720505790618469301721065564631296452457478373,
-    266929791119991161246907387137283842545076965332900288569378510910307636690,
-)
-_B2_MONT3 = (_B2[0] * _MONT3 % Q, _B2[1] * _MONT3 % Q)
-_Q_LIMBS = [np.uint64((Q >> (64 * i)) & 0xFFFF_FFFF_FFFF_FFFF) for i in range(4)]
 _COEF_DTYPE = np.dtype([("matrix", "<u4"), ("constraint", "<u4"), ("signal", "<u4"), ("value", "<u8", (4,))])
 
 
@@ -105,48 +98,24 @@ def g1_section(points: Sequence[G1Affine]) -> bytes:
     return b"".join(g1_to_zkey(p) for p in points)
 
 
-def _check_coordinates(section: bytes, what: str, coords_per_point: int) -> None:
-    """Every 32-byte coordinate < q, compared on u64 limbs without Python ints."""
-    limbs = np.frombuffer(section, dtype="<u8").reshape(-1, 4)
-    less = np.zeros(limbs.shape[0], dtype=bool)
-    equal = np.ones(limbs.shape[0], dtype=bool)
-    for i in reversed(range(4)):
-        less |= equal & (limbs[:, i] < _Q_LIMBS[i])
-        equal &= limbs[:, i] == _Q_LIMBS[i]
-    bad = np.flatnonzero(~less)
-    if bad.size:
-        raise MalformedArtifact(f"{what}: point {int(bad[0]) // coords_per_point} has a coordinate >= q")
+def _check_points(section: bytes, what: str, per_point: int) -> None:
+    """Every coordinate < q and every point on its curve (G2: the twist, not the
+    subgroup), in one vectorised pass over the section (backends.base)."""
+    found = first_invalid_montgomery(section, per_point)
+    if found is None:
+        return
+    index, kind = found
+    if kind == "coordinate":
+        raise MalformedArtifact(f"{what}: point {index} has a coordinate >= q")
+    raise MalformedArtifact(f"{what}: point {index} is not on the BN254 {'G1 curve' if per_point == 2 else 'G2 twist'}")
 
 
 def _check_g1_section(section: bytes, what: str) -> None:
-    """On the curve y^2 = x^3 + 3, tested on the Montgomery values X = xM, Y = yM
-    directly (Y^2 M = X^3 + 3 M^3) so no conversion is needed."""
-    _check_coordinates(section, what, 2)
-    raw = [int.from_bytes(section[i:i + N8], "little") for i in range(0, len(section), N8)]
-    three_m3 = 3 * _MONT3
-    for k in range(0, len(raw), 2):
-        x, y = raw[k], raw[k + 1]
-        if (x or y) and (y * y % Q * _MONT - x * x % Q * x - three_m3) % Q:
-            raise MalformedArtifact(f"{what}: point {k // 2} is not on the BN254 G1 curve")
-
-
-def _fq2_mul(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
-    return ((a[0] * b[0] - a[1] * b[1]) % Q, (a[0] * b[1] + a[1] * b[0]) % Q)
+    _check_points(section, what, 2)
 
 
 def _check_g2_section(section: bytes, what: str) -> None:
-    """On the twist (Montgomery values, as for G1); not the subgroup, see the module docstring."""
-    _check_coordinates(section, what, 4)
-    raw = [int.from_bytes(section[i:i + N8], "little") for i in range(0, len(section), N8)]
-    mont = (_MONT, 0)
-    for k in range(0, len(raw), 4):
-        x, y = (raw[k], raw[k + 1]), (raw[k + 2], raw[k + 3])
-        if not any(x + y):
-            continue
-        lhs = _fq2_mul(_fq2_mul(y, y), mont)
-        x3 = _fq2_mul(_fq2_mul(x, x), x)
-        if lhs != ((x3[0] + _B2_MONT3[0]) % Q, (x3[1] + _B2_MONT3[1]) % Q):
-            raise MalformedArtifact(f"{what}: point {k // 4} is not on the BN254 G2 twist")
+    _check_points(section, what, 4)
 
 
 # --- the typed container ---------------------------------------------------------------
@@ -328,7 +297,7 @@ def _parse_header(data: bytes, backend: CurveBackend, what: str) -> Groth16Heade
     n8r = cur.u32()
     r = int.from_bytes(cur.take(n8r), "little")
     if (n8q, q, n8r, r) != (N8, Q, N8, R):
-        raise MalformedArtifact(f"{what}: the curve is not BN254 (q, r do not match)")
+        raise MalformedArtifact(f"{what}: the curve is not BN254 (its base field or scalar field differs)")
     n_vars, n_public, domain_size = cur.u32(), cur.u32(), cur.u32()
     if domain_size == 0 or domain_size & (domain_size - 1) or domain_size > 1 << 28:
         raise MalformedArtifact(f"{what}: domain size {domain_size} is not a power of two up to 2^28")
@@ -389,16 +358,22 @@ def _check_coefficients(data: bytes, header: Groth16Header, what: str) -> None:
         raise MalformedArtifact(f"{what}: a coefficient's signal is not a variable of the key")
 
 
-def parse_zkey(data: bytes, backend: CurveBackend | None = None, what: str = "zkey") -> Zkey:
+def parse_zkey(data: bytes, backend: CurveBackend | None = None, what: str = "zkey", *,
+               check_sections: bool = True) -> Zkey:
     """A validated Zkey (see the module docstring); MalformedArtifact names the first problem.
-    `backend` (default: get_backend()) checks the G2 subgroup memberships."""
+    `backend` (default: get_backend()) checks the G2 subgroup memberships.
+    check_sections=False leaves the points of sections 3 and 5-9 unchecked, for a
+    caller that loads every one of them through a backend, which checks them
+    (zkey_read); the header and the contributions are always checked."""
     backend = backend or get_backend()
     binfile = decode_binfile(data, b"zkey", (ZKEY_VERSION,), what)
     order = tuple(binfile.sections)
     missing = sorted(set(SNARKJS_SECTION_ORDER) - set(order))
     extra = sorted(set(order) - set(SNARKJS_SECTION_ORDER))
-    if missing or extra:
-        raise MalformedArtifact(f"{what}: sections {missing} missing / {extra} unexpected for a Groth16 key")
+    if missing:
+        raise MalformedArtifact(f"{what}: section {missing[0]} is missing (a Groth16 key has sections 1-10)")
+    if extra:
+        raise MalformedArtifact(f"{what}: sections {extra} unexpected for a Groth16 key")
     s = binfile.sections
     if len(s[1]) != 4 or struct.unpack("<I", s[1])[0] != GROTH16_PROTOCOL:
         raise MalformedArtifact(f"{what}: not a Groth16 key (protocol section {s[1].hex()})")
@@ -414,11 +389,12 @@ def parse_zkey(data: bytes, backend: CurveBackend | None = None, what: str = "zk
     }
     for section, (name, size) in sizes.items():
         if len(s[section]) != size:
-            raise MalformedArtifact(f"{what}: {name} section is {len(s[section])} bytes, expected {size}")
+            raise MalformedArtifact(f"{what}: {name} section: section {section} has {len(s[section])} bytes, expected {size}")
     _check_coefficients(s[4], header, what)
-    for section in (3, 5, 6, 8, 9):
-        _check_g1_section(s[section], f"{what} {sizes[section][0]} section")
-    _check_g2_section(s[7], f"{what} B2 section")
+    if check_sections:
+        for section in (3, 5, 6, 8, 9):
+            _check_g1_section(s[section], f"{what} {sizes[section][0]} section, section {section}")
+        _check_g2_section(s[7], f"{what} B2 section, section 7")
     cs_hash, contributions = parse_mpc_params(s[10], backend, what)
     return Zkey(
         header=header,

@@ -64,8 +64,6 @@ from .zkey_file import (
     Contribution,
     Zkey,
     contribution_params,
-    g1_points,
-    g1_section,
     parse_contribution_params,
     parse_zkey,
 )
@@ -266,10 +264,9 @@ def _as_zkey(key: bytes | Zkey, backend: CurveBackend, what: str) -> Zkey:
 
 
 def _scale_g1_section(section: bytes, k: int, backend: CurveBackend) -> bytes:
-    """Every point times k (mpc_applykey.applyKeyToSection with inc = 1). The
-    backend interface has no vector-times-one-scalar operation, so this is
-    one backend multiplication per point."""
-    return g1_section([None if p is None else backend.g1_mul(p, k) for p in g1_points(section)])
+    """Every point times k (mpc_applykey.applyKeyToSection with inc = 1): the
+    backend's vector operation, from and back to the file's layout."""
+    return backend.g1_vector_to_montgomery(backend.g1_vector_scale(backend.g1_vector_from_montgomery(section), k))
 
 
 def _apply_contribution(zkey: Zkey, rng: ChaCha, backend: CurveBackend, kind: int, params: bytes) -> tuple[Zkey, bytes]:
@@ -398,7 +395,7 @@ def _verify_chain(zkey: Zkey, backend: CurveBackend) -> tuple[list[ContributionR
 
 
 def _random_combination(section: bytes, scalars: object, backend: CurveBackend) -> G1Affine:
-    return backend.g1_msm(backend.g1_vector(g1_points(section)), scalars)
+    return backend.g1_msm(backend.g1_vector_from_montgomery(section), scalars)
 
 
 def _section_moved_by_delta(initial: Zkey, final: Zkey, section: str, backend: CurveBackend) -> bool:
