@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from circuits.groth16 import ProvingKey, VerifyingKey, setup
+from circuits.groth16 import ProvingKey, VerifyingKey, r1cs_digest, setup
 from circuits.relation import R1CS
 from circuits.snarkjs.ceremony import Ceremony, transcript_digest
 from circuits.snarkjs.zkey_file import parse_zkey
@@ -45,6 +46,23 @@ ZKEY_FILE = "bucket.zkey"
 def shape_from_card(card: ModelCard, bucket: CircuitBucket) -> StatementShape:
     """The statement shape a card's bucket names: what auditors and contributors rebuild the circuit from."""
     return StatementShape.from_json(card.statement_shape_json(bucket))
+
+
+def parse_bucket_name(name: str) -> tuple[int, int]:
+    """(K, F) of a bucket name "k<K>-f<F>"."""
+    match = re.fullmatch(r"k([1-9][0-9]{0,5})-f([1-9][0-9]{0,5})", name)
+    if not match:
+        raise ModelError(f"{name!r} is not a bucket name (k<regions>-f<entries>, e.g. k4-f4)")
+    return int(match.group(1)), int(match.group(2))
+
+
+def ceremony_relation(ceremony: Ceremony) -> R1CS:
+    """The statement's constraint system rebuilt from the shape the ceremony names, checked
+    against the ceremony's circuit: what a contributor must know before adding randomness."""
+    relation = statement_relation(ceremony_shape(ceremony))
+    if r1cs_digest(relation) != ceremony.state.r1cs_digest:
+        raise ModelError(f"{ceremony.directory}: its circuit is not the fairness statement of the shape it names")
+    return relation
 
 
 def ceremony_metadata(card: ModelCard, shape: StatementShape) -> dict[str, Any]:

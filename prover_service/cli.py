@@ -29,6 +29,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "prover_service.commands.prove",
     "prover_service.commands.export_snarkjs",
     "prover_service.commands.demo",
+    "prover_service.commands.ceremony",
+    "prover_service.commands.audit_keys",
     "prover_service.commands.groth16",
     "prover_service.commands.serve",
     "prover_service.commands.worker",

@@ -246,11 +246,38 @@ class Ceremony:
     def finalize(self, beacon_hex: str, iterations_exp: int, backend: CurveBackend, *, name: str = "final beacon",
                  progress: Progress | None = None) -> Contributor:
         """Close the chain with a public random beacon (anyone can recompute it)."""
-        if not 0 < iterations_exp <= 63:
-            raise MalformedArtifact("the beacon's iteration exponent must lie in 1..63")
+        if not 10 <= iterations_exp <= 63:  # snarkjs's bounds: fewer iterations make the beacon grindable
+            raise MalformedArtifact("the beacon's iteration exponent must lie in 10..63")
         contributor = self._extend(lambda key: beacon(key, beacon_hex, iterations_exp, name, backend), name,
                                    "beacon", backend, progress)
         self.state = _replace(self.state, finalized=True)
+        self._save()
+        return contributor
+
+    def adopt(self, key_path: str | os.PathLike[str], backend: CurveBackend, *,
+              progress: Progress | None = None) -> Contributor:
+        """Append a key made elsewhere (e.g. `snarkjs zkey contribute` on the current key): it must be
+        the current key plus exactly one valid contribution."""
+        say = progress or (lambda _m: None)
+        if self.state.finalized:
+            raise MalformedArtifact(f"{self.directory}: the ceremony is final (closed by a beacon)")
+        self.verify(backend, progress=say)
+        new_bytes = Path(key_path).read_bytes()
+        report = verify_contributions(self.key(-1, backend), parse_zkey(new_bytes, backend, what=str(key_path)),
+                                      backend)
+        added = report.contributions[len(self.state.contributors):]
+        if len(added) != 1:
+            raise MalformedArtifact(f"{key_path} adds {len(added)} contributions to the current key; one expected")
+        record = added[0]
+        kind: Kind = "beacon" if record.type == 1 else "contribution"
+        return self._append(new_bytes, Contributor(record.name or "", record.hash_hex, kind),
+                            finalized=kind == "beacon")
+
+    def _append(self, new_bytes: bytes, contributor: Contributor, *, finalized: bool = False) -> Contributor:
+        index = len(self.state.keys)
+        _write_atomically(self.directory / _key_name(index), new_bytes)
+        self.state = _replace(self.state, keys=(*self.state.keys, _key_name(index)),
+                              contributors=(*self.state.contributors, contributor), finalized=finalized)
         self._save()
         return contributor
 
@@ -266,13 +293,7 @@ class Ceremony:
             new_bytes, digest = step(self.current_key_path.read_bytes())
         except ValueError as exc:
             raise MalformedArtifact(str(exc)) from None
-        index = len(self.state.keys)
-        _write_atomically(self.directory / _key_name(index), new_bytes)
-        contributor = Contributor(name, digest.hex(), kind)
-        self.state = _replace(self.state, keys=(*self.state.keys, _key_name(index)),
-                              contributors=(*self.state.contributors, contributor))
-        self._save()
-        return contributor
+        return self._append(new_bytes, Contributor(name, digest.hex(), kind))
 
     def _save(self) -> None:
         _write_atomically(self.directory / STATE_FILE,

@@ -1,0 +1,184 @@
+"""`fairproof ceremony ...`: the phase-2 ceremony of one circuit bucket, passed between parties as a directory.
+
+  init --model DIR --bucket kK-fF --ptau FILE --out CEREMONY   the bank: circuit + initial key from phase 1
+  contribute CEREMONY --name NAME [--entropy TEXT] [--ptau FILE] anyone: verify, add randomness, print the hash
+  add CEREMONY KEY.zkey                                         a contribution made with `snarkjs zkey contribute`
+  verify CEREMONY [--ptau FILE]                                 anyone: check everything, list contributors
+  finalize CEREMONY --beacon HEX [--iterations N]               close with a public random beacon
+  install CEREMONY --model DIR [--ptau FILE]                    the bank: verify and use the final key
+
+A contributor needs only this package and the directory: `contribute`
+rebuilds the fairness statement from the shape the directory names, checks
+that the circuit is that statement and that the key chain is valid, then
+adds a contribution and prints its hash; the contributor keeps that hash and
+gives it to customers, who require it with `fairproof-verify
+--trust-contributor HASH`. Exit status 0 on success, 1 with a one-line
+reason when a check fails or an input is unusable.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("ceremony", help="phase-2 key ceremony of a circuit bucket (init, contribute, "
+                                                    "verify, finalize, install)")
+    commands = parser.add_subparsers(dest="ceremony_command", metavar="SUBCOMMAND")
+    parser.set_defaults(handler=lambda args: (parser.print_help(), 2)[1])
+
+    p = commands.add_parser("init", help="start a ceremony for one bucket of a committed model (the bank)")
+    p.add_argument("--model", required=True, type=Path, metavar="DIR", help="committed model directory")
+    p.add_argument("--bucket", required=True, help="bucket name, k<regions>-f<entries> (e.g. k4-f4)")
+    p.add_argument("--ptau", required=True, type=Path, metavar="FILE", help="phase-1 file (snarkjs .ptau, prepared)")
+    p.add_argument("--out", required=True, type=Path, metavar="CEREMONY", help="ceremony directory to create")
+    _backend_option(p)
+    p.set_defaults(handler=_init)
+
+    p = commands.add_parser("contribute", help="verify the ceremony and add a contribution")
+    p.add_argument("ceremony", type=Path)
+    p.add_argument("--name", required=True, help="your name, recorded in the transcript")
+    p.add_argument("--entropy", default="", help="extra text mixed into the system's randomness")
+    p.add_argument("--ptau", type=Path, metavar="FILE", help="also regenerate the initial key from this phase-1 file")
+    _backend_option(p)
+    p.set_defaults(handler=_contribute)
+
+    p = commands.add_parser("add", help="append a key made with `snarkjs zkey contribute` on the current key")
+    p.add_argument("ceremony", type=Path)
+    p.add_argument("key", type=Path, metavar="KEY.zkey")
+    _backend_option(p)
+    p.set_defaults(handler=_add)
+
+    p = commands.add_parser("verify", help="check the circuit, the initial key and every contribution")
+    p.add_argument("ceremony", type=Path)
+    p.add_argument("--ptau", type=Path, metavar="FILE", help="also regenerate the initial key from this phase-1 file")
+    _backend_option(p)
+    p.set_defaults(handler=_verify)
+
+    p = commands.add_parser("finalize", help="close the ceremony with a public random beacon")
+    p.add_argument("ceremony", type=Path)
+    p.add_argument("--beacon", required=True, metavar="HEX", help="the beacon value (e.g. a future block hash), hex")
+    p.add_argument("--iterations", type=int, default=10, metavar="N", help="2^N hash iterations (default 10)")
+    p.add_argument("--name", default="final beacon")
+    _backend_option(p)
+    p.set_defaults(handler=_finalize)
+
+    p = commands.add_parser("install", help="verify a ceremony and use its final key for the model (the bank)")
+    p.add_argument("ceremony", type=Path)
+    p.add_argument("--model", required=True, type=Path, metavar="DIR")
+    p.add_argument("--ptau", type=Path, metavar="FILE", help="also regenerate the initial key from this phase-1 file")
+    p.add_argument("--store", metavar="URL", help="precompute store URL (default: the model's SQLite file)")
+    _backend_option(p)
+    p.set_defaults(handler=_install)
+
+
+def _backend_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", choices=("mcl", "reference"), help="curve backend (default: mcl if it loads)")
+
+
+def _say(message: str) -> None:
+    print(f"  {message}", file=sys.stderr, flush=True)
+
+
+def _backend(args: argparse.Namespace):
+    from circuits.backends import get_backend
+
+    return get_backend(args.backend)
+
+
+def _open(path: Path):
+    from circuits.snarkjs.ceremony import Ceremony
+
+    return Ceremony(path)
+
+
+def _init(args: argparse.Namespace) -> int:
+    from circuits.snarkjs.ceremony import Ceremony
+    from prover_service.bucket_keys import ceremony_metadata, parse_bucket_name
+    from prover_service.statement_witness import statement_shape
+    from prover_service.workspace import ModelWorkspace
+    from circuits.statement import statement_relation
+
+    workspace = ModelWorkspace.open(args.model)
+    card = workspace.card()
+    k, f = parse_bucket_name(args.bucket)
+    shape = statement_shape(workspace.fixed_point(), region_slots=k, farkas_slots=f, eps_bits=card.eps_scale_bits)
+    _say(f"building the statement of bucket {shape.bucket}")
+    r1cs = statement_relation(shape)
+    ceremony = Ceremony.init(args.out, r1cs, args.ptau, _backend(args), label=f"{card.model_id} {shape.bucket}",
+                             metadata=ceremony_metadata(card, shape), progress=_say)
+    print(f"ceremony for {card.model_id} bucket {shape.bucket} ({r1cs.n_constraints} constraints) in {args.out}")
+    print(f"circuit hash {ceremony.state.circuit_hash}")
+    print(f"next: send {args.out} to each contributor (`fairproof ceremony contribute {args.out} --name NAME`)")
+    return 0
+
+
+def _check_circuit(ceremony):
+    from prover_service.bucket_keys import ceremony_relation
+
+    _say("rebuilding the fairness statement from the shape the ceremony names")
+    return ceremony_relation(ceremony)
+
+
+def _contribute(args: argparse.Namespace) -> int:
+    ceremony = _open(args.ceremony)
+    backend = _backend(args)
+    relation = _check_circuit(ceremony)
+    if args.ptau is not None:
+        ceremony.verify(backend, ptau_path=args.ptau, r1cs=relation, progress=_say)
+    receipt = ceremony.contribute(args.name, args.entropy, backend, progress=_say)
+    print(f"contribution #{len(ceremony.state.contributors)} by {receipt.name!r} written to "
+          f"{ceremony.current_key_path}")
+    print("Contribution Hash (keep it; customers who trust you pass it to fairproof-verify --trust-contributor):")
+    print(receipt.hash)
+    return 0
+
+
+def _add(args: argparse.Namespace) -> int:
+    ceremony = _open(args.ceremony)
+    receipt = ceremony.adopt(args.key, _backend(args), progress=_say)
+    print(f"added {receipt.kind} by {receipt.name!r}: {receipt.hash}")
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    ceremony = _open(args.ceremony)
+    relation = _check_circuit(ceremony)
+    report = ceremony.verify(_backend(args), ptau_path=args.ptau, r1cs=relation, progress=_say)
+    state = ceremony.state
+    print(f"ceremony {state.label}: circuit of {state.n_constraints} constraints, phase 1 of 2^{state.ptau_power} "
+          f"({'regenerated from the phase-1 file' if args.ptau else 'initial key taken as given: pass --ptau'})")
+    for i, c in enumerate(state.contributors, 1):
+        print(f"  #{i} {c.kind:<12} {c.name!r}: {c.hash}")
+    print("OK" + (" (final)" if state.finalized else f" ({len(report.contributions)} contribution(s), not final)"))
+    return 0
+
+
+def _finalize(args: argparse.Namespace) -> int:
+    ceremony = _open(args.ceremony)
+    _check_circuit(ceremony)
+    receipt = ceremony.finalize(args.beacon, args.iterations, _backend(args), name=args.name, progress=_say)
+    print(f"final beacon written to {ceremony.current_key_path}; contribution hash {receipt.hash}")
+    return 0
+
+
+def _install(args: argparse.Namespace) -> int:
+    from offline_precompute.db import open_database, resolve_store_url
+    from prover_service.proving import Prover
+    from prover_service.workspace import ModelWorkspace
+
+    workspace = ModelWorkspace.open(args.model)
+    ceremony = _open(args.ceremony)
+    db = open_database(resolve_store_url(args.store, workspace.root))
+    try:
+        prover = Prover(workspace, db, _backend(args), progress=_say)
+        keys = prover.install_ceremony(ceremony, ptau=args.ptau)
+    finally:
+        db.dispose()
+    bucket = prover.card.bucket(keys.shape.bucket)
+    print(f"bucket {bucket.bucket} installed: {bucket.n_constraints} constraints, "
+          f"{len(bucket.setup.contributions)} contribution(s); card digest now {prover.card.digest()}")
+    for c in bucket.setup.contributions:
+        print(f"  {c.kind:<12} {c.name!r}: {c.hash}")
+    return 0

@@ -1,0 +1,141 @@
+"""An auditor's check that a model card's keys are the keys of the fairness statement, from public data only.
+
+For every circuit bucket of a card, from the card, the public phase-1 file and
+the bucket's final .zkey (proving keys are public):
+
+1. rebuild the statement's constraint system from the card's public shape and
+   compare its digest, size and public inputs with the card's;
+2. the phase-1 file is the one the card names (SHA-256, power) and is a
+   consistent powers of tau at the powers this circuit uses;
+3. regenerate the initial key (`zkey new`, no secret involved) and compare its
+   circuit hash with the card's;
+4. verify the phase-2 chain from that initial key to the final key, and
+   compare its contributors (name, hash, kind) and transcript digest with
+   the card's;
+5. the final key's verifying key is the card's.
+
+This is what `snarkjs zkey verify` does for one key, plus the binding to the
+card. A bucket set up by the bank alone cannot pass: there is nothing to
+audit but the bank's word.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from circuits.errors import MalformedArtifact
+from circuits.groth16 import r1cs_digest, vk_digest
+from circuits.snarkjs.ceremony import file_sha256, transcript_digest
+from circuits.snarkjs.ptau import Ptau, read_ptau, verify_ptau
+from circuits.snarkjs.zkey_file import parse_zkey, vk_from_zkey
+from circuits.snarkjs.zkey_mpc import verify_contributions
+from circuits.snarkjs.zkey_new import new_zkey
+from circuits.statement import statement_relation
+from commitments.card import CircuitBucket, ContributionRecord, ModelCard
+
+from .bucket_keys import ZKEY_FILE, shape_from_card
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class BucketAudit:
+    bucket: str
+    n_constraints: int
+    ok: bool
+    reason: str  # "ok", or the first check that failed
+    contributors: tuple[ContributionRecord, ...]
+    seconds: float
+
+
+class AuditFailure(Exception):
+    pass
+
+
+def find_bucket_key(keys_dir: Path, bucket: str) -> Path:
+    """`<bucket>.zkey` in `keys_dir`, or the model directory layout `<bucket>-<shape digest>/bucket.zkey`."""
+    direct = keys_dir / f"{bucket}.zkey"
+    if direct.is_file():
+        return direct
+    candidates = sorted(keys_dir.glob(f"{bucket}-*/{ZKEY_FILE}"))
+    if len(candidates) == 1:
+        return candidates[0]
+    raise AuditFailure(f"no final key for bucket {bucket} in {keys_dir} (expected {bucket}.zkey)"
+                       if not candidates else f"several keys for bucket {bucket} in {keys_dir}")
+
+
+def audit_bucket(card: ModelCard, bucket: CircuitBucket, ptau: Ptau, ptau_sha256: str, zkey_bytes: bytes,
+                 backend: Any, progress: Progress | None = None, *, initial: bytes | None = None) -> BucketAudit:
+    """Audit one bucket. `initial`: `zkey new` of this circuit and phase 1 if the caller has already
+    regenerated it (it is compared by circuit hash; the chain from it is verified as usual)."""
+    say = progress or (lambda _m: None)
+    start = time.perf_counter()
+    try:
+        records = _audit(card, bucket, ptau, ptau_sha256, zkey_bytes, backend, say, initial)
+        return BucketAudit(bucket.bucket, bucket.n_constraints, True, "ok", records, time.perf_counter() - start)
+    except (AuditFailure, MalformedArtifact) as exc:
+        return BucketAudit(bucket.bucket, bucket.n_constraints, False, str(exc), (), time.perf_counter() - start)
+
+
+def _audit(card, bucket, ptau, ptau_sha256, zkey_bytes, backend, say, initial_bytes) -> tuple[ContributionRecord, ...]:
+    setup = bucket.setup
+    if setup.method != "ceremony":
+        raise AuditFailure("set up by the bank alone: no ceremony to check, whoever ran it can forge proofs")
+    say(f"{bucket.bucket}: rebuilding the statement from the card's shape")
+    r1cs = statement_relation(shape_from_card(card, bucket))
+    if r1cs_digest(r1cs) != bucket.r1cs_digest:
+        raise AuditFailure("the card's R1CS digest is not the digest of the statement its shape describes")
+    if (r1cs.n_constraints, r1cs.n_public) != (bucket.n_constraints, bucket.n_public):
+        raise AuditFailure("the card's constraint or public-input count differs from the rebuilt statement")
+    if ptau_sha256 != setup.phase1_digest or ptau.power != setup.phase1_power:
+        raise AuditFailure("the phase-1 file is not the one the card names (SHA-256 or power differ)")
+    if initial_bytes is None:
+        say(f"{bucket.bucket}: regenerating the initial key from the phase-1 file ({r1cs.n_constraints} constraints)")
+        initial_bytes = new_zkey(r1cs, ptau, backend)
+    initial = parse_zkey(initial_bytes, backend, what="initial key")
+    if initial.cs_hash.hex() != setup.circuit_hash:
+        raise AuditFailure("the card's circuit hash is not the hash of the initial key of this circuit")
+    final = parse_zkey(zkey_bytes, backend, what=f"final key of {bucket.bucket}")
+    say(f"{bucket.bucket}: verifying {len(final.contributions)} contribution(s)")
+    report = verify_contributions(initial, final, backend)
+    chain = tuple(ContributionRecord(name=r.name or "", hash=r.hash_hex,
+                                     kind="beacon" if r.type == 1 else "contribution")
+                  for r in report.contributions)
+    if chain != setup.contributions:
+        raise AuditFailure("the card's contributor list is not the key's transcript")
+    if not chain:
+        raise AuditFailure("the key has no contribution: its delta is the generator (degenerate)")
+    if transcript_digest(final) != setup.transcript_digest:
+        raise AuditFailure("the card's transcript digest is not the key's")
+    if vk_digest(vk_from_zkey(final)) != bucket.verifying_key_digest:
+        raise AuditFailure("the card's verifying key is not the final key's")
+    return chain
+
+
+def audit_card(card: ModelCard, ptau_path: Path, keys_dir: Path, backend: Any,
+               progress: Progress | None = None) -> list[BucketAudit]:
+    """Audit every bucket of `card` (see the module docstring)."""
+    say = progress or (lambda _m: None)
+    ptau = read_ptau(ptau_path)
+    say(f"phase 1: {ptau_path} (power {ptau.power}), SHA-256")
+    ptau_sha256 = file_sha256(ptau_path)
+    powers = sorted({p for b in card.circuits for p in _powers(b)} & set(range(ptau.power + 2)))
+    say(f"phase 1: checking the powers of tau and the Lagrange points at powers {powers}")
+    verify_ptau(ptau, backend, lagrange_powers=powers)
+    results = []
+    for bucket in card.circuits:
+        try:
+            zkey_bytes = find_bucket_key(keys_dir, bucket.bucket).read_bytes()
+        except AuditFailure as exc:
+            results.append(BucketAudit(bucket.bucket, bucket.n_constraints, False, str(exc), (), 0.0))
+            continue
+        results.append(audit_bucket(card, bucket, ptau, ptau_sha256, zkey_bytes, backend, say))
+    return results
+
+
+def _powers(bucket: CircuitBucket) -> tuple[int, int]:
+    rows = bucket.n_constraints + bucket.n_public
+    power = max(rows, 1).bit_length()  # snarkjs's cirPower: floor(log2(rows)) + 1
+    return power, power + 1
