@@ -1,8 +1,15 @@
 """`fairproof demo`: the whole product end to end on German Credit, with SQLite.
 
 Train (or load) a German Credit (4,2) model, commit to it, enumerate its
-regions into the precompute store, then for a few test customers: certify,
-prove, and verify each bundle as a customer would (card + bundle only).
+regions into the precompute store, set up the keys of the circuit buckets
+the first customers need in a two-party ceremony (the bank and a named
+auditor contribute, a beacon closes it), then for a few test customers:
+certify, prove, and verify each bundle as a customer who trusts the auditor
+would (card + bundle + the auditor's contribution hash only).
+
+Phase 1 here is a development powers-of-tau file written on this machine (by
+the auditor, in the story): production uses a public ceremony's file, see the
+README.
 """
 from __future__ import annotations
 
@@ -55,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     model_dir = workdir / f"german-{'x'.join(map(str, hidden))}-{args.variant}"
 
     backend = get_backend()
-    _say(f"[1/4] model: German Credit {hidden} {args.variant} (curve backend: {backend.name})")
+    _say(f"[1/6] model: German Credit {hidden} {args.variant} (curve backend: {backend.name})")
     if not (model_dir / "model.json").is_file():
         artifact = load_or_train("german", hidden, args.variant, cache_dir=workdir / "cache", data_dir=args.data_dir,
                                  progress=lambda *a: None)
@@ -64,11 +71,11 @@ def run(args: argparse.Namespace) -> int:
     workspace = ModelWorkspace.open(model_dir)
     _say(f"      test accuracy {workspace.artifact.test_accuracy:.3f}")
 
-    _say("[2/4] commit")
+    _say("[2/6] commit")
     card = workspace.card() if workspace.is_committed else commit_model(workspace, model_id=model_dir.name)
     _say(f"      commitment {card.commitment}")
 
-    _say("[3/4] precompute regions")
+    _say("[3/6] precompute regions")
     db = open_database(resolve_store_url(args.store, model_dir))
     try:
         prover = Prover(workspace, db, backend, progress=_say)
@@ -76,33 +83,103 @@ def run(args: argparse.Namespace) -> int:
         _say(f"      {summary.regions} regions, {summary.facets} facets, {summary.lps} new LPs, "
              f"{summary.seconds:.1f} s")
 
-        _say(f"[4/4] certify, prove and verify {args.customers} customers")
         X, _ = test_inputs(workspace.artifact, args.data_dir)
+        queries = [query_from_index(workspace.artifact, prover.model, i, args.data_dir)
+                   for i in range(min(args.customers, len(X)))]
+        auditor_hashes = _ceremonies(prover, queries, workdir, backend)
+
+        _say(f"[6/6] certify, prove and verify {len(queries)} customers (trusting the auditor's contribution)")
         bundles_dir = workdir / "bundles"
         bundles_dir.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(workspace.card_path, workdir / "card.json")
         print(f"{'customer':>8}  {'decision':<10} {'status':<20} {'eps':>10}  {'constraints':>11}  "
               f"{'online s':>8}  {'prove s':>7}  {'verify ms':>9}  proof")
         failures = 0
-        for index in range(min(args.customers, len(X))):
-            query = query_from_index(workspace.artifact, prover.model, index, args.data_dir)
+        for index, query in enumerate(queries):
             result = prover.prove(query)
             bundle = result.bundle
             (bundles_dir / f"customer-{index}.json").write_text(bundle.model_dump_json(indent=1) + "\n")
             t0 = time.perf_counter()
-            verdict = verify_bundle(bundle, prover.card, backend)
+            verdict = verify_bundle(bundle, prover.card, backend, trusted_contributors=auditor_hashes)
             verify_ms = (time.perf_counter() - t0) * 1000
             failures += not verdict
             print(f"{index:>8}  {bundle.decision_label:<10} {bundle.status:<20} {bundle.eps.decimal:>10}  "
                   f"{result.n_constraints:>11}  {result.timings.online:>8.2f}  {result.timings.prove:>7.2f}  "
                   f"{verify_ms:>9.1f}  {len(bytes.fromhex(bundle.proof_hex))} B "
                   + ("VALID" if verdict else "INVALID: " + "; ".join(verdict.reasons)), flush=True)
-        last = bundle
         shutil.copyfile(workspace.card_path, workdir / "card.json")
     finally:
         db.dispose()
     print()
-    print(explain(last, prover.card))
-    print(f"\nbundles in {bundles_dir}/, card in {workdir / 'card.json'}; check one with:\n"
-          f"  fairproof-verify {bundles_dir}/customer-0.json --card {workdir / 'card.json'}")
+    if verdict:
+        print(explain(verdict.claims, prover.card))
+    trust = " ".join(f"--trust-contributor {h}" for h in auditor_hashes)
+    print(f"\nbundles in {bundles_dir}/, card in {workdir / 'card.json'}; check one as a customer who trusts the "
+          f"auditor:\n  fairproof-verify {bundles_dir}/customer-0.json --card {workdir / 'card.json'} {trust}")
+    print(f"audit every key of the card:\n  fairproof audit-keys --card {workdir / 'card.json'} "
+          f"--ptau {_phase1_path(workdir)} --keys {model_dir / 'keys'}")
     return 1 if failures else 0
+
+
+AUDITOR = "Consumer Credit Association (auditor)"
+
+
+def _phase1_path(workdir: Path) -> Path:
+    return workdir / "phase1" / "development.ptau"
+
+
+def _ceremonies(prover, queries, workdir: Path, backend) -> list[str]:
+    """Keys for every bucket the customers need, each from a bank + auditor ceremony; the auditor's hashes."""
+    import hashlib
+    import json
+
+    from circuits.snarkjs.ceremony import Ceremony
+    from circuits.snarkjs.ptau import read_ptau
+    from circuits.snarkjs.ptau_dev import write_dev_ptau
+    from circuits.snarkjs.zkey_new import circuit_power
+    from circuits.statement import statement_relation
+    from prover_service.bucket_keys import ceremony_metadata
+    from prover_service.statement_witness import bucket_sizes
+
+    shapes = {}
+    for query in queries:
+        shape = prover.shape_for(*bucket_sizes(prover.certify(query)))
+        shapes.setdefault(shape.bucket, shape)
+    relations = {name: statement_relation(shape) for name, shape in shapes.items()}
+    power = max(circuit_power(r) for r in relations.values())
+    ptau = _phase1_path(workdir)
+    if not ptau.is_file() or read_ptau(ptau).power < power:
+        _say(f"[4/6] phase 1: a development powers-of-tau file of 2^{power} (made here, by the auditor in this "
+             "story; production uses a public ceremony's file)")
+        ptau.parent.mkdir(parents=True, exist_ok=True)
+        write_dev_ptau(ptau, power, backend, name=AUDITOR, progress=lambda m: _say(f"      {m}"))
+    else:
+        _say(f"[4/6] phase 1: {ptau} (2^{read_ptau(ptau).power}, made by an earlier run)")
+
+    receipts_path = workdir / "ceremonies" / "auditor-hashes.json"
+    receipts = json.loads(receipts_path.read_text()) if receipts_path.is_file() else {}
+    _say(f"[5/6] phase-2 ceremonies for buckets {', '.join(sorted(shapes))}: the bank, then the auditor, "
+         "then a public beacon")
+    for name, shape in sorted(shapes.items()):
+        if any(b.bucket == name for b in prover.card.circuits):
+            _say(f"      {name}: installed by an earlier run")
+            continue
+        directory = workdir / "ceremonies" / f"{prover.card.model_id}-{name}"
+        if directory.exists():
+            import shutil
+
+            shutil.rmtree(directory)  # an interrupted earlier run: start this bucket again
+        step = lambda m: _say(f"      {m}")  # noqa: E731
+        ceremony = Ceremony.init(directory, relations[name], ptau, backend, label=f"{prover.card.model_id} {name}",
+                                 metadata=ceremony_metadata(prover.card, shape), progress=step)
+        bank = ceremony.contribute("bank", b"", backend, progress=step)
+        _say(f"      {name}: the bank's contribution hash {bank.hash[:32]}...")
+        auditor = ceremony.contribute(AUDITOR, b"", backend, progress=step)  # on the auditor's machine, in life
+        _say(f"      {name}: the auditor's contribution hash {auditor.hash[:32]}...")
+        beacon = hashlib.sha256(f"public beacon for {prover.card.commitment}".encode()).hexdigest()
+        ceremony.finalize(beacon, 10, backend, progress=step)
+        prover.install_ceremony(ceremony)
+        receipts[name] = auditor.hash
+        receipts_path.write_text(json.dumps(receipts, indent=1))
+    # One contribution per bucket, so one hash per bucket: a customer who trusts the auditor names each.
+    return sorted({receipts[name] for name in shapes})
