@@ -187,8 +187,9 @@ def _check_box(card: ModelCard, features, record: Mapping[str, Any], query: tupl
 def describe_query(card: ModelCard, query: tuple[int, ...]) -> list[tuple[str, str]]:
     """Each feature of a fixed-point query in the customer's own units, for people to recognise.
 
-    Numeric values are approximate (quantisation rounds to 2^-scale_bits
-    standardised units); categories are named when the value is exactly one.
+    Numeric values are shown to the precision the query keeps (quantisation
+    rounds to 2^-scale_bits standardised units, std * 2^-scale_bits raw
+    units); categories are named when the value is exactly one.
     """
     unit = 1 << card.scale_bits
     features = card.features or tuple(FeatureEncoding(name=n, kind=NUMERIC) for n in card.feature_names)
@@ -196,7 +197,10 @@ def describe_query(card: ModelCard, query: tuple[int, ...]) -> list[tuple[str, s
     for f, v in zip(features, query):
         raw = f.mean + f.std * v / unit
         if f.kind == NUMERIC:
-            out.append((f.name, f"{raw:.6g}"))
+            step = abs(f.std) / unit
+            decimals = max(0, math.ceil(-math.log10(step)) - 1) if 0 < step < 1 else 0
+            text = f"{raw:.{decimals}f}"
+            out.append((f.name, text.rstrip("0").rstrip(".") if "." in text else text))
             continue
         code = round(raw)
         exact = 0 <= code < len(f.categories) and _round_half_up((code - f.mean) / f.std, card.scale_bits) == v

@@ -13,6 +13,9 @@ from typing import Callable
 
 from offline_precompute.certify import query_from_index, test_inputs
 
+from circuits.statement import statement_relation
+
+from .bucket_keys import NoKeySetup
 from .proving import Prover
 from .statement_witness import bucket_sizes
 
@@ -22,6 +25,7 @@ class BucketSetup:
     bucket: str
     n_constraints: int
     seconds: float  # 0 when the keys already existed
+    status: str = "ready"  # "ready", or "needs a ceremony" when no key setup was configured
 
 
 def setup_keys_for_test_customers(prover: Prover, n_customers: int, data_dir: str | os.PathLike[str] | None = None,
@@ -37,7 +41,13 @@ def setup_keys_for_test_customers(prover: Prover, n_customers: int, data_dir: st
     done = []
     for name, (k, f) in sorted(needed.items(), key=lambda kv: kv[1]):
         shape = prover.shape_for(k, f)
-        fresh = not prover.workspace.keys_dir(f"{shape.bucket}-{shape.digest()[:12]}").is_dir()
+        fresh = not prover.bucket_dir(shape).is_dir()
+        if fresh and isinstance(prover.key_setup, NoKeySetup):
+            # Nobody may set keys up here: name the ceremony to run instead of failing the whole job.
+            say(f"bucket {name} needs a ceremony: fairproof ceremony init --model {prover.workspace.root} "
+                f"--bucket {name} --ptau PHASE1.ptau --out DIR")
+            done.append(BucketSetup(name, statement_relation(shape).n_constraints, 0.0, "needs a ceremony"))
+            continue
         start = time.perf_counter()
         keys = prover.keys(shape)
         done.append(BucketSetup(name, keys.r1cs.n_constraints, time.perf_counter() - start if fresh else 0.0))

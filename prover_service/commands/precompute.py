@@ -92,9 +92,9 @@ def run(args: argparse.Namespace) -> int:
     rate = summary.lps / summary.seconds if summary.seconds > 0 else 0.0
     print(f"LPs solved {summary.lps} in {summary.seconds:.1f} s ({rate:.0f} LP/s)"
           + (f", store size {size} bytes" if size is not None else ""))
-    for bucket, constraints, seconds in buckets:
-        print(f"keys for bucket {bucket}: {constraints} constraints" + (f", set up in {seconds:.1f} s" if seconds else
-                                                                        ", already set up"))
+    for bucket, constraints, seconds, status in buckets:
+        state = (f"set up in {seconds:.1f} s" if seconds else "already set up") if status == "ready" else status
+        print(f"keys for bucket {bucket}: {constraints} constraints, {state}")
     return 0
 
 
@@ -107,4 +107,4 @@ def _setup_keys(args: argparse.Namespace, db) -> list[tuple[str, int, float]]:
     say = (lambda m: None) if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
     prover = Prover(ModelWorkspace.open(args.model), db, progress=say, key_setup=key_setup_from_args(args))
     done = setup_keys_for_test_customers(prover, args.key_queries, args.data_dir, say)
-    return [(d.bucket, d.n_constraints, d.seconds) for d in done]
+    return [(d.bucket, d.n_constraints, d.seconds, d.status) for d in done]
