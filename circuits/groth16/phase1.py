@@ -4,59 +4,65 @@ A multi-party powers-of-tau ceremony (snarkjs's .ptau after `prepare phase2`
 holds exactly these, for a domain of size n) publishes:
 
     lagrange_g1[j]       = [L_j(tau)]_1          j < n
+                           [alpha L_j(tau)]_1    j = n + i, i < n
+                           [beta L_j(tau)]_1     j = 2n + i, i < n
     lagrange_g2[j]       = [L_j(tau)]_2          j < n
-    alpha_lagrange_g1[j] = [alpha L_j(tau)]_1    j < n
-    beta_lagrange_g1[j]  = [beta L_j(tau)]_1     j < n
     tau_g1[i]            = [tau^i]_1             i < 2n - 1
     alpha_g1, beta_g1, beta_g2
 
 with L_j the Lagrange basis of H = <omega_n> (qap.py). Every key element is a
 linear combination of these with coefficients from the R1CS, so the key
 follows with no secret at all; gamma and delta are 1 (the generators), as in
-snarkjs's initial zkey, and phase2.contribute then randomises delta. Reading
-.ptau files is not implemented; `phase1_from_secrets` builds the points from
-known secrets (tests, and local development).
+snarkjs's initial zkey, and phase2.contribute then randomises delta.
+`ptau.phase1_points` reads them from a prepared .ptau; `phase1_from_secrets`
+builds them from known secrets (tests, and local development).
 
-The combination is a sparse matrix times a vector of points, done point by
-point in Python through the backend (a one-off cost: roughly one G1 operation
-per non-zero R1CS coefficient, plus the same in G2 for B).
+The bulk points are backend vectors (the three G1 Lagrange families in one,
+so that a single sparse combination mixes them), and each key query is one
+backend sparse combination (CurveBackend.g1_sparse_combination): a sparse
+matrix of R1CS coefficients times a vector of points, with no Python work
+per point.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy as np
+
 from ..errors import CircuitError
-from ..field import Q, R
+from ..field import R
 from ..relation import R1CS
 from .keys import ProvingKey
 from .qap import domain_size, lagrange_at, r1cs_digest
 from .types import G1Affine, G2Affine, VerifyingKey
 
 Progress = Callable[[str, int, int], None]
+G1Vector = Any  # a backend's opaque vectors (backends.base, which imports this package)
+G2Vector = Any
 
 
 @dataclass(frozen=True)
 class Phase1Points:
-    """Phase-1 output for one domain size, in canonical form (see module docstring)."""
+    """Phase-1 output for one domain size (see the module docstring); bulk
+    points are vectors of the backend that made them."""
 
     domain_size: int
-    lagrange_g1: tuple[G1Affine, ...]
-    lagrange_g2: tuple[G2Affine, ...]
-    alpha_lagrange_g1: tuple[G1Affine, ...]
-    beta_lagrange_g1: tuple[G1Affine, ...]
-    tau_g1: tuple[G1Affine, ...]
+    lagrange_g1: G1Vector  # 3n points: [L_j]_1, [alpha L_j]_1, [beta L_j]_1
+    lagrange_g2: G2Vector
+    tau_g1: G1Vector
     alpha_g1: G1Affine
     beta_g1: G1Affine
     beta_g2: G2Affine
 
-    def check_sizes(self) -> None:
+    def check_sizes(self, backend: Any) -> None:
         n = self.domain_size
-        for name in ("lagrange_g1", "lagrange_g2", "alpha_lagrange_g1", "beta_lagrange_g1"):
-            if len(getattr(self, name)) != n:
-                raise CircuitError(f"phase-1 points: {name} has {len(getattr(self, name))} points, expected {n}")
-        if len(self.tau_g1) < 2 * n - 1:
-            raise CircuitError(f"phase-1 points: tau_g1 has {len(self.tau_g1)} points, expected {2 * n - 1}")
+        for name, expected in (("lagrange_g1", 3 * n), ("lagrange_g2", n)):
+            got = backend.vector_len(getattr(self, name))
+            if got != expected:
+                raise CircuitError(f"phase-1 points: {name} has {got} points, expected {expected}")
+        if backend.vector_len(self.tau_g1) < 2 * n - 1:
+            raise CircuitError(f"phase-1 points: tau_g1 has {backend.vector_len(self.tau_g1)} points, expected {2 * n - 1}")
 
 
 def phase1_from_secrets(n: int, tau: int, alpha: int, beta: int, backend: Any) -> Phase1Points:
@@ -66,33 +72,39 @@ def phase1_from_secrets(n: int, tau: int, alpha: int, beta: int, backend: Any) -
     powers = [1] * (2 * n - 1)
     for i in range(1, len(powers)):
         powers[i] = powers[i - 1] * tau % R
-    fixed1 = lambda scalars: tuple(backend.g1_vector_to_canonical(backend.g1_fixed_base(g1, scalars)))  # noqa: E731
     return Phase1Points(
         domain_size=n,
-        lagrange_g1=fixed1(lag),
-        lagrange_g2=tuple(backend.g2_vector_to_canonical(backend.g2_fixed_base(g2, lag))),
-        alpha_lagrange_g1=fixed1([alpha * x % R for x in lag]),
-        beta_lagrange_g1=fixed1([beta * x % R for x in lag]),
-        tau_g1=fixed1(powers),
+        lagrange_g1=backend.g1_fixed_base(g1, lag + [alpha * x % R for x in lag] + [beta * x % R for x in lag]),
+        lagrange_g2=backend.g2_fixed_base(g2, lag),
+        tau_g1=backend.g1_fixed_base(g1, powers),
         alpha_g1=backend.g1_mul(g1, alpha),
         beta_g1=backend.g1_mul(g1, beta),
         beta_g2=backend.g2_mul(g2, beta),
     )
 
 
-class _Accumulator:
-    """Per-wire sums of coefficient * point, in canonical form, through the backend."""
+class _Terms:
+    """A sparse matrix being collected entry by entry (see backends.base.SparseTerms)."""
 
-    def __init__(self, size: int, add: Callable, mul: Callable):
-        self.sums: list[Any] = [None] * size
-        self.add, self.mul = add, mul
+    def __init__(self) -> None:
+        self.target: list[int] = []
+        self.source: list[int] = []
+        self.coefficient: list[int] = []
 
-    def term(self, wire: int, coefficient: int, point: Any) -> None:
-        if point is None or coefficient % R == 0:
-            return
-        scaled = point if coefficient == 1 else self.mul(point, coefficient)
-        current = self.sums[wire]
-        self.sums[wire] = scaled if current is None else self.add(current, scaled)
+    def add(self, target: int, source: int, coefficient: int) -> None:
+        self.target.append(target)
+        self.source.append(source)
+        self.coefficient.append(coefficient)
+
+    def build(self, lo: int = 0, hi: int | None = None) -> Any:
+        """The entries with lo <= target < hi, targets shifted down by lo, as backends.base.SparseTerms."""
+        from ..backends.base import SparseTerms
+
+        target = np.array(self.target, dtype=np.int64)
+        keep = target >= lo if hi is None else (target >= lo) & (target < hi)
+        picked = np.flatnonzero(keep)
+        return SparseTerms(target[picked] - lo, np.array(self.source, dtype=np.int64)[picked],
+                           [self.coefficient[i] for i in picked])
 
 
 def derive_keys_from_phase1(
@@ -103,38 +115,46 @@ def derive_keys_from_phase1(
     n = domain_size(r1cs)
     if phase1.domain_size != n:
         raise CircuitError(f"phase-1 points are for domain {phase1.domain_size}, the relation needs {n}")
-    phase1.check_sizes()
-    wires, l = r1cs.n_wires, r1cs.n_public
-    u = _Accumulator(wires, backend.g1_add, backend.g1_mul)
-    v1 = _Accumulator(wires, backend.g1_add, backend.g1_mul)
-    v2 = _Accumulator(wires, backend.g2_add, backend.g2_mul)
-    k = _Accumulator(wires, backend.g1_add, backend.g1_mul)  # (beta u + alpha v + w)(tau)
-    m = r1cs.n_constraints
+    phase1.check_sizes(backend)
+    wires, l, m = r1cs.n_wires, r1cs.n_public, r1cs.n_constraints
+    alpha_lag, beta_lag = n, 2 * n  # offsets of [alpha L_j]_1 and [beta L_j]_1 in lagrange_g1
+    u, v, k = _Terms(), _Terms(), _Terms()  # A, B and (beta u + alpha v + w)(tau)
     for j, constraint in enumerate(r1cs.constraints):
         for wire, coefficient in constraint.a:
-            u.term(wire, coefficient, phase1.lagrange_g1[j])
-            k.term(wire, coefficient, phase1.beta_lagrange_g1[j])
+            u.add(wire, j, coefficient)
+            k.add(wire, beta_lag + j, coefficient)
         for wire, coefficient in constraint.b:
-            v1.term(wire, coefficient, phase1.lagrange_g1[j])
-            v2.term(wire, coefficient, phase1.lagrange_g2[j])
-            k.term(wire, coefficient, phase1.alpha_lagrange_g1[j])
+            v.add(wire, j, coefficient)
+            k.add(wire, alpha_lag + j, coefficient)
         for wire, coefficient in constraint.c:
-            k.term(wire, coefficient, phase1.lagrange_g1[j])
-        if j % 4096 == 4095:
-            report("combine", j + 1, m)
+            k.add(wire, j, coefficient)
     for i in range(l + 1):  # binding rows: A = wire i on row m + i
-        u.term(i, 1, phase1.lagrange_g1[m + i])
-        k.term(i, 1, phase1.beta_lagrange_g1[m + i])
-    report("combine", m, m)
-    neg = lambda p: None if p is None else (p[0], (Q - p[1]) % Q)  # noqa: E731
-    h_points = [backend.g1_add(phase1.tau_g1[i + n], neg(phase1.tau_g1[i])) for i in range(n - 1)]
+        u.add(i, m + i, 1)
+        k.add(i, beta_lag + m + i, 1)
+    report("combine", 0, 5)
+    lag1, lag2 = phase1.lagrange_g1, phase1.lagrange_g2
+    a_query = backend.g1_sparse_combination(lag1, u.build(), wires)
+    report("combine", 1, 5)
+    b_g1_query = backend.g1_sparse_combination(lag1, v.build(), wires)
+    report("combine", 2, 5)
+    b_g2_query = backend.g2_sparse_combination(lag2, v.build(), wires)
+    report("combine", 3, 5)
+    ic = backend.g1_sparse_combination(lag1, k.build(0, l + 1), l + 1)
+    l_query = backend.g1_sparse_combination(lag1, k.build(l + 1), wires - l - 1)
+    report("combine", 4, 5)
+    # H: tau^(n+i) - tau^i, i < n - 1 (monomial basis times Z = X^n - 1)
+    h = _Terms()
+    for i in range(n - 1):
+        h.add(i, n + i, 1)
+        h.add(i, i, R - 1)
+    h_query = backend.g1_sparse_combination(phase1.tau_g1, h.build(), n - 1)
     g1, g2 = backend.g1_generator(), backend.g2_generator()
     vk = VerifyingKey(
         alpha_g1=phase1.alpha_g1,
         beta_g2=phase1.beta_g2,
         gamma_g2=g2,
         delta_g2=g2,
-        ic=tuple(k.sums[: l + 1]),
+        ic=tuple(backend.g1_vector_to_canonical(ic)),
     )
     pk = ProvingKey(
         backend_name=backend.name,
@@ -145,11 +165,11 @@ def derive_keys_from_phase1(
         vk=vk,
         beta_g1=phase1.beta_g1,
         delta_g1=g1,
-        a_query=backend.g1_vector(u.sums),
-        b_g1_query=backend.g1_vector(v1.sums),
-        b_g2_query=backend.g2_vector(v2.sums),
-        l_query=backend.g1_vector(k.sums[l + 1 :]),
-        h_query=backend.g1_vector(h_points),
+        a_query=a_query,
+        b_g1_query=b_g1_query,
+        b_g2_query=b_g2_query,
+        l_query=l_query,
+        h_query=h_query,
     )
-    report("done", m, m)
+    report("done", 5, 5)
     return pk, vk

@@ -32,13 +32,16 @@ one section at a time.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
-from ..backends.base import CurveBackend
+import numpy as np
+
+from ..backends.base import CurveBackend, first_invalid_montgomery
 from ..errors import CircuitError, MalformedArtifact
 from ..field import Q, R, R_TWO_ADICITY
 from ..groth16.phase1 import Phase1Points
@@ -74,8 +77,6 @@ LAGRANGE_OF = {LAGRANGE_TAU_G1: TAU_G1, LAGRANGE_TAU_G2: TAU_G2,
                LAGRANGE_ALPHA_TAU_G1: ALPHA_TAU_G1, LAGRANGE_BETA_TAU_G1: BETA_TAU_G1}
 
 _MONT_INV = pow(1 << 256, -1, Q)
-# The twist E'/Fq2: y^2 = x^3 + 3/(9+u), and 1/(9+u) = (9-u)/82.
-_B2 = (27 * pow(82, -1, Q) % Q, -3 * pow(82, -1, Q) % Q)
 # Random scalars for the same-ratio checks: a wrong section passes with
 # probability about 2^-128 (snarkjs uses 32-bit scalars).
 _CHALLENGE_BITS = 128
@@ -146,56 +147,76 @@ class Ptau:
     def lagrange_g2(self, power: int) -> list[G2Affine]:
         return self.g2_points(LAGRANGE_TAU_G2, (1 << power) - 1, 1 << power)
 
+    def g1_vector(self, backend: CurveBackend, section: int, start: int, count: int):
+        """Points start .. start+count-1 of a G1 section as a backend vector, checked
+        as decode_g1_points checks them (one vectorised pass, no Python per point)."""
+        return load_g1_vector(backend, self.raw_points(section, start, count), SECTION_NAMES[section], start)
+
+    def g2_vector(self, backend: CurveBackend, section: int, start: int, count: int):
+        """As g1_vector, and every point in the order-R subgroup (the backend's
+        check: mcl's isValid on every core)."""
+        return load_g2_vector(backend, self.raw_points(section, start, count), SECTION_NAMES[section], start)
+
 
 # --- point decoding ---------------------------------------------------------------
 
 
-def _coordinates(raw: bytes, what: str, first: int, per_point: int) -> list[int]:
-    """Standard-form coordinates from little-endian Montgomery words, each checked < q."""
+def _check_points(raw: bytes, what: str, first: int, per_point: int) -> None:
+    """Every coordinate < q and every point on its curve (G2: the twist), one vectorised pass."""
+    found = first_invalid_montgomery(raw, per_point)
+    if found is None:
+        return
+    index, kind = found
+    if kind == "coordinate":
+        raise MalformedArtifact(f"ptau {what}: point {first + index} has a coordinate >= q")
+    curve = "BN254 G1 curve" if per_point == 2 else "BN254 G2 twist"
+    raise MalformedArtifact(f"ptau {what}: point {first + index} is not on the {curve}")
+
+
+def _standard(raw: bytes) -> list[int]:
     view = memoryview(raw)
-    words = [int.from_bytes(view[i:i + N8], "little") for i in range(0, len(raw), N8)]
-    if words and max(words) >= Q:
-        bad = next(i for i, w in enumerate(words) if w >= Q)
-        raise MalformedArtifact(f"ptau {what}: point {first + bad // per_point} has a coordinate >= q")
-    return [w * _MONT_INV % Q for w in words]
+    return [int.from_bytes(view[i:i + N8], "little") * _MONT_INV % Q for i in range(0, len(raw), N8)]
 
 
 def decode_g1_points(raw: bytes, what: str, first: int = 0) -> list[G1Affine]:
     """G1 points in snarkjs's LEM form -> canonical form, each checked on the curve."""
-    c = _coordinates(raw, what, first, 2)
-    out: list[G1Affine] = []
-    for k in range(0, len(c), 2):
-        x, y = c[k], c[k + 1]
-        if x == 0 and y == 0:
-            out.append(None)
-        elif (y * y - x * x * x - 3) % Q:
-            raise MalformedArtifact(f"ptau {what}: point {first + k // 2} is not on the BN254 G1 curve")
-        else:
-            out.append((x, y))
-    return out
-
-
-def _fq2_mul(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
-    return ((a[0] * b[0] - a[1] * b[1]) % Q, (a[0] * b[1] + a[1] * b[0]) % Q)
+    _check_points(raw, what, first, 2)
+    c = _standard(raw)
+    return [None if c[k] == 0 and c[k + 1] == 0 else (c[k], c[k + 1]) for k in range(0, len(c), 2)]
 
 
 def decode_g2_points(raw: bytes, what: str, first: int = 0) -> list[G2Affine]:
     """G2 points in LEM form -> canonical form, each checked on the twist.
 
-    Subgroup membership is the backend's check (`g2_vector`), made where the
-    points are used: it costs a scalar multiplication per point."""
-    c = _coordinates(raw, what, first, 4)
-    out: list[G2Affine] = []
-    for k in range(0, len(c), 4):
-        x, y = (c[k], c[k + 1]), (c[k + 2], c[k + 3])
-        if x == (0, 0) and y == (0, 0):
-            out.append(None)
-            continue
-        x3 = _fq2_mul(_fq2_mul(x, x), x)
-        if _fq2_mul(y, y) != ((x3[0] + _B2[0]) % Q, (x3[1] + _B2[1]) % Q):
-            raise MalformedArtifact(f"ptau {what}: point {first + k // 4} is not on the BN254 G2 twist")
-        out.append((x, y))
-    return out
+    Subgroup membership is the backend's check (`load_g2_vector`), made where
+    the points are used: it costs a scalar multiplication per point."""
+    _check_points(raw, what, first, 4)
+    c = _standard(raw)
+    return [None if not any(c[k:k + 4]) else ((c[k], c[k + 1]), (c[k + 2], c[k + 3])) for k in range(0, len(c), 4)]
+
+
+def load_g1_vector(backend: CurveBackend, raw: bytes, what: str, first: int = 0):
+    """LEM G1 points as a backend vector, checked as decode_g1_points checks them."""
+    _check_points(raw, what, first, 2)
+    return backend.g1_vector_from_montgomery(raw)
+
+
+def load_g2_vector(backend: CurveBackend, raw: bytes, what: str, first: int = 0):
+    """LEM G2 points as a backend vector: on the twist, then in the order-R subgroup."""
+    _check_points(raw, what, first, 4)
+    try:
+        return backend.g2_vector_from_montgomery(raw, check_subgroup=True)
+    except MalformedArtifact as exc:
+        bad = re.search(r"point (\d+)", str(exc))  # both backends name the first failing point
+        index = first + int(bad.group(1)) if bad else first
+        raise MalformedArtifact(f"ptau {what}: point {index} is not in the order-R subgroup") from None
+
+
+def _infinity_at(raw: bytes, per_point: int) -> int | None:
+    """Index of the first all-zero point (infinity) of a LEM vector, or None."""
+    words = np.frombuffer(raw, dtype="<u8").reshape(-1, 4 * per_point)
+    zero = np.flatnonzero(~words.any(axis=1))
+    return int(zero[0]) if zero.size else None
 
 
 # --- reading the file's structure ---------------------------------------------------
@@ -333,26 +354,10 @@ def _random_scalars(count: int) -> list[int]:
     return [int.from_bytes(raw[i:i + width], "little") for i in range(0, width * count, width)]
 
 
-def _g1_vector(backend: CurveBackend, points: list[G1Affine], name: str, first: int = 0):
-    try:
-        return backend.g1_vector(points)
-    except MalformedArtifact:
-        bad = next((i for i, p in enumerate(points) if not backend.g1_is_valid(p)), 0)
-        raise MalformedArtifact(f"ptau {name}: point {first + bad} is not on the BN254 G1 curve") from None
-
-
-def _g2_vector(backend: CurveBackend, points: list[G2Affine], name: str, first: int = 0):
-    """A backend vector; the backend checks every point is in the order-R subgroup."""
-    try:
-        return backend.g2_vector(points)
-    except MalformedArtifact:
-        bad = next((i for i, p in enumerate(points) if not backend.g2_is_valid(p)), 0)
-        raise MalformedArtifact(f"ptau {name}: point {first + bad} is not in the order-R subgroup") from None
-
-
-def _no_infinity(points: list, name: str) -> None:
-    if None in points:
-        raise MalformedArtifact(f"ptau {name}: point {points.index(None)} is the point at infinity (a secret is 0)")
+def _no_infinity(raw: bytes, per_point: int, name: str) -> None:
+    at = _infinity_at(raw, per_point)
+    if at is not None:
+        raise MalformedArtifact(f"ptau {name}: point {at} is the point at infinity (a secret is 0)")
 
 
 def _consecutive_g1(backend: CurveBackend, vector, count: int, tau_g2: G2Affine, name: str) -> None:
@@ -417,9 +422,8 @@ def _check_lagrange_section(
     say(f"ptau: {name}, powers {', '.join(map(str, powers))}")
     for p in powers:
         m = 1 << p
-        points = ptau.lagrange_g2(p) if is_g2 else ptau.lagrange_g1(section, p)
         first = m - 1
-        vector = _g2_vector(backend, points, name, first) if is_g2 else _g1_vector(backend, points, name, first)
+        vector = (ptau.g2_vector if is_g2 else ptau.g1_vector)(backend, section, first, m)
         z = _random_point_outside(m)
         rhs = msm(vector, backend.scalar_vector(_interpolation_weights(z, m)))
         z_powers = [1] * min(m, tau_count)  # beyond tau_count the tau point is taken as infinity
@@ -480,38 +484,37 @@ def verify_ptau(
     g1, g2 = backend.g1_generator(), backend.g2_generator()
 
     say(f"ptau: reading tauG1 ({2 * n - 1} points), tauG2, alphaTauG1, betaTauG1 ({n} each)")
-    tau_g1 = ptau.g1_points(TAU_G1, 0, 2 * n - 1)
-    tau_g2 = ptau.g2_points(TAU_G2, 0, n)
-    alpha_tau = ptau.g1_points(ALPHA_TAU_G1, 0, n)
-    beta_tau = ptau.g1_points(BETA_TAU_G1, 0, n)
-    beta_g2 = ptau.g2_points(BETA_G2, 0, 1)
-    loaded = {TAU_G1: tau_g1, TAU_G2: tau_g2, ALPHA_TAU_G1: alpha_tau, BETA_TAU_G1: beta_tau, BETA_G2: beta_g2}
-    for section, points in loaded.items():
-        _no_infinity(points, SECTION_NAMES[section])
+    counts = {TAU_G1: 2 * n - 1, TAU_G2: n, ALPHA_TAU_G1: n, BETA_TAU_G1: n, BETA_G2: 1}
+    for section, count in counts.items():
+        _no_infinity(ptau.raw_points(section, 0, count), 4 if section in G2_SECTIONS else 2, SECTION_NAMES[section])
+    tau_g1 = ptau.g1_points(TAU_G1, 0, 2)
+    tau_g2 = ptau.g2_points(TAU_G2, 0, 2)
+    alpha_0 = ptau.g1_points(ALPHA_TAU_G1, 0, 1)[0]
+    beta_0 = ptau.g1_points(BETA_TAU_G1, 0, 1)[0]
     if tau_g1[0] != g1:
         raise MalformedArtifact("ptau tauG1: the first point is not the G1 generator")
     if tau_g2[0] != g2:
         raise MalformedArtifact("ptau tauG2: the first point is not the G2 generator")
     last = ptau.contributions[-1]
+    say("ptau: tauG2 subgroup checks")
+    tau_g2_vector = ptau.g2_vector(backend, TAU_G2, 0, n)
+    beta_g2 = backend.g2_vector_to_canonical(ptau.g2_vector(backend, BETA_G2, 0, 1))[0]
     recorded = ((last.tau_g1, tau_g1[1], "tauG1[1]"), (last.tau_g2, tau_g2[1], "tauG2[1]"),
-                (last.alpha_g1, alpha_tau[0], "alphaTauG1[0]"), (last.beta_g1, beta_tau[0], "betaTauG1[0]"),
-                (last.beta_g2, beta_g2[0], "betaG2"))
+                (last.alpha_g1, alpha_0, "alphaTauG1[0]"), (last.beta_g1, beta_0, "betaTauG1[0]"),
+                (last.beta_g2, beta_g2, "betaG2"))
     for in_record, in_section, label in recorded:
         if in_record != in_section:
             raise MalformedArtifact(f"ptau contributions: the last contribution's {label} differs from the section's")
 
-    say("ptau: tauG2 subgroup checks")
-    tau_g2_vector = _g2_vector(backend, tau_g2, "tauG2")
-    _g2_vector(backend, beta_g2, "betaG2")
     say("ptau: same-ratio checks of tauG1, tauG2, alphaTauG1, betaTauG1")
-    tau_g1_vector = _g1_vector(backend, tau_g1, "tauG1")
-    _consecutive_g1(backend, tau_g1_vector, len(tau_g1), tau_g2[1], "tauG1")
-    _consecutive_g2(backend, tau_g2_vector, len(tau_g2), tau_g1[1], "tauG2")
-    alpha_vector = _g1_vector(backend, alpha_tau, "alphaTauG1")
-    beta_vector = _g1_vector(backend, beta_tau, "betaTauG1")
+    tau_g1_vector = ptau.g1_vector(backend, TAU_G1, 0, 2 * n - 1)
+    _consecutive_g1(backend, tau_g1_vector, 2 * n - 1, tau_g2[1], "tauG1")
+    _consecutive_g2(backend, tau_g2_vector, n, tau_g1[1], "tauG2")
+    alpha_vector = ptau.g1_vector(backend, ALPHA_TAU_G1, 0, n)
+    beta_vector = ptau.g1_vector(backend, BETA_TAU_G1, 0, n)
     _consecutive_g1(backend, alpha_vector, n, tau_g2[1], "alphaTauG1")
     _consecutive_g1(backend, beta_vector, n, tau_g2[1], "betaTauG1")
-    if not backend.pairing_product_is_one([(beta_tau[0], g2), (_neg_g1(g1), beta_g2[0])]):
+    if not backend.pairing_product_is_one([(beta_0, g2), (_neg_g1(g1), beta_g2)]):
         raise MalformedArtifact("ptau betaG2: is not beta of betaTauG1[0] (e(beta_1, g2) != e(g1, beta_2))")
 
     if ptau.prepared:
@@ -519,7 +522,7 @@ def verify_ptau(
         if any(not 0 <= p <= ptau.power + 1 for p in powers):
             raise MalformedArtifact(f"ptau {ptau.path}: has powers 0..{ptau.power}; cannot check power(s) {powers}")
         below = [p for p in powers if p <= ptau.power]
-        checks = ((LAGRANGE_TAU_G1, tau_g1_vector, len(tau_g1), powers),
+        checks = ((LAGRANGE_TAU_G1, tau_g1_vector, 2 * n - 1, powers),
                   (LAGRANGE_TAU_G2, tau_g2_vector, n, below),
                   (LAGRANGE_ALPHA_TAU_G1, alpha_vector, n, below),
                   (LAGRANGE_BETA_TAU_G1, beta_vector, n, below))
@@ -543,8 +546,8 @@ def phase1_points(ptau: Ptau | str | Path, n: int, backend: CurveBackend) -> Pha
     """`Phase1Points` for the domain of size n from a prepared ptau (n <= 2^power).
 
     Only decodes (coordinates reduced, points on their curves, G2 points in
-    the subgroup); run `verify_ptau` with lagrange_powers including log2(n)
-    to know the points are consistent.
+    the subgroup), into backend vectors; run `verify_ptau` with
+    lagrange_powers including log2(n) to know the points are consistent.
     """
     ptau = ptau if isinstance(ptau, Ptau) else read_ptau(ptau)
     p = domain_power(n)
@@ -552,18 +555,17 @@ def phase1_points(ptau: Ptau | str | Path, n: int, backend: CurveBackend) -> Pha
         raise MalformedArtifact(f"ptau {ptau.path}: not prepared for phase 2 (run `snarkjs powersoftau prepare phase2`)")
     if p > ptau.power:
         raise MalformedArtifact(f"ptau {ptau.path}: power {ptau.power} is too small for a domain of 2^{p}")
-    lagrange_g2 = ptau.lagrange_g2(p)
-    beta_g2 = ptau.g2_points(BETA_G2, 0, 1)[0]
-    _g2_vector(backend, lagrange_g2, "Lagrange tauG2", n - 1)
-    _g2_vector(backend, [beta_g2], "betaG2")
+    first = n - 1  # power p's points start at 2^p - 1
+    lagrange_g1 = b"".join(ptau.raw_points(s, first, n)
+                           for s in (LAGRANGE_TAU_G1, LAGRANGE_ALPHA_TAU_G1, LAGRANGE_BETA_TAU_G1))
+    for s, offset in ((LAGRANGE_TAU_G1, 0), (LAGRANGE_ALPHA_TAU_G1, n), (LAGRANGE_BETA_TAU_G1, 2 * n)):
+        _check_points(lagrange_g1[offset * G1_SIZE:(offset + n) * G1_SIZE], SECTION_NAMES[s], first, 2)
     return Phase1Points(
         domain_size=n,
-        lagrange_g1=tuple(ptau.lagrange_g1(LAGRANGE_TAU_G1, p)),
-        lagrange_g2=tuple(lagrange_g2),
-        alpha_lagrange_g1=tuple(ptau.lagrange_g1(LAGRANGE_ALPHA_TAU_G1, p)),
-        beta_lagrange_g1=tuple(ptau.lagrange_g1(LAGRANGE_BETA_TAU_G1, p)),
-        tau_g1=tuple(ptau.g1_points(TAU_G1, 0, 2 * n - 1)),
+        lagrange_g1=backend.g1_vector_from_montgomery(lagrange_g1),
+        lagrange_g2=ptau.g2_vector(backend, LAGRANGE_TAU_G2, first, n),
+        tau_g1=ptau.g1_vector(backend, TAU_G1, 0, 2 * n - 1),
         alpha_g1=ptau.g1_points(ALPHA_TAU_G1, 0, 1)[0],
         beta_g1=ptau.g1_points(BETA_TAU_G1, 0, 1)[0],
-        beta_g2=beta_g2,
+        beta_g2=backend.g2_vector_to_canonical(ptau.g2_vector(backend, BETA_G2, 0, 1))[0],
     )

@@ -37,7 +37,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..backends.base import CurveBackend
+from ..backends.base import CurveBackend, first_invalid_montgomery, fq_dtype
 from ..errors import CircuitError, MalformedArtifact
 from ..field import Q, R, R_TWO_ADICITY
 from ..groth16.phase1 import derive_keys_from_phase1
@@ -45,7 +45,7 @@ from ..groth16.qap import domain_size
 from ..groth16.types import G1Affine, G2Affine
 from ..relation import R1CS
 from .binfile import decode_binfile, encode_binfile
-from .ptau import G1_SIZE, LAGRANGE_TAU_G1, TAU_G1, Ptau, decode_g1_points, phase1_points, read_ptau
+from .ptau import G1_SIZE, LAGRANGE_TAU_G1, TAU_G1, Ptau, phase1_points, read_ptau
 from .zkey import N8, g1_to_zkey, g2_to_zkey
 
 Progress = Callable[[str], None]
@@ -166,10 +166,33 @@ def _extra_h_difference(ptau: Ptau, n: int, backend: CurveBackend) -> G1Affine:
     return _wasm_sub_affine((x, y), (previous[0] * (_WORD % Q) % Q, previous[1] * (_WORD % Q) % Q))
 
 
-def _points_block(points: Sequence, encode: Callable, uncompressed: Callable) -> tuple[bytes, bytes]:
-    """(section payload, what csHash takes: u32 big-endian count then the points)."""
-    return (b"".join(encode(p) for p in points),
-            struct.pack(">I", len(points)) + b"".join(uncompressed(p) for p in points))
+def uncompressed_from_montgomery(data: bytes, per_point: int) -> bytes:
+    """snarkjs's "uncompressed" form of a LEM vector (G1: per_point 2, G2: 4), for
+    the whole vector at once: each coordinate out of Montgomery form
+    (zk_dtypes' Fq), big-endian, and in G2 each Fq2 element's halves swapped
+    (c1 first). Infinity (all zeros) stays all zeros, as g1_uncompressed writes it."""
+    mont = np.frombuffer(data, dtype="<u8").view(fq_dtype())
+    standard = mont.astype(_fq_standard()).view(np.uint8).reshape(-1, per_point // 2, 2, N8)
+    if per_point == 4:
+        standard = standard[:, :, ::-1, :]
+    return np.ascontiguousarray(standard[..., ::-1]).tobytes()
+
+
+_fq_standard_dtype: np.dtype | None = None
+
+
+def _fq_standard() -> np.dtype:
+    global _fq_standard_dtype
+    if _fq_standard_dtype is None:
+        import zk_dtypes
+
+        _fq_standard_dtype = np.dtype(zk_dtypes.prime_field(Q, "std"))
+    return _fq_standard_dtype
+
+
+def _points_block(data: bytes, per_point: int) -> tuple[bytes, bytes]:
+    """(section payload, what csHash takes: u32 big-endian count then the uncompressed points)."""
+    return data, struct.pack(">I", len(data) // (32 * per_point)) + uncompressed_from_montgomery(data, per_point)
 
 
 def new_zkey(r1cs: R1CS, ptau: Ptau | str | Path, backend: CurveBackend, progress: Progress | None = None) -> bytes:
@@ -207,16 +230,20 @@ def new_zkey(r1cs: R1CS, ptau: Ptau | str | Path, backend: CurveBackend, progres
     # H: odd-indexed Lagrange points of the 2n domain (section 12 at power + 1), copied as stored.
     lagrange_2n = ptau.raw_points(LAGRANGE_TAU_G1, 2 * n - 1, 2 * n)
     h_section = np.frombuffer(lagrange_2n, dtype=np.uint8).reshape(n, 2 * G1_SIZE)[:, G1_SIZE:].tobytes()
-    decode_g1_points(h_section, "Lagrange tauG1 (2n domain, odd points)")
+    bad = first_invalid_montgomery(h_section, 2)
+    if bad is not None:
+        raise MalformedArtifact(f"ptau Lagrange tauG1 (2n domain, odd points): point {bad[0]} is not a valid G1 point "
+                                f"({'coordinate >= q' if bad[1] == 'coordinate' else 'not on the BN254 G1 curve'})")
 
-    ic, ic_hash = _points_block(vk.ic, g1_to_zkey, g1_uncompressed)
-    c_points, c_hash = _points_block(backend.g1_vector_to_canonical(pk.l_query), g1_to_zkey, g1_uncompressed)
-    a_points, a_hash = _points_block(backend.g1_vector_to_canonical(pk.a_query), g1_to_zkey, g1_uncompressed)
-    b1_points, b1_hash = _points_block(backend.g1_vector_to_canonical(pk.b_g1_query), g1_to_zkey, g1_uncompressed)
-    b2_points, b2_hash = _points_block(backend.g2_vector_to_canonical(pk.b_g2_query), g2_to_zkey, g2_uncompressed)
-    h_differences = backend.g1_vector_to_canonical(pk.h_query)  # tauG1[n + i] - tauG1[i], i < n - 1
+    ic, ic_hash = _points_block(b"".join(g1_to_zkey(p) for p in vk.ic), 2)
+    c_points, c_hash = _points_block(backend.g1_vector_to_montgomery(pk.l_query), 2)
+    a_points, a_hash = _points_block(backend.g1_vector_to_montgomery(pk.a_query), 2)
+    b1_points, b1_hash = _points_block(backend.g1_vector_to_montgomery(pk.b_g1_query), 2)
+    b2_points, b2_hash = _points_block(backend.g2_vector_to_montgomery(pk.b_g2_query), 4)
+    # tauG1[n + i] - tauG1[i], i < n - 1
+    h_differences = uncompressed_from_montgomery(backend.g1_vector_to_montgomery(pk.h_query), 2)
     if n - 1 >= _H_HASH_CHUNK:
-        h_differences.append(_extra_h_difference(ptau, n, backend))
+        h_differences += g1_uncompressed(_extra_h_difference(ptau, n, backend))
 
     hasher = hashlib.blake2b(digest_size=64)
     for p in (phase1.alpha_g1, phase1.beta_g1):
@@ -224,7 +251,7 @@ def new_zkey(r1cs: R1CS, ptau: Ptau | str | Path, backend: CurveBackend, progres
     hasher.update(g2_uncompressed(phase1.beta_g2))
     hasher.update(g2_uncompressed(g2) + g1_uncompressed(g1) + g2_uncompressed(g2))
     hasher.update(ic_hash)
-    hasher.update(struct.pack(">I", n - 1) + b"".join(g1_uncompressed(p) for p in h_differences))
+    hasher.update(struct.pack(">I", n - 1) + h_differences)
     for block in (c_hash, a_hash, b1_hash, b2_hash):
         hasher.update(block)
     cs_hash = hasher.digest()
