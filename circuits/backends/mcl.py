@@ -59,6 +59,10 @@ THREAD_STACK = 256 << 20
 MSM_CHUNK = 1 << 17  # mulVec's recursion depth grows with n; stay inside the tested range
 SPLIT_MIN = 1 << 10  # below this, one thread per class is cheaper than two
 VALIDATE_SPLIT_MIN = 256  # points; below this raw vectors are checked on one thread
+# MSMs of at most this many points run on the calling thread: starting threads
+# (with large stacks) costs about a millisecond, more than the MSM itself, and
+# mulVec's stack use at this size is a few KiB, which any thread has.
+INLINE_MSM_MAX = 256
 
 _MONT_ONE_Q = (1 << 256) % Q
 _G2_ETH = (
@@ -434,7 +438,10 @@ class _Group:
             return run
 
         busy = [t for t in range(n_threads) if per_thread[t]]
-        if busy:
+        if m <= INLINE_MSM_MAX:
+            for t in busy:
+                worker(t)()
+        elif busy:
             _run_parallel([worker(t) for t in busy])
         total = self.zero()
         for p in partial:
@@ -718,16 +725,21 @@ class MclBackend(CurveBackend):
 
     def pairing_product_is_one(self, pairs: Sequence[tuple[G1Affine, G2Affine]]) -> bool:
         """One multi-Miller loop (mclBn_millerLoopVec), one final exponentiation."""
-        live = [(p, q) for p, q in pairs if p is not None and q is not None]
-        for p, q in pairs:  # validate everything, including pairs skipped as trivial
-            if _g1_try(self._lib, p) is None:
+        # Every input is validated once, including pairs skipped as trivial; the
+        # structs made by the check are the Miller loop's inputs.
+        g1s = np.zeros((len(pairs), G1_LIMBS), dtype=np.uint64)
+        g2s = np.zeros((len(pairs), G2_LIMBS), dtype=np.uint64)
+        live = []
+        for i, (p, q) in enumerate(pairs):
+            if _g1_try(self._lib, p, g1s[i]) is None:
                 raise MalformedArtifact(f"pairing G1 input is not on the curve: {p!r}")
-            if _g2_try(self._lib, q) is None:
+            if _g2_try(self._lib, q, g2s[i]) is None:
                 raise MalformedArtifact(f"pairing G2 input is not in the order-R subgroup: {q!r}")
+            if p is not None and q is not None:
+                live.append(i)
         if not live:
             return True
-        g1s = self.g1_vector([p for p, _ in live])
-        g2s = self.g2_vector([q for _, q in live])
+        g1s, g2s = np.ascontiguousarray(g1s[live]), np.ascontiguousarray(g2s[live])
         f = np.zeros(GT_LIMBS, dtype=np.uint64)
         self._lib.mclBn_millerLoopVec(f.ctypes.data, g1s.ctypes.data, g2s.ctypes.data, len(live))
         self._lib.mclBn_finalExp(f.ctypes.data, f.ctypes.data)
