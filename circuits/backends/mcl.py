@@ -22,7 +22,13 @@ MSMs split the scalars by size (see `_msm_jobs`) and run on one thread per
 available core (ctypes releases the GIL) with large stacks, in mulVec calls of
 at most 2^17 points (mulVec's stack use grows with n; 2^18 overflows 8 MiB).
 Fixed-base multiplication (key generation) is one mclBnG*_mul per scalar,
-spread over the same threads. Measured figures: benchmarks/backend_micro.py.
+spread over the same threads, as is scaling a vector by one scalar (a
+phase-2 contribution). zk_dtypes' Jacobian Montgomery points have the layout
+of mcl's structs (checked at load), so sums per target of a sparse
+combination are one np.add.reduceat, and normalising a whole vector is one
+batched conversion to affine; curve checks of whole vectors run in
+zk_dtypes' Montgomery Fq. Measured figures: benchmarks/backend_micro.py,
+benchmarks/audit_keys.py.
 """
 from __future__ import annotations
 
