@@ -3,7 +3,8 @@
 Groth16 code (setup, prove, verify) talks only to `CurveBackend`. Points cross
 this interface in canonical form (affine Python ints, see groth16.types) one
 at a time, and in bulk as opaque backend vectors that never leave the backend
-except through `*_vector_to_canonical` / `*_vector_to_bytes`. Scalars are
+except through `*_vector_to_canonical`, `*_vector_to_bytes` and
+`*_vector_to_montgomery`. Scalars are
 Python ints in [0, R) or opaque `ScalarVector`s.
 
 Two implementations exist: `reference` (py_ecc and plain Python: short,
