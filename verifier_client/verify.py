@@ -13,12 +13,14 @@ bundle's readable fields are only compared with them, never shown.
 """
 from __future__ import annotations
 
+import json
+import threading
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from circuits.backends import get_backend
 from circuits.errors import MalformedArtifact
-from circuits.groth16 import check_proof, proof_from_bytes, vk_digest
+from circuits.groth16 import VerifyingKey, check_proof, proof_from_bytes, vk_digest
 from circuits.groth16.verify import check_verifying_key
 from circuits.snarkjs.json_formats import proof_from_json, verifying_key_from_json
 from commitments.bundle import CertificateBundle
@@ -80,15 +82,43 @@ def verify_bundle(bundle: CertificateBundle, card: ModelCard, backend=None, *,
 
 
 def bucket_verifying_key(bucket: CircuitBucket, backend=None):
-    """The bucket's verifying key, checked: valid points, not degenerate, matching its digest."""
+    """The bucket's verifying key, checked: valid points, not degenerate, matching its digest.
+
+    The checked key is kept per backend and per (key document, declared
+    public-input count, declared digest): those are all the checks read, so a
+    second bundle of the same card gets the same answer without repeating
+    them (the G2 subgroup checks are most of a verification)."""
+    backend = backend or get_backend()
+    doc = bucket.verifying_key.model_dump(mode="json")
+    key = (backend.name, json.dumps(doc, sort_keys=True), bucket.n_public, bucket.verifying_key_digest, bucket.bucket)
+    with _prepared_lock:
+        cached = _prepared.get(key)
+    if cached is not None:
+        return cached.vk
     what = f"verifying key of bucket {bucket.bucket}"
-    vk = verifying_key_from_json(bucket.verifying_key.model_dump(mode="json"), what=what, backend=backend)
-    check_verifying_key(vk, backend or get_backend())
+    vk = verifying_key_from_json(doc, what=what, backend=backend)
+    check_verifying_key(vk, backend)
     if vk.n_public != bucket.n_public:
         raise MalformedArtifact(f"{what}: {vk.n_public} public inputs, the bucket declares {bucket.n_public}")
     if vk_digest(vk) != bucket.verifying_key_digest:
         raise MalformedArtifact(f"{what} does not match its digest on the card")
+    with _prepared_lock:
+        if len(_prepared) >= _PREPARED_MAX:
+            _prepared.pop(next(iter(_prepared)))  # the oldest entry
+        _prepared[key] = PreparedVerifyingKey(vk)
     return vk
+
+
+@dataclass(frozen=True)
+class PreparedVerifyingKey:
+    """A verifying key that passed every check of bucket_verifying_key."""
+
+    vk: VerifyingKey
+
+
+_PREPARED_MAX = 64  # cards x buckets a verifier process sees; a bound, not a tuning
+_prepared: dict[tuple, PreparedVerifyingKey] = {}
+_prepared_lock = threading.Lock()
 
 
 def setup_trust_problem(bucket: CircuitBucket, trusted_contributors: Iterable[str]) -> str | None:
