@@ -33,7 +33,7 @@ from __future__ import annotations
 import hashlib
 import struct
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable
 
 import numpy as np
 
