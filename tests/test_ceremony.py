@@ -238,22 +238,16 @@ def test_audit_keys_accepts_the_card(bank, ptau, proved, capsys):
     assert f"{bank['bucket']}" in out and "OK" in out and "every bucket's key is the statement's" in out
 
 
-def test_audit_keys_refuses_single_party_keys_and_a_missing_key(bank, ptau, proved, tmp_path, capsys):
+def test_audit_refuses_single_party_keys_and_a_missing_key(bank, ptau, ceremony, proved, tmp_path):
     from commitments.card import SetupRecord
+    from prover_service.key_audit import AuditFailure, find_bucket_key
 
-    card = proved["card_model"]
-    alone = card.model_copy(update={"circuits": tuple(
-        b.model_copy(update={"setup": SetupRecord(method="single-party")}) for b in card.circuits)})
-    path = tmp_path / "alone.json"
-    path.write_text(alone.model_dump_json())
-    assert fairproof(["audit-keys", "--card", str(path), "--ptau", str(ptau), "--keys", str(bank["model"] / "keys"),
-                      "--quiet"]) == 1
-    assert "bank alone" in capsys.readouterr().out
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    assert fairproof(["audit-keys", "--card", str(proved["card"]), "--ptau", str(ptau), "--keys", str(empty),
-                      "--quiet"]) == 1
-    assert "no final key" in capsys.readouterr().out
+    alone = _lie(proved["card_model"], bank["bucket"],
+                 lambda b: b.model_copy(update={"setup": SetupRecord(method="single-party")}))
+    result = _audit(bank, ptau, ceremony, alone)
+    assert not result.ok and "bank alone" in result.reason
+    with pytest.raises(AuditFailure, match="no final key"):
+        find_bucket_key(tmp_path, bank["bucket"])
 
 
 @pytest.mark.snarkjs
@@ -328,3 +322,30 @@ def test_the_default_prover_refuses_a_bucket_nobody_set_up(bank, proved):
             prover.keys(prover.shape_for(64, 64))
     finally:
         db.dispose()
+
+
+def test_a_bucket_the_bank_sets_up_alone_names_only_the_bank(bank, ptau, ceremony, tmp_path):
+    """`--ptau` / FAIRPROOF_PTAU: a one-contribution ceremony by the bank, recorded as such on the card."""
+    from offline_precompute.db import open_database, resolve_store_url
+    from prover_service.bucket_keys import CeremonyKeySetup
+    from prover_service.proving import Prover
+    from prover_service.workspace import ModelWorkspace
+    from verifier_client.verify import verify_bundle
+
+    copy = tmp_path / "model"
+    shutil.copytree(bank["model"], copy, ignore=shutil.ignore_patterns("keys"))
+    workspace = ModelWorkspace.open(copy)
+    workspace.save_card(workspace.card().model_copy(update={"circuits": ()}))
+    db = open_database(resolve_store_url(None, workspace.root))
+    try:
+        prover = Prover(workspace, db, get_backend(), key_setup=CeremonyKeySetup(ptau, "the bank"))
+        bundle = prover.prove(bank["query"]).bundle
+    finally:
+        db.dispose()
+    bucket = prover.card.bucket(bundle.bucket)
+    assert bucket.setup.method == "ceremony" and [c.name for c in bucket.setup.contributions] == ["the bank"]
+    assert (prover.bucket_dir(prover.shape_for(bucket.shape.region_slots, bucket.shape.farkas_slots))
+            / "bucket.zkey").is_file()  # published for audit
+    assert verify_bundle(bundle, prover.card)
+    refused = verify_bundle(bundle, prover.card, trusted_contributors=[ceremony["hashes"]["auditor"]])
+    assert not refused and "none of your trusted contributors" in refused.reasons[0]

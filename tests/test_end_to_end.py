@@ -16,7 +16,7 @@ import pytest
 
 from circuits.errors import UnsatisfiedConstraint
 from circuits.field import R
-from commitments.bundle import CertificateBundle, Radius
+from commitments.bundle import CertificateBundle, Radius, SnarkjsProof
 from commitments.card import ModelCard
 from commitments.claims import signals_for
 from verifier_client.cli import main as verify_main
@@ -113,8 +113,9 @@ def test_changed_claims_with_matching_public_inputs_are_refused_by_the_proof(fai
         query[free] += 1
         forged = _altered(bundle, query=tuple(query))
     else:
+        values, labels = fair.card.slice_labels(0)  # the card's own labels: only the proof can refuse it
         forged = _altered(bundle, status="counterfactual_flip", eps=Radius(numerator=0, scale_bits=16),
-                          flip_slice={"index": 0, "values": (0,), "labels": ("x",)})
+                          flip_slice={"index": 0, "values": values, "labels": labels})
     verdict = verify_bundle(forged, fair.card)
     assert not verdict and "proof rejected" in verdict.reasons[0]
 
@@ -123,7 +124,7 @@ def test_changed_claims_without_matching_public_inputs_are_refused(fair, proved)
     bundle = proved[1].bundle
     eps = Radius(numerator=bundle.eps.numerator * 2 + 1, scale_bits=bundle.eps.scale_bits)
     verdict = verify_bundle(bundle.model_copy(update={"eps": eps}), fair.card)
-    assert not verdict and "public inputs" in verdict.reasons[0]
+    assert not verdict and "eps.numerator" in verdict.reasons[0] and "public signals" in verdict.reasons[0]
 
 
 def test_proof_replayed_for_another_query_is_refused(fair, proved):
@@ -135,9 +136,11 @@ def test_proof_replayed_for_another_query_is_refused(fair, proved):
 
 def test_tampered_proof_bytes_are_refused(fair, proved):
     bundle = proved[0].bundle
-    proof = dict(bundle.proof)
+    proof = bundle.proof.model_dump(mode="json")
     proof["pi_a"] = [proof["pi_c"][0], proof["pi_c"][1], "1"]
-    assert not verify_bundle(bundle.model_copy(update={"proof": proof}), fair.card)
+    tampered = bundle.model_copy(update={"proof": SnarkjsProof.model_validate(proof)})
+    verdict = verify_bundle(tampered, fair.card)
+    assert not verdict and "differ" in verdict.reasons[0]  # the JSON proof no longer matches proof_hex
 
 
 def test_proof_under_other_weights_is_refused_under_the_published_card(fair, proved):
@@ -166,11 +169,11 @@ def test_proof_under_other_weights_is_refused_under_the_published_card(fair, pro
     proof = prove(keys.proving_key, keys.r1cs, cs.witness(), fair.backend)
     forged = honest.bundle.model_copy(update={
         "decision": cert.decision, "eps": Radius(numerator=cert.eps, scale_bits=cert.eps_bits),
-        "proof": proof_to_json(proof), "proof_hex": proof_to_bytes(proof).hex(),
+        "proof": SnarkjsProof.model_validate(proof_to_json(proof)), "proof_hex": proof_to_bytes(proof).hex(),
         "public_signals": tuple(public_to_json(public.field_elements())),
     })
     verdict = verify_bundle(forged, fair.card)
-    assert not verdict and "public inputs" in verdict.reasons[0]
+    assert not verdict and "not the card's commitment" in verdict.reasons[0]
     # With the published commitment put in its public inputs, the proof fails.
     forced = forged.model_copy(update={
         "public_signals": signals_for(forged, int(fair.card.commitment))})
@@ -275,4 +278,4 @@ def test_export_refuses_a_bundle_of_another_card(fair, proved, tmp_path, capsys)
     other_card = fair.card.model_copy(update={"commitment": "1"})
     bundle_path, card_path = _files(tmp_path, proved[0].bundle, other_card)
     assert fairproof(["export-snarkjs", bundle_path, str(tmp_path / "out"), "--card", card_path]) == 1
-    assert "different model card" in capsys.readouterr().err
+    assert "another model card" in capsys.readouterr().err

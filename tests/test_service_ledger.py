@@ -47,7 +47,12 @@ def _bundle(certificate_id: str) -> CertificateBundle:
     return CertificateBundle(
         certificate_id=certificate_id, issued_at="2026-11-22T00:00:00+00:00", model_id="m", card_digest="d" * 64,
         bucket="k4-f4", query=(1, 2), decision=1, decision_label="good", status="certified",
-        eps=Radius(numerator=5, scale_bits=16), proof={}, public_signals=(), proof_hex="00")
+        eps=Radius(numerator=5, scale_bits=16), proof=_UNCHECKED_PROOF, public_signals=(), proof_hex="ab" * 128)
+
+
+# The ledger stores bundles without checking them: a well-formed proof document is enough here.
+_UNCHECKED_PROOF = {"pi_a": ["1", "2", "1"], "pi_b": [["1", "2"], ["3", "4"], ["1", "0"]], "pi_c": ["1", "2", "1"],
+                    "protocol": "groth16", "curve": "bn128"}
 
 
 def test_a_claim_is_exclusive_until_the_lease_runs_out(db):
