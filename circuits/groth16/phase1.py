@@ -20,8 +20,9 @@ builds them from known secrets (tests, and local development).
 The bulk points are backend vectors (the three G1 Lagrange families in one,
 so that a single sparse combination mixes them), and each key query is one
 backend sparse combination (CurveBackend.g1_sparse_combination): a sparse
-matrix of R1CS coefficients times a vector of points, with no Python work
-per point.
+matrix of R1CS coefficients times a vector of points. Python only lists the
+terms (one entry per non-zero coefficient); the point arithmetic runs in the
+backend.
 """
 from __future__ import annotations
 
