@@ -15,13 +15,14 @@ Depends on pydantic only: the verifier client imports it.
 """
 from __future__ import annotations
 
-import json
 import re
 from typing import Annotated, Any, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ValidationError
 
+from circuits.errors import MalformedArtifact
 from circuits.field import Q, R, NonCanonicalNumber, parse_canonical_decimal
+from circuits.snarkjs.json_formats import strict_loads
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -68,44 +69,20 @@ def hex_string(length: int, what: str):
 # -- strict JSON ---------------------------------------------------------------------------
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise NonCanonical(f"duplicate key {key!r}")
-        out[key] = value
-    return out
-
-
-def _no_constant(name: str) -> Any:
-    raise NonCanonical(f"{name} is not a JSON number")
-
-
-def _bounded_number(kind: type):
-    def parse(text: str) -> Any:
-        if len(text) > _MAX_JSON_NUMBER_CHARS:
-            raise NonCanonical(f"a number of {len(text)} characters is longer than any field allows")
-        return kind(text)
-    return parse
-
-
 def check_json(text: str | bytes, what: str) -> None:
     """Refuse what pydantic's parser would silently accept: duplicate keys, NaN, huge numbers."""
+    if len(text) > MAX_DOCUMENT_BYTES:
+        raise NonCanonical(f"{what}: {len(text)} bytes is larger than any document allows")
     if isinstance(text, bytes):
-        if len(text) > MAX_DOCUMENT_BYTES:
-            raise NonCanonical(f"{what}: {len(text)} bytes is larger than any document allows")
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError:
             raise NonCanonical(f"{what}: not UTF-8 text") from None
-    if len(text) > MAX_DOCUMENT_BYTES:
-        raise NonCanonical(f"{what}: larger than any document allows")
     try:
-        json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant,
-                   parse_int=_bounded_number(int), parse_float=_bounded_number(float))
-    except NonCanonical as exc:
+        strict_loads(text, _MAX_JSON_NUMBER_CHARS)
+    except MalformedArtifact as exc:
         raise NonCanonical(f"{what}: {exc}") from None
-    except (json.JSONDecodeError, ValueError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:
         raise NonCanonical(f"{what}: not valid JSON ({exc})") from None
 
 

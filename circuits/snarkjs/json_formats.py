@@ -182,18 +182,32 @@ def public_from_json(doc: Any, what: str = "public inputs") -> list[int]:
 
 # --- files -----------------------------------------------------------------------
 
+def strict_loads(text: str, max_number_chars: int = 100) -> Any:
+    """json.loads refusing what has two readings: duplicate keys, NaN and Infinity, and numbers longer
+    than `max_number_chars` (nothing this format holds needs more; int() of a huge one is slow).
+    Raises MalformedArtifact for those, ValueError for text that is not JSON."""
+    def bounded(kind: type):
+        def parse(literal: str) -> Any:
+            if len(literal) > max_number_chars:
+                raise MalformedArtifact(f"a number of {len(literal)} characters is longer than any field allows")
+            return kind(literal)
+        return parse
+
+    return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant,
+                      parse_int=bounded(int), parse_float=bounded(float))
+
+
 def load_json(path: str | Path, what: str) -> Any:
     path = Path(path)
     if not path.is_file():
         raise MalformedArtifact(f"{what}: {path} does not exist or is not a file")
     try:
-        return json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_unique_keys,
-                          parse_constant=_no_constant)
+        return strict_loads(path.read_text(encoding="utf-8"))
     except MalformedArtifact as exc:
         raise MalformedArtifact(f"{what}: {path}: {exc}") from None
     except OSError as exc:
         raise MalformedArtifact(f"{what}: cannot read {path} ({exc.strerror or exc})") from None
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # JSONDecodeError, over-long numbers
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # JSONDecodeError
         raise MalformedArtifact(f"{what}: {path} is not valid JSON ({exc})") from None
 
 
