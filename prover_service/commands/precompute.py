@@ -36,9 +36,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 class ProgressPrinter:
     """One stderr line at most every `interval` seconds."""
 
-    def __init__(self, interval: float = 1.0, stream=sys.stderr):
+    def __init__(self, interval: float = 1.0, stream=None):
         self.interval = interval
-        self.stream = stream
+        self.stream = stream  # None: whatever sys.stderr is when a line is printed (not when this was made)
         self._last = -1e9
         self._slice = -1
 
@@ -49,7 +49,7 @@ class ProgressPrinter:
         self._slice, self._last = p.slice_index, now
         print(f"  slice {p.slice_index + 1}/{p.n_slices}: {p.regions_found} regions found, "
               f"{p.regions_expanded} expanded, {p.lps} LPs solved, {p.rate:.0f} LP/s, {p.elapsed:.1f} s",
-              file=self.stream, flush=True)
+              file=self.stream or sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace) -> int:
