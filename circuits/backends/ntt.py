@@ -351,6 +351,18 @@ def _in_pair(first, second, parallel: bool) -> None:
         raise errors[0]
 
 
+def _native_coset_evaluation(kernels, work: np.ndarray, into: np.ndarray, inverse_tw: np.ndarray,
+                             forward_tw: np.ndarray):
+    """A task putting `work` (values on H) into its values on the coset, in place: interpolate,
+    twist by `into`, evaluate (`_coset_evaluations` in C)."""
+    def run() -> None:
+        kernels.dif(work, inverse_tw)
+        kernels.mul(work, work, into)
+        kernels.dit(work, forward_tw)
+
+    return run
+
+
 def _quotient_native(kernels, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """The same steps and values as `_quotient_numpy` in C, as two balanced chains of
     three NTTs: A to the coset, then A*B interpolated; beside it B to the coset,
@@ -362,12 +374,7 @@ def _quotient_native(kernels, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np
     parallel = n >= NATIVE_THREAD_MIN
 
     def to_coset(work: np.ndarray):
-        def run() -> None:
-            kernels.dif(work, inverse_tw)
-            kernels.mul(work, work, into)
-            kernels.dit(work, forward_tw)
-
-        return run
+        return _native_coset_evaluation(kernels, work, into, inverse_tw, forward_tw)
 
     def interpolate_product() -> None:
         kernels.mul(h, h, hb)
@@ -445,12 +452,7 @@ def _odd_coset_native(kernels, a: np.ndarray, b: np.ndarray, c: np.ndarray, into
     parallel = n >= NATIVE_THREAD_MIN
 
     def to_coset(work: np.ndarray):
-        def run() -> None:
-            kernels.dif(work, inverse_tw)
-            kernels.mul(work, work, into)
-            kernels.dit(work, forward_tw)
-
-        return run
+        return _native_coset_evaluation(kernels, work, into, inverse_tw, forward_tw)
 
     _in_pair(to_coset(pa), to_coset(pb), parallel)
     if parallel:
