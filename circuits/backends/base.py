@@ -14,6 +14,8 @@ same inputs both return identical canonical values.
 """
 from __future__ import annotations
 
+import functools
+
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -233,17 +235,13 @@ def montgomery_coordinates(data: bytes, per_point: int, what: str) -> list[int]:
 # Fq (the same words: x * 2^256 mod Q in four little-endian u64 limbs), so
 # no coordinate is converted. Each check is the per-point one, on every point.
 
-_fq_dtype: np.dtype | None = None
+@functools.lru_cache(maxsize=None)
+def fq_dtype(form: str = "mont") -> np.dtype:
+    """zk_dtypes' BN254 Fq in Montgomery ("mont") or standard ("std") form (made once per form;
+    zk_dtypes registers its dtypes at run time)."""
+    import zk_dtypes
 
-
-def fq_dtype() -> np.dtype:
-    """zk_dtypes' Montgomery Fq of BN254 (made once; zk_dtypes registers it at run time)."""
-    global _fq_dtype
-    if _fq_dtype is None:
-        import zk_dtypes
-
-        _fq_dtype = np.dtype(zk_dtypes.prime_field(Q, "mont"))
-    return _fq_dtype
+    return np.dtype(zk_dtypes.prime_field(Q, form))
 
 
 _Q_LIMBS = [np.uint64((Q >> (64 * i)) & 0xFFFF_FFFF_FFFF_FFFF) for i in range(4)]

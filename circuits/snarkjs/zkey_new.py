@@ -172,22 +172,10 @@ def uncompressed_from_montgomery(data: bytes, per_point: int) -> bytes:
     (zk_dtypes' Fq), big-endian, and in G2 each Fq2 element's halves swapped
     (c1 first). Infinity (all zeros) stays all zeros, as g1_uncompressed writes it."""
     mont = np.frombuffer(data, dtype="<u8").view(fq_dtype())
-    standard = mont.astype(_fq_standard()).view(np.uint8).reshape(-1, per_point // 2, 2, N8)
+    standard = mont.astype(fq_dtype("std")).view(np.uint8).reshape(-1, per_point // 2, 2, N8)
     if per_point == 4:
         standard = standard[:, :, ::-1, :]
     return np.ascontiguousarray(standard[..., ::-1]).tobytes()
-
-
-_fq_standard_dtype: np.dtype | None = None
-
-
-def _fq_standard() -> np.dtype:
-    global _fq_standard_dtype
-    if _fq_standard_dtype is None:
-        import zk_dtypes
-
-        _fq_standard_dtype = np.dtype(zk_dtypes.prime_field(Q, "std"))
-    return _fq_standard_dtype
 
 
 def _points_block(data: bytes, per_point: int) -> tuple[bytes, bytes]:
