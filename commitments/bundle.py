@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from circuits.field import R
 
 from .canonical import FqDecimal, FrDecimal, hex_string
+from .log import LogEvidence, RequestId
 
 BUNDLE_VERSION = 1
 
@@ -97,6 +98,11 @@ class CertificateBundle(_Frozen):
     proof: SnarkjsProof  # snarkjs proof.json
     public_signals: tuple[FrDecimal, ...]  # snarkjs public.json
     proof_hex: ProofHex  # 128-byte compressed proof
+    # The decision request this certificate answers (its leaf in the transparency log names it too).
+    request_id: RequestId | None = None
+    # Inclusion of this certificate and of its card in the bank's transparency log, against one
+    # signed checkpoint. Attached when the bundle is served, so it is the only part that changes.
+    log: LogEvidence | None = None
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "CertificateBundle":

@@ -59,13 +59,14 @@ def run(args: argparse.Namespace) -> int:
     from prover_service.service.database import open_service_database
     from prover_service.service.logs import configure_logging
     from prover_service.service.registry import ModelRegistry
+    from prover_service.service.transparency_log import open_transparency_log
 
     settings = settings_from(args, queue=args.queue, workers=args.workers)
     configure_logging(settings.log_level)
     if args.register:
         db = open_service_database(settings.resolved_database_url)
         try:
-            registry = ModelRegistry(db, settings)
+            registry = ModelRegistry(db, settings, open_transparency_log(db, settings))
             for name in args.register:
                 registry.register(name)
             registry.close()

@@ -29,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
     from prover_service.service.queue_procrastinate import run_worker
     from prover_service.service.registry import ModelRegistry
     from prover_service.service.runner import JobRunner, worker_name
+    from prover_service.service.transparency_log import open_transparency_log
 
     settings = settings_from(args, queue="procrastinate")
     configure_logging(settings.log_level)
@@ -38,8 +39,9 @@ def run(args: argparse.Namespace) -> int:
         from circuits.backends import get_backend
 
         backend = get_backend(settings.backend)
-    ledger = JobLedger(db, lease_seconds=settings.lease_seconds, max_attempts=settings.max_attempts)
-    registry = ModelRegistry(db, settings, backend)
+    transparency = open_transparency_log(db, settings, signing=False)
+    ledger = JobLedger(db, transparency, lease_seconds=settings.lease_seconds, max_attempts=settings.max_attempts)
+    registry = ModelRegistry(db, settings, transparency, backend)
     runners: dict[int, JobRunner] = {}
 
     def runner() -> JobRunner:

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 import time
 import uuid
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Annotated, Any, AsyncIterator
 
-from fastapi import Depends, FastAPI, Header, Path, Query, Request, status
+from fastapi import FastAPI, Path, Query, Request, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
@@ -29,70 +27,20 @@ from commitments.api import (API_PREFIX, DecisionAccepted, DecisionRequest, Erro
 from commitments.bundle import CertificateBundle
 from commitments.card import ModelCard
 
-from .database import ServiceDatabase, open_service_database
-from .dispatch import Dispatcher, InProcessDispatcher
-from .errors import Forbidden, NotFound, ServiceError, Unauthorized
-from .jobs import CERTIFICATE, PRECOMPUTE, JobLedger, JobRecord
+from .errors import NotFound, ServiceError
+from .jobs import CERTIFICATE, PRECOMPUTE, JobRecord
+from . import log_routes
 from .limits import BodySizeLimit
-from .registry import LoadedModel, ModelRegistry
 from .schema import AuditEntry
 from .settings import Settings
+from .state import Admin, ModelId, State, build_state
 
 log = logging.getLogger("fairproof.service")
 
-MODEL_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 UUID = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorBody} for code in (401, 403, 404, 409, 413, 422, 503)
 }
-
-
-@dataclass
-class ServiceState:
-    settings: Settings
-    db: ServiceDatabase
-    ledger: JobLedger
-    registry: ModelRegistry
-    dispatcher: Dispatcher
-
-
-def build_state(settings: Settings, backend=None) -> ServiceState:
-    db = open_service_database(settings.resolved_database_url)
-    ledger = JobLedger(db, lease_seconds=settings.lease_seconds, max_attempts=settings.max_attempts)
-    if backend is None and settings.backend:
-        from circuits.backends import get_backend
-
-        backend = get_backend(settings.backend)
-    registry = ModelRegistry(db, settings, backend)
-    dispatcher: Dispatcher
-    if settings.queue == "procrastinate":
-        from .queue_procrastinate import ProcrastinateDispatcher
-
-        dispatcher = ProcrastinateDispatcher(ledger, settings.resolved_database_url)
-    else:
-        dispatcher = InProcessDispatcher(ledger, registry, workers=settings.workers, data_dir=settings.data_dir)
-    return ServiceState(settings, db, ledger, registry, dispatcher)
-
-
-# ------------------------------------------------------------------ dependencies
-def service(request: Request) -> ServiceState:
-    return request.app.state.service
-
-
-State = Annotated[ServiceState, Depends(service)]
-ModelId = Annotated[str, Path(pattern=MODEL_ID, description="the model's id, as its card names it")]
-
-
-def require_admin(state: State, x_api_key: Annotated[str | None, Header()] = None) -> None:
-    expected = state.settings.admin_api_key
-    if expected is None:
-        raise Forbidden("admin endpoints are disabled: no admin API key is configured")
-    # Constant time: the comparison must not tell an attacker how much of a guess was right.
-    if x_api_key is None or not secrets.compare_digest(x_api_key.encode(), expected.get_secret_value().encode()):
-        raise Unauthorized("missing or wrong admin API key (header X-API-Key)")
-
-
-Admin = Depends(require_admin)
 
 
 # ------------------------------------------------------------------ views
@@ -107,8 +55,7 @@ def _job_view(job: JobRecord) -> JobView:
     )
 
 
-def _summary(loaded: LoadedModel) -> ModelSummary:
-    card = loaded.card()
+def _summary(card: ModelCard) -> ModelSummary:
     return ModelSummary(
         model_id=card.model_id, description=card.description, dataset=card.dataset, commitment=card.commitment,
         card_digest=card.digest(), n_inputs=card.architecture.n_inputs, hidden_sizes=card.architecture.hidden_sizes,
@@ -144,6 +91,7 @@ def create_app(settings: Settings, *, backend=None) -> FastAPI:
     _install_error_handlers(app)
     _install_request_log(app)
     _routes(app)
+    app.include_router(log_routes.router, prefix=API_PREFIX)
     return app
 
 
@@ -220,15 +168,17 @@ def _routes(app: FastAPI) -> None:
         summaries = []
         for model_id in state.registry.model_ids():
             try:
-                summaries.append(_summary(state.registry.get(model_id)))
+                summaries.append(_summary(state.registry.card(model_id)))
             except ServiceError as exc:  # one broken model must not hide the others
                 log.warning("model not listed", extra={"model_id": model_id, "reason": exc.detail})
         return ModelList(models=tuple(summaries))
 
     @app.get(f"{API_PREFIX}/models/{{model_id}}/card", response_model=ModelCard, tags=["models"])
     def model_card(model_id: ModelId, state: State) -> ModelCard:
-        """The public model card: architecture, domain box, sensitive features, commitment, verifying keys."""
-        return state.registry.get(model_id).card()
+        """The model's published card: architecture, domain box, sensitive features, commitment, verifying keys.
+
+        Always the card in the transparency log (`/v1/log/cards/{card_digest}` proves it is there)."""
+        return state.registry.card(model_id)
 
     # ------------------------------------------------------------ decisions
     @app.post(f"{API_PREFIX}/models/{{model_id}}/decisions", response_model=DecisionAccepted,
@@ -239,9 +189,10 @@ def _routes(app: FastAPI) -> None:
                                                                                     "certificate")] = 0) -> Any:
         """A customer's record in; the decision and the job that proves its certificate out."""
         loaded = await run_in_threadpool(state.registry.get, model_id)
+        card = await run_in_threadpool(state.registry.card, model_id)
         query, decision = await run_in_threadpool(loaded.decide, body.record)
         job = await run_in_threadpool(state.ledger.submit, CERTIFICATE, model_id, {"query": list(query)},
-                                      decision=decision)
+                                      decision=decision, card_digest=card.digest())
         await state.dispatcher.enqueue(job.id)
         log.info("decision requested", extra={"job_id": job.id, "model_id": model_id, "decision": decision})
         if wait:
@@ -249,7 +200,7 @@ def _routes(app: FastAPI) -> None:
             while not job.finished and time.monotonic() < deadline:
                 await asyncio.sleep(0.05)
                 job = await run_in_threadpool(state.ledger.get, job.id) or job
-        label = (await run_in_threadpool(loaded.card)).architecture.class_labels[decision]
+        label = card.architecture.class_labels[decision]
         accepted = DecisionAccepted(
             job_id=job.id, model_id=model_id, decision=decision, decision_label=label, status=job.status,
             job_url=f"{API_PREFIX}/jobs/{job.id}",
@@ -269,11 +220,18 @@ def _routes(app: FastAPI) -> None:
     @app.get(f"{API_PREFIX}/certificates/{{certificate_id}}", tags=["decisions"],
              responses={200: {"model": CertificateBundle, "description": "the certificate bundle"}})
     def certificate(certificate_id: Annotated[str, Path(pattern=UUID)], state: State) -> Response:
-        """The certificate bundle, exactly as issued (verify it with `fairproof-verify`)."""
-        bundle = state.ledger.certificate_json(certificate_id)
-        if bundle is None:
+        """The certificate bundle as issued, with its and its card's inclusion in the transparency log
+        against the newest signed checkpoint (verify it with `fairproof-verify`)."""
+        found = state.ledger.certificate(certificate_id)
+        if found is None:
             raise NotFound(f"unknown certificate {certificate_id}")
-        return Response(bundle, media_type="application/json")
+        text, leaf_index = found
+        if leaf_index is None:  # issued before this service kept a log
+            return Response(text, media_type="application/json")
+        bundle = CertificateBundle.model_validate_json(text)
+        evidence = state.log.evidence(leaf_index, bundle.card_digest)
+        return Response(bundle.model_copy(update={"log": evidence}).model_dump_json(),
+                        media_type="application/json")
 
     # ------------------------------------------------------------ admin
     @app.post(f"{API_PREFIX}/admin/models", response_model=ModelSummary, status_code=status.HTTP_201_CREATED,
@@ -282,7 +240,20 @@ def _routes(app: FastAPI) -> None:
         """Serve a committed model directory (by name, inside the models directory). Idempotent."""
         loaded = state.registry.register(body.directory)
         log.info("model registered", extra={"model_id": loaded.model_id, "commitment": loaded.commitment})
-        return _summary(loaded)
+        return _summary(state.registry.card(loaded.model_id))
+
+    @app.post(f"{API_PREFIX}/admin/models/{{model_id}}/card", response_model=ModelSummary, tags=["admin"],
+              dependencies=[Admin], responses={201: {"model": ModelSummary, "description": "a new card"}})
+    def publish_card(model_id: ModelId, state: State) -> Any:
+        """Publish the card now in the model's directory (after `fairproof commit --force`, say).
+
+        Appends it to the transparency log and serves it from then on; customers who pinned the
+        old commitment will refuse it, and monitors report the change. 200 if it is already published."""
+        card, new = state.registry.publish(model_id)
+        if new:
+            log.warning("model card published", extra={"model_id": model_id, "commitment": card.commitment,
+                                                       "card_digest": card.digest()})
+        return JSONResponse(_summary(card).model_dump(), status_code=201 if new else 200)
 
     @app.post(f"{API_PREFIX}/admin/models/{{model_id}}/precompute", response_model=JobView,
               status_code=status.HTTP_202_ACCEPTED, tags=["admin"], dependencies=[Admin])

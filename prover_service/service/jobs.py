@@ -5,6 +5,10 @@ with a compare-and-set that also takes a lease; while it works it renews the
 lease. A job whose lease ran out (its worker died) can be claimed again, so a
 restart loses nothing; the unique job id on certificates means a job retried
 after its first worker finished unseen still yields one certificate.
+
+A certificate job's request and its certificate each append a leaf to the
+transparency log in the same transaction as their row, so the log shows every
+decision asked for and every certificate issued, and nothing else.
 """
 from __future__ import annotations
 
@@ -19,9 +23,13 @@ from sqlalchemy import and_, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from commitments.bundle import CertificateBundle
+from commitments.card import ModelCard
+from commitments.log import DecisionRequested, certificate_leaf
 
 from .database import ServiceDatabase
+from .publication import publish_added_buckets
 from .schema import AuditEntry, IssuedCertificate, Job, as_utc, utcnow
+from .transparency_log import TransparencyLog
 
 CERTIFICATE = "certificate"
 PRECOMPUTE = "precompute"
@@ -57,18 +65,27 @@ class LeaseLost(Exception):
 
 
 class JobLedger:
-    def __init__(self, db: ServiceDatabase, *, lease_seconds: float = 30.0, max_attempts: int = 3):
+    def __init__(self, db: ServiceDatabase, log: TransparencyLog, *, lease_seconds: float = 30.0,
+                 max_attempts: int = 3):
         self.db = db
+        self.log = log
         self.lease = timedelta(seconds=lease_seconds)
         self.max_attempts = max_attempts
 
     # ------------------------------------------------------------ submit/read
-    def submit(self, kind: str, model_id: str, request: dict[str, Any], *, decision: int | None = None) -> JobRecord:
+    def submit(self, kind: str, model_id: str, request: dict[str, Any], *, decision: int | None = None,
+               card_digest: str | None = None) -> JobRecord:
+        """Record a job; a certificate job (which needs `decision` and `card_digest`) is logged too."""
         now = utcnow()
         job = Job(id=str(uuid.uuid4()), kind=kind, model_id=model_id, status=QUEUED, stage="waiting for a worker",
                   progress=0.0, attempts=0, request_json=json.dumps(request), decision=decision,
                   created_at=now, updated_at=now)
         with self.db.transaction() as session:
+            if kind == CERTIFICATE:
+                if decision is None or card_digest is None:
+                    raise ValueError("a certificate job needs its decision and the card it was decided under")
+                self.log.append(session, [DecisionRequested(model_id=model_id, card_digest=card_digest,
+                                                            request_id=job.id, decision=decision)])
             session.add(job)
         return self._record(job, None)
 
@@ -88,10 +105,11 @@ class JobLedger:
             ).all()
         return list(rows)
 
-    def certificate_json(self, certificate_id: str) -> str | None:
+    def certificate(self, certificate_id: str) -> tuple[str, int | None] | None:
+        """The bundle as issued and its leaf index in the log (None for one issued before the log)."""
         with self.db.sessions() as session:
             row = session.get(IssuedCertificate, certificate_id)
-            return None if row is None else row.bundle_json
+            return None if row is None else (row.bundle_json, row.leaf_index)
 
     # ------------------------------------------------------------- workers
     def claim(self, job_id: str, owner: str) -> JobRecord | None:
@@ -131,24 +149,34 @@ class JobLedger:
         if held != 1:
             raise LeaseLost(job_id)
 
-    def finish_certificate(self, job_id: str, owner: str, bundle: CertificateBundle, commitment: str) -> str:
-        """Store the bundle, append the audit entry and close the job, in one transaction.
+    def finish_certificate(self, job_id: str, owner: str, bundle: CertificateBundle, card: ModelCard) -> str:
+        """Store the bundle, log it, append the audit entry and close the job, in one transaction.
 
+        `card` is the card the bundle was proved under: if it only adds circuit
+        buckets to the published card it is published first; under another
+        commitment the job fails (only an admin publishes a recommitted model).
         Returns the job's certificate id: this bundle's, or the one an earlier
         attempt already stored (the job then keeps that one; nothing is duplicated).
         """
+        if card.digest() != bundle.card_digest or card.model_id != bundle.model_id:
+            raise ValueError("internal: the bundle was not proved under the card given")
+        bundle = bundle.model_copy(update={"request_id": job_id, "log": None})
         text = bundle.model_dump_json()
         digest = hashlib.sha256(text.encode()).hexdigest()
+        leaf = certificate_leaf(bundle.model_id, bundle.card_digest, bundle.bucket, bundle.public_signals, job_id)
         now = utcnow()
         try:
             with self.db.transaction() as session:
                 existing = self._certificate_id(session, job_id)
                 if existing is not None:
                     return existing
+                publish_added_buckets(session, self.log, card)
+                (leaf_index,) = self.log.append(session, [leaf])
                 session.add(IssuedCertificate(id=bundle.certificate_id, job_id=job_id, model_id=bundle.model_id,
-                                              bundle_json=text, bundle_sha256=digest, created_at=now))
+                                              bundle_json=text, bundle_sha256=digest, leaf_index=leaf_index,
+                                              created_at=now))
                 session.add(AuditEntry(
-                    at=now, event="certificate_issued", model_id=bundle.model_id, commitment=commitment,
+                    at=now, event="certificate_issued", model_id=bundle.model_id, commitment=card.commitment,
                     card_digest=bundle.card_digest, job_id=job_id, certificate_id=bundle.certificate_id,
                     decision=bundle.decision, status=bundle.status, eps_numerator=str(bundle.eps.numerator),
                     eps_scale_bits=bundle.eps.scale_bits, bundle_sha256=digest))

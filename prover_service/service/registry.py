@@ -1,14 +1,18 @@
 """The committed models this service serves, and one prover per model and worker thread.
 
 A model is registered once by the name of its directory under the models
-directory; registration pins its commitment. A model id never changes
-commitment afterwards: customers pin it, and a recommitted model must be
-registered under a new id.
+directory; registration publishes its card in the transparency log. The card
+customers see is always the published one, read from the database, never the
+file on disk: recommitting the directory (`fairproof commit --force`) changes
+nothing customers see or are proved against until an admin publishes the new
+card, which appends it to the log where every monitor sees the change. Until
+then the model keeps its published weights if they are loaded, and is
+unavailable otherwise (the directory no longer holds them).
 """
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -21,35 +25,20 @@ from prover_service.workspace import ModelWorkspace
 
 from .database import ServiceDatabase
 from .errors import BadRequest, Conflict, NotFound, Unavailable
-from .schema import ServedModel
+from .publication import publish_added_buckets, publish_card
+from .schema import PublishedCard, ServedModel
 from .settings import Settings
+from .transparency_log import TransparencyLog
 
 
 @dataclass(frozen=True)
 class LoadedModel:
+    """A served model's weights, loaded once per published commitment."""
+
     model_id: str
     commitment: str
     workspace: ModelWorkspace
     model: FixedPointModel
-    # The parsed card and the (mtime, size) of the file it came from: re-read only when the file changes.
-    _card_cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-
-    def card(self) -> ModelCard:
-        """The card as published now (new circuit buckets appear over the model's life)."""
-        try:
-            stat = self.workspace.card_path.stat()
-        except OSError as exc:
-            raise Unavailable(f"model {self.model_id}: its card cannot be read ({exc.strerror})") from None
-        version = (stat.st_mtime_ns, stat.st_size)
-        cached = self._card_cache.get("card")
-        if cached is not None and cached[0] == version:
-            return cached[1]
-        card = self.workspace.card()
-        self._card_cache["card"] = (version, card)
-        if card.commitment != self.commitment:
-            raise Unavailable(f"model {self.model_id}: its card on disk names another commitment than the one "
-                              "registered; a recommitted model must be registered under a new id")
-        return card
 
     def decide(self, record: Mapping[str, Any]) -> tuple[IntVector, int]:
         """The customer's query (the card's public preprocessing) and the model's decision."""
@@ -61,11 +50,13 @@ class LoadedModel:
 
 
 class ModelRegistry:
-    def __init__(self, db: ServiceDatabase, settings: Settings, backend=None):
+    def __init__(self, db: ServiceDatabase, settings: Settings, log: TransparencyLog, backend=None):
         self.db = db
+        self.log = log
         self.settings = settings
         self.backend = backend
         self._loaded: dict[str, LoadedModel] = {}
+        self._cards: dict[str, ModelCard] = {}  # by digest: a published card never changes
         self._stores: dict[str, Database] = {}
         self._provers: dict[tuple[str, int], Any] = {}
         self._lock = threading.Lock()
@@ -89,9 +80,71 @@ class ModelRegistry:
                 if existing.directory != directory:
                     raise Conflict(f"model id {card.model_id} is registered from directory {existing.directory}")
             else:
-                session.add(ServedModel(model_id=card.model_id, directory=directory, commitment=card.commitment,
-                                        card_digest=card.digest()))
+                served = ServedModel(model_id=card.model_id, directory=directory, commitment=card.commitment,
+                                     card_digest=card.digest())
+                session.add(served)
+                session.flush()
+                publish_card(session, self.log, served, card)
         return self.get(card.model_id)
+
+    def publish(self, model_id: str) -> tuple[ModelCard, bool]:
+        """Publish the card now in the model's directory (an admin's decision); (card, whether it is new)."""
+        with self.db.sessions() as session:
+            row = session.get(ServedModel, model_id)
+            if row is None:
+                raise NotFound(f"unknown model {model_id!r}")
+            directory = row.directory
+        try:
+            workspace = ModelWorkspace.open(self._model_directory(directory))
+            card = workspace.card()
+            workspace.salt()
+        except FairnessError as exc:
+            raise BadRequest(f"cannot publish the card of {model_id}: {exc}") from None
+        if card.model_id != model_id:
+            raise Conflict(f"the directory {directory} now holds model {card.model_id}, not {model_id}")
+        with self.db.transaction() as session:
+            served = session.get(ServedModel, model_id, with_for_update=True)
+            if served.card_digest == card.digest():
+                return card, False
+            publish_card(session, self.log, served, card)
+        self._forget(model_id)
+        return card, True
+
+    def card(self, model_id: str) -> ModelCard:
+        """The model's current published card."""
+        with self.db.sessions() as session:
+            row = session.get(ServedModel, model_id)
+            if row is None:
+                raise NotFound(f"unknown model {model_id!r}")
+            digest = row.card_digest
+            cached = self._cards.get(digest)
+            if cached is not None:
+                return cached
+            published = session.get(PublishedCard, digest)
+            if published is None:
+                raise Unavailable(f"model {model_id}: its card is not in the transparency log")
+            text = published.card_json
+        card = ModelCard.model_validate_json(text)
+        if card.digest() != digest:
+            raise Unavailable(f"model {model_id}: the stored card does not hash to its digest")
+        with self._lock:
+            return self._cards.setdefault(digest, card)
+
+    def refresh(self, model_id: str) -> None:
+        """Publish the directory's card if it only adds buckets to the served one (after key setup)."""
+        loaded = self.get(model_id)
+        card = loaded.workspace.card()
+        with self.db.transaction() as session:
+            publish_added_buckets(session, self.log, card)
+
+    def _forget(self, model_id: str) -> None:
+        with self._lock:
+            self._loaded.pop(model_id, None)
+            store = self._stores.pop(model_id, None)
+            for key in [k for k in self._provers if k[0] == model_id]:
+                del self._provers[key]
+        if store is not None:
+            store.dispose()
 
     def _model_directory(self, name: str) -> Path:
         base = self.settings.models_dir.resolve()
@@ -109,21 +162,27 @@ class ModelRegistry:
                                         .order_by(ServedModel.model_id)))
 
     def get(self, model_id: str) -> LoadedModel:
-        with self._lock:
-            loaded = self._loaded.get(model_id)
-        if loaded is not None:
-            return loaded
+        """The model under its published commitment (loaded once; a publication reloads it)."""
         with self.db.sessions() as session:
             row = session.get(ServedModel, model_id)
             if row is None:
                 raise NotFound(f"unknown model {model_id!r}")
             directory, commitment = row.directory, row.commitment
+        with self._lock:
+            loaded = self._loaded.get(model_id)
+        if loaded is not None and loaded.commitment == commitment:
+            return loaded
+        if loaded is not None:
+            self._forget(model_id)  # published under a new commitment by another process
         try:
             workspace = ModelWorkspace.open(self._model_directory(directory))
+            on_disk = workspace.card().commitment
+            if on_disk != commitment:
+                raise Unavailable(f"model {model_id}: its directory holds commitment {on_disk[:16]}..., the "
+                                  f"published card {commitment[:16]}...; an admin must publish the new card")
             loaded = LoadedModel(model_id, commitment, workspace, workspace.fixed_point())
         except (FairnessError, OSError) as exc:
             raise Unavailable(f"model {model_id} cannot be loaded: {exc}") from None
-        loaded.card()  # refuse a model whose card no longer matches its registration
         with self._lock:
             return self._loaded.setdefault(model_id, loaded)
 
@@ -149,6 +208,9 @@ class ModelRegistry:
             loaded = self.get(model_id)
             prover = Prover(loaded.workspace, self.store(model_id), self.backend,
                             key_setup=key_setup_for(self.settings.ptau, self.settings.single_party_setup))
+            if prover.card.commitment != loaded.commitment:
+                raise Unavailable(f"model {model_id}: its directory was recommitted; an admin must publish the "
+                                  "new card before it is proved against")
             with self._lock:
                 prover = self._provers.setdefault(key, prover)
         return prover

@@ -113,7 +113,6 @@ class JobRunner:
         return "succeeded"
 
     def _certificate(self, job: JobRecord, heartbeat: _Heartbeat) -> None:
-        loaded = self.registry.get(job.model_id)
         prover = self.registry.prover(job.model_id)
         query = tuple(int(v) for v in job.request["query"])
         result = prover.prove(query, on_stage=heartbeat.report)
@@ -121,7 +120,7 @@ class JobRunner:
             # The decision the customer was told at submission must be the one proved.
             raise ServiceError(f"internal: proved decision {result.bundle.decision} differs from the decision "
                                f"{job.decision} announced at submission")
-        certificate_id = self.ledger.finish_certificate(job.id, self.owner, result.bundle, loaded.commitment)
+        certificate_id = self.ledger.finish_certificate(job.id, self.owner, result.bundle, prover.card)
         t = result.timings
         log.info("certificate issued", extra={
             "job_id": job.id, "certificate_id": certificate_id, "model_id": job.model_id,
@@ -151,6 +150,7 @@ class JobRunner:
             heartbeat.report(f"setting up keys for the first {key_queries} test customers", 0.8)
             prover = self.registry.prover(job.model_id)
             buckets = [b.__dict__ for b in setup_keys_for_test_customers(prover, key_queries, self.data_dir)]
+            self.registry.refresh(job.model_id)  # the new buckets' card goes into the log
         self.ledger.finish(job.id, self.owner, {
             "regions": summary.regions, "slices": summary.n_slices, "facets": summary.facets,
             "lps": summary.lps, "seconds": round(summary.seconds, 3), "buckets": buckets})

@@ -5,6 +5,12 @@
     service_certificates  issued bundles; at most one per job (no duplicates on retry)
     service_audit_log     append-only: one row per issued certificate (triggers refuse
                           UPDATE and DELETE on both SQLite and PostgreSQL)
+    service_log_head      the transparency log's size: one row, the appenders' lock
+    service_log_leaves    the log's leaves (canonical JSON), append-only
+    service_log_nodes     the hash of every complete perfect subtree, (level, index), append-only
+    service_log_checkpoints  every checkpoint the log signed, append-only
+    service_log_cosignatures witnesses' cosignatures of those checkpoints
+    service_published_cards  every card the log published, by digest
 
 Alembic owns the schema (migrations/); these classes must match its head.
 """
@@ -12,7 +18,8 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from sqlalchemy import DateTime, Float, ForeignKey, Integer, MetaData, String, Text, UniqueConstraint
+from sqlalchemy import (BigInteger, DateTime, Float, ForeignKey, Integer, LargeBinary, MetaData, SmallInteger, String,
+                        Text, UniqueConstraint)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 NAMING = {
@@ -76,6 +83,7 @@ class IssuedCertificate(Base):
     model_id: Mapped[str] = mapped_column(ForeignKey("service_models.model_id"), index=True)
     bundle_json: Mapped[str] = mapped_column(Text)
     bundle_sha256: Mapped[str] = mapped_column(String(64))
+    leaf_index: Mapped[int | None] = mapped_column(BigInteger, nullable=True)  # its transparency-log leaf
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -95,3 +103,59 @@ class AuditEntry(Base):
     eps_numerator: Mapped[str] = mapped_column(String(40))  # exact, may exceed 64 bits
     eps_scale_bits: Mapped[int] = mapped_column(Integer)
     bundle_sha256: Mapped[str] = mapped_column(String(64))
+
+
+class LogHead(Base):
+    __tablename__ = "service_log_head"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)  # always 1
+    size: Mapped[int] = mapped_column(BigInteger)
+
+
+class LogLeaf(Base):
+    __tablename__ = "service_log_leaves"
+
+    idx: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    leaf_hash: Mapped[bytes] = mapped_column(LargeBinary(32), index=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    model_id: Mapped[str] = mapped_column(String(128), index=True)
+    data: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class LogNode(Base):
+    __tablename__ = "service_log_nodes"
+
+    level: Mapped[int] = mapped_column(SmallInteger, primary_key=True, autoincrement=False)
+    idx: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    hash: Mapped[bytes] = mapped_column(LargeBinary(32))
+
+
+class LogCheckpoint(Base):
+    __tablename__ = "service_log_checkpoints"
+
+    size: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    root_hash: Mapped[bytes] = mapped_column(LargeBinary(32))
+    note: Mapped[str] = mapped_column(Text)  # the signed note, with the log's own signature only
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class LogCosignature(Base):
+    __tablename__ = "service_log_cosignatures"
+
+    size: Mapped[int] = mapped_column(ForeignKey("service_log_checkpoints.size"), primary_key=True,
+                                      autoincrement=False)
+    witness: Mapped[str] = mapped_column(String(255), primary_key=True)  # the witness's key name
+    line: Mapped[str] = mapped_column(Text)  # the signature line, as a signed note carries it
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class PublishedCard(Base):
+    __tablename__ = "service_published_cards"
+
+    card_digest: Mapped[str] = mapped_column(String(64), primary_key=True)
+    model_id: Mapped[str] = mapped_column(String(128), index=True)
+    commitment: Mapped[str] = mapped_column(String(100))
+    card_json: Mapped[str] = mapped_column(Text)
+    leaf_index: Mapped[int] = mapped_column(BigInteger)
+    published_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -40,6 +40,14 @@ class Settings(BaseModel):
     ptau: Path | None = None
     # Draw every secret in the service instead (the card says "single-party"): tests and experiments only.
     single_party_setup: bool = False
+    # The transparency log's signing key (a C2SP signed-note key), kept outside the models directory;
+    # created on first start if absent. Unset: log-key/log.key beside the models directory.
+    log_key_file: Path | None = None
+    # The log's origin line and key name, for a key created on first start.
+    log_origin: str = Field(default="fairproof.localhost/log", min_length=1, max_length=255,
+                            pattern=r"^[^\s+]+$")
+    # Witnesses whose cosignatures the log keeps and serves: comma-separated cosignature/v1 verifier keys.
+    log_witnesses: str = ""
 
     @model_validator(mode="after")
     def _consistent(self) -> "Settings":
@@ -47,6 +55,10 @@ class Settings(BaseModel):
             raise ValueError("FAIRPROOF_ADMIN_API_KEY must be at least 16 characters (use a random token)")
         if self.ptau is not None and self.single_party_setup:
             raise ValueError("FAIRPROOF_PTAU and FAIRPROOF_SINGLE_PARTY_SETUP exclude each other")
+        models = self.models_dir.resolve()
+        if self.resolved_log_key_file.resolve().is_relative_to(models):
+            raise ValueError("FAIRPROOF_LOG_KEY_FILE must lie outside the models directory: whoever can "
+                             "write model directories must not hold the log's signing key")
         if self.queue == "procrastinate" and not self.resolved_database_url.startswith("postgresql"):
             raise ValueError("FAIRPROOF_QUEUE=procrastinate needs a PostgreSQL FAIRPROOF_DATABASE_URL "
                              "(the queue lives in that database)")
@@ -55,6 +67,14 @@ class Settings(BaseModel):
     @property
     def resolved_database_url(self) -> str:
         return self.database_url or f"sqlite:///{(self.models_dir / DEFAULT_DATABASE_FILE).resolve()}"
+
+    @property
+    def resolved_log_key_file(self) -> Path:
+        return self.log_key_file or self.models_dir.resolve().parent / "log-key" / "log.key"
+
+    @property
+    def witness_keys(self) -> tuple[str, ...]:
+        return tuple(k.strip() for k in self.log_witnesses.split(",") if k.strip())
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides) -> "Settings":
