@@ -16,6 +16,8 @@ from prover_service.service.database import open_service_database
 from prover_service.service.jobs import CERTIFICATE, JobLedger
 from prover_service.service.runner import JobRunner
 from prover_service.service.schema import ServedModel
+from prover_service.service.transparency_log import TransparencyLog
+from transparency import note
 
 
 @dataclass
@@ -48,12 +50,13 @@ def ledger(tmp_path):
     db = open_service_database(f"sqlite:///{tmp_path / 'service.sqlite'}")
     with db.transaction() as session:
         session.add(ServedModel(model_id="m", directory="m", commitment="1", card_digest="d" * 64))
-    yield JobLedger(db, lease_seconds=30)
+    signer = note.Signer.from_key(note.generate_key("runner.test/log")[0])
+    yield JobLedger(db, TransparencyLog(db, signer), lease_seconds=30)
     db.dispose()
 
 
 def _run(ledger, error: Exception):
-    job = ledger.submit(CERTIFICATE, "m", {"query": [1, 2]}, decision=0)
+    job = ledger.submit(CERTIFICATE, "m", {"query": [1, 2]}, decision=0, card_digest="d" * 64)
     outcome = JobRunner(ledger, _Registry(error), "tester").run(job.id)
     return outcome, ledger.get(job.id)
 
