@@ -36,6 +36,7 @@ from commitments.canonical import NonCanonical, check_json
 from commitments.card import ModelCard
 from commitments.record import RecordError, describe_query, encode_record
 
+from .log_check import LogRefused, check_log_evidence, parse_witness_key
 from .pins import PIN_FILE_ENV, PinFileError, PinMismatch, PinStore
 from .service_client import DEFAULT_TIMEOUT, DEFAULT_WAIT, ServiceClient, ServiceError, request_certificate
 from .verify import Verdict, explain, setup_summary, verify_bundle
@@ -99,6 +100,17 @@ def build_parser() -> argparse.ArgumentParser:
                               "(e.g. the bank added a circuit bucket) and pin it")
     parser.add_argument("--backend", choices=("mcl", "reference"), default=None,
                         help="curve backend for the pairing check (default: fast one if available)")
+    log = parser.add_argument_group("the bank's transparency log")
+    log.add_argument("--log-key", metavar="VKEY",
+                     help="the log's verifier key (name+id+key, from /v1/log/key or the bank's notice); "
+                          "default: the key pinned for the log, pinned on first use through --url")
+    log.add_argument("--trust-witness", action="append", default=[], metavar="VKEY",
+                     help="a witness whose cosignature every checkpoint must carry (repeatable)")
+    log.add_argument("--log-url", metavar="URL",
+                     help="with BUNDLE: the bank's service, to fetch consistency proofs between checkpoints")
+    log.add_argument("--require-log", action="store_true",
+                     help="with BUNDLE: refuse a bundle that carries no transparency-log evidence "
+                          "(always so with --url or --log-key)")
     return parser
 
 
@@ -177,7 +189,16 @@ def _from_files(args: argparse.Namespace) -> int:
     verdict = verify_bundle(bundle, card, _backend(args.backend), query=query, trusted_contributors=trusted)
     if not verdict:
         return _fail("INVALID certificate: " + "; ".join(verdict.reasons), 1)
+    try:
+        log_words = _file_log_check(args, bundle, card, pins)
+    except LogRefused as exc:
+        return _fail(f"REFUSED (transparency log): {exc}", 1)
+    except (PinFileError, PinMismatch) as exc:
+        return _fail(str(exc), 2)
+    except ServiceError as exc:
+        return _fail(f"transparency log unreachable: {exc}", 2)
     _print_valid(verdict, card)
+    print(log_words)
     if query is None:
         print("The certificate is about this record (check that it is yours, or pass --record):")
         for name, value in describe_query(card, verdict.claims.query):
@@ -185,6 +206,22 @@ def _from_files(args: argparse.Namespace) -> int:
     else:
         print("The certificate is about your record.")
     return 0
+
+
+def _file_log_check(args: argparse.Namespace, bundle: CertificateBundle, card: ModelCard, pins: PinStore) -> str:
+    """The log evidence of a bundle file: checked when present; required with --require-log or --log-key."""
+    if bundle.log is None:
+        if args.require_log or args.log_key:
+            raise LogRefused("the certificate carries no transparency-log evidence")
+        return "Transparency log: none (this bundle carries no log evidence; --require-log refuses such bundles)"
+    witnesses = [parse_witness_key(k) for k in args.trust_witness]
+    if args.log_url is None:
+        return check_log_evidence(bundle, card, bundle.log, pins, log_key=args.log_key,
+                                  witnesses=witnesses).describe()
+    with ServiceClient(args.log_url, timeout=DEFAULT_TIMEOUT) as client:
+        return check_log_evidence(bundle, card, bundle.log, pins, log_key=args.log_key,
+                                  fetch_log_key=lambda: client.log_key().verifier_key, witnesses=witnesses,
+                                  consistency=client.consistency).describe()
 
 
 def _print_valid(verdict: Verdict, card: ModelCard) -> None:
@@ -210,11 +247,15 @@ def _from_service(args: argparse.Namespace, transport) -> int:
         with ServiceClient(args.url, timeout=min(wait, DEFAULT_TIMEOUT), transport=transport) as client:
             result = request_certificate(client, pins, args.model, record, on_progress=_ProgressLine(),
                                          timeout=wait, backend=_backend(args.backend),
-                                         trusted_contributors=trusted, accept_card_update=args.accept_card_update)
+                                         trusted_contributors=trusted, accept_card_update=args.accept_card_update,
+                                         log_key=args.log_key,
+                                         witnesses=[parse_witness_key(k) for k in args.trust_witness])
     except RecordError as exc:
         return _fail(f"your record cannot be used with model {args.model!r}: {exc}", 2)
     except PinMismatch as exc:
         return _fail(f"REFUSED: {exc}", 1)
+    except LogRefused as exc:
+        return _fail(f"REFUSED (transparency log): {exc}", 1)
     except PinFileError as exc:
         return _fail(str(exc), 2)
     except ServiceError as exc:
@@ -227,6 +268,7 @@ def _from_service(args: argparse.Namespace, transport) -> int:
     if not result.verdict:
         return _fail("INVALID certificate: " + "; ".join(result.verdict.reasons), 1)
     _print_valid(result.verdict, result.card)
+    print(result.log.describe())
     print(f"Bank's reference: certificate {result.bundle.certificate_id}, issued {result.bundle.issued_at} "
           "(not covered by the proof)")
     print("The certificate is about your record.")

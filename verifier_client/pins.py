@@ -11,7 +11,10 @@ circuit keys) is refused too: it would change what the certificate means for
 the same record, or which keys its proofs are checked with. Only the user can
 accept such a card (`accept_update`).
 
-The file also lists the phase-2 contribution hashes the customer trusts.
+The file also lists the phase-2 contribution hashes the customer trusts, and
+for each transparency log the customer has checked: its pinned verifier key
+and the newest checkpoint seen (kept only once proven consistent with the one
+before, so a fork is detected on the next check).
 
 The pin file is JSON, written atomically (a temporary file renamed over the
 old one) with mode 0600; a pin is never overwritten. Unreadable or corrupt
@@ -60,6 +63,23 @@ class Pin(BaseModel):
     first_seen: str  # ISO 8601, UTC
 
 
+class KeptCheckpoint(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    size: int
+    root_hash: str  # base64, as the checkpoint writes it
+    checkpoint: str  # the signed note, kept as evidence
+
+
+class PinnedLog(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    origin: str
+    verifier_key: str
+    first_seen: str
+    checkpoint: KeptCheckpoint | None = None
+
+
 class _PinFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -67,6 +87,8 @@ class _PinFile(BaseModel):
     pins: list[Pin] = []
     # Phase-2 contribution hashes the customer trusts (see fairproof-verify --trust-contributor).
     trusted_contributors: list[str] = []
+    # Transparency logs: pinned key and newest consistent checkpoint, per origin.
+    logs: list[PinnedLog] = []
 
 
 @dataclass(frozen=True)
@@ -143,6 +165,31 @@ class PinStore:
             self._write(data)
             return PinCheck(pin, first_use=True)
 
+    def log(self, origin: str) -> PinnedLog | None:
+        return next((log for log in self._read().logs if log.origin == origin), None)
+
+    def keep_checkpoint(self, origin: str, verifier_key: str, checkpoint: KeptCheckpoint | None) -> PinnedLog:
+        """Pin the log's key on first use, and keep `checkpoint` as its newest (callers check consistency).
+
+        A pinned key is never replaced; a kept checkpoint is replaced only by a larger one.
+        """
+        with self._locked():
+            data = self._read()
+            pinned = next((log for log in data.logs if log.origin == origin), None)
+            if pinned is not None and pinned.verifier_key != verifier_key:
+                raise PinMismatch(f"the log {origin!r} is pinned with key {pinned.verifier_key}, not {verifier_key}")
+            if pinned is None:
+                pinned = PinnedLog(origin=origin, verifier_key=verifier_key,
+                                   first_seen=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+                data.logs.append(pinned)
+            kept = pinned.checkpoint
+            if checkpoint is not None and (kept is None or checkpoint.size > kept.size):
+                updated = pinned.model_copy(update={"checkpoint": checkpoint})
+                data.logs[data.logs.index(pinned)] = updated
+                pinned = updated
+            self._write(data)
+            return pinned
+
     # -- file handling ----------------------------------------------------------------
 
     def _read(self) -> _PinFile:
@@ -162,6 +209,9 @@ class PinStore:
         keys = [(p.service, p.model_id) for p in data.pins]
         if len(set(keys)) != len(keys):
             raise PinFileError(f"pin file {self.path} is corrupt (a model is pinned twice); repair or remove it")
+        origins = [log.origin for log in data.logs]
+        if len(set(origins)) != len(origins):
+            raise PinFileError(f"pin file {self.path} is corrupt (a log is pinned twice); repair or remove it")
         return data
 
     def _write(self, data: _PinFile) -> None:

@@ -21,8 +21,10 @@ from commitments.api import API_PREFIX, FINISHED, DecisionAccepted, DecisionRequ
 from commitments.bundle import CertificateBundle
 from commitments.canonical import NonCanonical, parse_strict
 from commitments.card import ModelCard
+from commitments.log import ConsistencyProof, LogEntries, LogKey, PublishedCard, SignedCheckpoint
 from commitments.record import encode_record
 
+from .log_check import LogVerdict, check_log_evidence
 from .pins import PinCheck, PinStore, normalise_service_url
 from .verify import Verdict, verify_bundle
 
@@ -100,6 +102,24 @@ class ServiceClient:
     def certificate(self, certificate_id: str) -> CertificateBundle:
         return self._call("GET", f"/certificates/{_segment(certificate_id)}", CertificateBundle)
 
+    # -- the transparency log --------------------------------------------------------------
+
+    def log_key(self) -> LogKey:
+        return self._call("GET", "/log/key", LogKey)
+
+    def checkpoint(self) -> SignedCheckpoint:
+        return self._call("GET", "/log/checkpoint", SignedCheckpoint)
+
+    def consistency(self, old_size: int, new_size: int) -> ConsistencyProof:
+        return self._call("GET", "/log/proof/consistency", ConsistencyProof,
+                          params={"old": old_size, "new": new_size})
+
+    def entries(self, start: int, end: int) -> LogEntries:
+        return self._call("GET", "/log/entries", LogEntries, params={"start": start, "end": end})
+
+    def published_card(self, card_digest: str) -> PublishedCard:
+        return self._call("GET", f"/log/cards/{_segment(card_digest)}", PublishedCard)
+
     # -- plumbing -----------------------------------------------------------------------
 
     def _call(self, method: str, path: str, model: type[M], **kwargs: Any) -> M:
@@ -167,13 +187,15 @@ class CertificateResult:
     query: tuple[int, ...]  # the customer's own encoding of the record
     accepted: DecisionAccepted
     bundle: CertificateBundle
+    log: LogVerdict | None = None  # set when the certificate verified: its place in the transparency log
 
 
 def request_certificate(client: ServiceClient, pins: PinStore, model_id: str, record: Mapping[str, Any], *,
                         on_progress: Callable[[JobView], None] | None = None,
                         poll_interval: float = DEFAULT_POLL_INTERVAL, timeout: float = DEFAULT_WAIT,
                         backend=None, trusted_contributors: Iterable[str] = (),
-                        accept_card_update: bool = False) -> CertificateResult:
+                        accept_card_update: bool = False, log_key: str | None = None,
+                        witnesses: Iterable = ()) -> CertificateResult:
     """Submit `record` for a decision and check its certificate.
 
     Raises RecordError (commitments.record) before anything is sent if the
@@ -182,7 +204,10 @@ def request_certificate(client: ServiceClient, pins: PinStore, model_id: str, re
     commitment is unchanged), ServiceError if the service cannot be used.
     Otherwise returns the verdict: valid only if the proof holds under the
     pinned card, the certificate is about this record's query, and it states
-    the decision the service announced.
+    the decision the service announced. A valid certificate must then be in
+    the service's transparency log with its card, against a checkpoint signed
+    by the pinned log key and consistent with the last one kept; LogRefused
+    (verifier_client.log_check) otherwise.
     """
     card = _card(client, model_id)
     pin = pins.check(client.base_url, card, accept_update=accept_card_update)  # first: a swapped model matters most
@@ -204,7 +229,16 @@ def request_certificate(client: ServiceClient, pins: PinStore, model_id: str, re
             pin = pins.check(client.base_url, refreshed, accept_update=accept_card_update)
             card = refreshed
     verdict = check_certificate(bundle, card, query, accepted, backend, trusted_contributors=trusted_contributors)
-    return CertificateResult(verdict, card, pin, query, accepted, bundle)
+    log = None
+    if verdict:
+        log = check_log_evidence(bundle, card, bundle.log, pins, log_key=log_key,
+                                 fetch_log_key=lambda: _log_key(client), witnesses=witnesses,
+                                 consistency=client.consistency)
+    return CertificateResult(verdict, card, pin, query, accepted, bundle, log)
+
+
+def _log_key(client: ServiceClient) -> str:
+    return client.log_key().verifier_key
 
 
 def _card(client: ServiceClient, model_id: str) -> ModelCard:
