@@ -822,8 +822,9 @@ def test_hash_argument_types():
 @pytest.mark.parametrize(
     "args",
     [
-        (NODE_HASHES[0][0], True, 2, [NODE_HASHES[0][1]], ROOT_HASHES[2]),
+        (NODE_HASHES[0][0], False, 2, [NODE_HASHES[0][1]], ROOT_HASHES[2]),  # bool is not an index
         (NODE_HASHES[0][0], 0, 2.0, [NODE_HASHES[0][1]], ROOT_HASHES[2]),
+        (NODE_HASHES[0][0], 0, True, [], NODE_HASHES[0][0]),  # would be a valid size-1 claim
         (NODE_HASHES[0][0], -1, 2, [NODE_HASHES[0][1]], ROOT_HASHES[2]),
         (bytearray(NODE_HASHES[0][0]), 0, 2, [NODE_HASHES[0][1]], ROOT_HASHES[2]),
         (NODE_HASHES[0][0], 0, 2, [bytearray(NODE_HASHES[0][1])], ROOT_HASHES[2]),
@@ -846,7 +847,8 @@ def test_verify_consistency_rejects_wrong_types():
     r2, r5 = ROOT_HASHES[2], ROOT_HASHES[5]
     verify_consistency(2, 5, r2, r5, proof)
     for args in [
-        (True, 5, r2, r5, proof),
+        (True, True, r2, r2, []),  # with 1 for True this would be a valid claim
+        (False, 5, EMPTY_ROOT, r5, []),
         (2, 5.0, r2, r5, proof),
         (-2, 5, r2, r5, proof),
         (2, 5, bytearray(r2), r5, proof),
