@@ -16,7 +16,10 @@ from commitments.api import DecisionAccepted, JobView, ModelList, ModelSummary
 from commitments.bundle import CertificateBundle
 from commitments.card import ModelCard
 from commitments.claims import signals_for
+from commitments.log import LogKey
 from verifier_client.cli import main as verify_main
+
+from log_fixtures import MemoryLog
 
 URL = "http://bank.test"
 MODEL = "german-4x2-fair"
@@ -57,8 +60,10 @@ class FakeService:
     """The service's endpoints over MockTransport; each test breaks one thing."""
 
     def __init__(self, card: ModelCard, bundle: CertificateBundle, *, decision: int | None = None,
-                 states=("queued", "running", "succeeded"), overrides=None):
-        self.card, self.bundle = card, bundle
+                 states=("queued", "running", "succeeded"), overrides=None, log: MemoryLog | None = None):
+        self.card = card
+        self.log = log or MemoryLog()  # the bank's transparency log: every bundle is served with its evidence
+        self.bundle = bundle if bundle.log is not None else self.log.issue(bundle, card)
         self.decision = bundle.decision if decision is None else decision
         self.states = list(states)
         self.overrides = overrides or {}  # (method, path) -> httpx.Response or exception
@@ -107,6 +112,14 @@ class FakeService:
             return httpx.Response(200, text=view.model_dump_json())
         if key == ("GET", f"/v1/certificates/{self.bundle.certificate_id}"):
             return httpx.Response(200, text=self.bundle.model_dump_json())
+        if key == ("GET", "/v1/log/key"):
+            return httpx.Response(200, text=LogKey(origin=self.log.origin,
+                                                   verifier_key=self.log.verifier_key).model_dump_json())
+        if key == ("GET", "/v1/log/proof/consistency"):
+            old, new = int(request.url.params["old"]), int(request.url.params["new"])
+            if not 0 <= old <= new <= self.log.size:
+                return httpx.Response(400, json={"detail": f"no consistency proof from {old} to {new}"})
+            return httpx.Response(200, text=self.log.consistency(old, new).model_dump_json())
         return httpx.Response(404, json={"detail": f"no route {request.method} {path}"})
 
 

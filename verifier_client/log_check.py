@@ -67,11 +67,13 @@ def parse_witness_key(vkey: str) -> CosignatureVerifier:
 def check_log_evidence(bundle: CertificateBundle, card: ModelCard, evidence: LogEvidence | None, pins: PinStore, *,
                        log_key: str | None = None, fetch_log_key: Callable[[], str] | None = None,
                        witnesses: Iterable[CosignatureVerifier] = (),
-                       consistency: ConsistencySource | None = None) -> LogVerdict:
+                       consistency: ConsistencySource | None = None, newest: bool = False) -> LogVerdict:
     """Check `evidence` for a bundle already verified under `card`; LogRefused with the reason if it fails.
 
     `log_key`: the log's verifier key as the customer names it (else the pinned
     one; else, on first use, `fetch_log_key()`, which is then pinned).
+    `newest`: the evidence was just served against the log's newest checkpoint,
+    so a tree smaller than the one kept means the log was rolled back.
     """
     if evidence is None:
         raise LogRefused("the certificate carries no transparency-log evidence")
@@ -101,6 +103,10 @@ def check_log_evidence(bundle: CertificateBundle, card: ModelCard, evidence: Log
                                          card_digest=card.digest()))
     _check_inclusion("card", card_leaf, evidence.card, checkpoint)
 
+    kept = pins.log(origin)
+    if newest and kept is not None and kept.checkpoint is not None and checkpoint.size < kept.checkpoint.size:
+        raise LogRefused(f"ROLLBACK: the log {origin!r} now shows {checkpoint.size} leaves, but it signed "
+                         f"{kept.checkpoint.size} before (kept since)")
     words = _check_consistency(pins, verifier, checkpoint, evidence.checkpoint, consistency)
     return LogVerdict(origin, checkpoint.size, evidence.certificate.leaf_index, evidence.card.leaf_index,
                       tuple(w.name for w in witnesses), first_use, words)

@@ -233,7 +233,7 @@ def request_certificate(client: ServiceClient, pins: PinStore, model_id: str, re
     if verdict:
         log = check_log_evidence(bundle, card, bundle.log, pins, log_key=log_key,
                                  fetch_log_key=lambda: _log_key(client), witnesses=witnesses,
-                                 consistency=client.consistency)
+                                 consistency=client.consistency, newest=True)
     return CertificateResult(verdict, card, pin, query, accepted, bundle, log)
 
 

@@ -1,0 +1,94 @@
+"""A transparency log held in memory, as a bank (honest or not) can run one.
+
+Tests use it to serve real log evidence from fake services and to build the
+forgeries a dishonest bank would: its own trees, its own keys, checkpoints of
+any size and root, signed for real.
+"""
+from __future__ import annotations
+
+from commitments.bundle import CertificateBundle
+from commitments.card import ModelCard
+from commitments.log import (CardPublished, ConsistencyProof, LogEvidence, LogInclusion, certificate_leaf,
+                             leaf_bytes)
+from transparency import merkle, note
+from transparency.checkpoint import Checkpoint
+
+ORIGIN = "bank.test/log"
+
+
+class MemoryLog:
+    def __init__(self, origin: str = ORIGIN, signer: note.Signer | None = None):
+        self.signer = signer or note.Signer.from_key(note.generate_key(origin)[0])
+        self.origin = origin
+        self.leaves: list[bytes] = []
+        self._nodes: dict[merkle.NodeId, bytes] = {}
+        self._accumulator = merkle.MerkleAccumulator()
+
+    @property
+    def verifier_key(self) -> str:
+        return self.signer.verifier().vkey()
+
+    @property
+    def size(self) -> int:
+        return len(self.leaves)
+
+    def append(self, data: bytes) -> int:
+        self.leaves.append(data)
+        self._nodes.update(self._accumulator.append(merkle.leaf_hash(data)))
+        return len(self.leaves) - 1
+
+    def index(self, data: bytes) -> int | None:
+        return self.leaves.index(data) if data in self.leaves else None
+
+    def _fetch(self, ids):
+        return {i: self._nodes[i] for i in ids}
+
+    def root(self, size: int | None = None) -> bytes:
+        return merkle.root(self.size if size is None else size, self._fetch)
+
+    def checkpoint(self, size: int | None = None, *, root: bytes | None = None,
+                   signers: list | None = None) -> str:
+        size = self.size if size is None else size
+        body = Checkpoint(self.origin, size, self.root(size) if root is None else root).body()
+        return note.sign(body, signers or [self.signer])
+
+    def inclusion(self, index: int, size: int | None = None) -> LogInclusion:
+        size = self.size if size is None else size
+        proof = merkle.inclusion_proof(index, size, self._fetch)
+        return LogInclusion(leaf_index=index, tree_size=size, proof=tuple(h.hex() for h in proof))
+
+    def consistency(self, old: int, new: int) -> ConsistencyProof:
+        proof = merkle.consistency_proof(old, new, self._fetch)
+        return ConsistencyProof(old_size=old, new_size=new, proof=tuple(h.hex() for h in proof))
+
+    # ------------------------------------------------------------ FairProof events
+    def publish(self, card: ModelCard) -> int:
+        data = card_leaf(card)
+        found = self.index(data)
+        return found if found is not None else self.append(data)
+
+    def issue(self, bundle: CertificateBundle, card: ModelCard) -> CertificateBundle:
+        """Log the card (once) and the certificate; the bundle with its evidence at the current size."""
+        card_index = self.publish(card)
+        data = bundle_leaf(bundle)
+        index = self.index(data)
+        if index is None:
+            index = self.append(data)
+        return with_evidence(bundle, self.evidence(index, card_index))
+
+    def evidence(self, certificate_index: int, card_index: int, size: int | None = None) -> LogEvidence:
+        return LogEvidence(checkpoint=self.checkpoint(size), certificate=self.inclusion(certificate_index, size),
+                           card=self.inclusion(card_index, size))
+
+
+def card_leaf(card: ModelCard) -> bytes:
+    return leaf_bytes(CardPublished(model_id=card.model_id, commitment=card.commitment, card_digest=card.digest()))
+
+
+def bundle_leaf(bundle: CertificateBundle) -> bytes:
+    return leaf_bytes(certificate_leaf(bundle.model_id, bundle.card_digest, bundle.bucket, bundle.public_signals,
+                                       bundle.request_id))
+
+
+def with_evidence(bundle: CertificateBundle, evidence: LogEvidence | None) -> CertificateBundle:
+    return bundle.model_copy(update={"log": evidence})
