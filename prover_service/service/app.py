@@ -27,7 +27,7 @@ from commitments.api import (API_PREFIX, DecisionAccepted, DecisionRequest, Erro
 from commitments.bundle import CertificateBundle
 from commitments.card import ModelCard
 
-from .errors import NotFound, ServiceError
+from .errors import NotFound, ServiceError, Unavailable
 from .jobs import CERTIFICATE, PRECOMPUTE, JobRecord
 from . import log_routes
 from .limits import BodySizeLimit
@@ -190,6 +190,8 @@ def _routes(app: FastAPI) -> None:
         """A customer's record in; the decision and the job that proves its certificate out."""
         loaded = await run_in_threadpool(state.registry.get, model_id)
         card = await run_in_threadpool(state.registry.card, model_id)
+        if card.commitment != loaded.commitment:  # a publication between the two reads: never mix them
+            raise Unavailable(f"model {model_id} is being republished; retry in a moment")
         query, decision = await run_in_threadpool(loaded.decide, body.record)
         job = await run_in_threadpool(state.ledger.submit, CERTIFICATE, model_id, {"query": list(query)},
                                       decision=decision, card_digest=card.digest())

@@ -121,14 +121,27 @@ class ModelRegistry:
             if cached is not None:
                 return cached
             published = session.get(PublishedCard, digest)
-            if published is None:
-                raise Unavailable(f"model {model_id}: its card is not in the transparency log")
-            text = published.card_json
+            text = None if published is None else published.card_json
+        if text is None:  # registered before this service kept a log
+            return self._publish_registered(model_id)
         card = ModelCard.model_validate_json(text)
         if card.digest() != digest:
             raise Unavailable(f"model {model_id}: the stored card does not hash to its digest")
         with self._lock:
             return self._cards.setdefault(digest, card)
+
+    def _publish_registered(self, model_id: str) -> ModelCard:
+        """Log the card of a model registered before the log existed: the commitment its registration
+        pinned, and nothing else, may be published without an admin."""
+        card = self.get(model_id).workspace.card()
+        with self.db.transaction() as session:
+            served = session.get(ServedModel, model_id, with_for_update=True)
+            if served.commitment != card.commitment or served.card_digest != card.digest():
+                raise Unavailable(f"model {model_id}: its card is not in the transparency log and the card on "
+                                  "disk is not the registered one; an admin must publish it")
+            if session.get(PublishedCard, served.card_digest) is None:
+                publish_card(session, self.log, served, card)
+        return self.card(model_id)
 
     def refresh(self, model_id: str) -> None:
         """Publish the directory's card if it only adds buckets to the served one (after key setup)."""
