@@ -83,15 +83,21 @@ def test_a_recommitted_card_is_served_only_once_an_admin_publishes_it(bank, mode
     assert leaves[2].card_digest == recommitted.digest() and leaves[2].request_id == accepted.json()["job_id"]
 
 
-def test_a_model_registered_before_the_log_existed_is_logged_on_first_read(bank, models_dir):
+def _registered_before_the_log(models_dir, card: ModelCard) -> Settings:
+    """A service database at the schema before the log, with the model registered as it was then."""
     settings = _settings(models_dir)
     db = open_service_database(settings.resolved_database_url, upgrade=False)
     migrate(db.engine, "0001")
     with db.engine.begin() as conn:
         conn.execute(text("INSERT INTO service_models (model_id, directory, commitment, card_digest, registered_at) "
                           "VALUES (:m, :m, :c, :d, CURRENT_TIMESTAMP)"),
-                     {"m": MODEL, "c": bank.card.commitment, "d": bank.card.digest()})
+                     {"m": MODEL, "c": card.commitment, "d": card.digest()})
     db.dispose()
+    return settings
+
+
+def test_a_model_registered_before_the_log_existed_is_logged_on_first_read(bank, models_dir):
+    settings = _registered_before_the_log(models_dir, bank.card)
     with TestClient(create_app(settings)) as client:
         assert _card(client).digest() == bank.card.digest()
         assert [leaf.kind for leaf in _leaves(client)] == ["card_published"]
@@ -100,14 +106,7 @@ def test_a_model_registered_before_the_log_existed_is_logged_on_first_read(bank,
 
 
 def test_a_registered_card_changed_on_disk_before_the_log_existed_is_not_logged_silently(bank, models_dir):
-    settings = _settings(models_dir)
-    db = open_service_database(settings.resolved_database_url, upgrade=False)
-    migrate(db.engine, "0001")
-    with db.engine.begin() as conn:
-        conn.execute(text("INSERT INTO service_models (model_id, directory, commitment, card_digest, registered_at) "
-                          "VALUES (:m, :m, :c, :d, CURRENT_TIMESTAMP)"),
-                     {"m": MODEL, "c": bank.card.commitment, "d": bank.card.digest()})
-    db.dispose()
+    settings = _registered_before_the_log(models_dir, bank.card)
     _recommit(models_dir)
     with TestClient(create_app(settings)) as client:
         assert client.get(f"/v1/models/{MODEL}/card").status_code == 503
