@@ -8,15 +8,21 @@ wait long for the dead worker's lease to run out.
 from __future__ import annotations
 
 import signal
+import tempfile
 import time
+from pathlib import Path
 
 import httpx
 import pytest
 
 from commitments.bundle import CertificateBundle
 from commitments.card import ModelCard
+from commitments.log import parse_leaf
 from tests.service_fixtures import (ADMIN_KEY, MODEL_DIRECTORY, build_models_dir, customer_records, fresh_pg_database,
                                     register_model, serve, wait_for_job, worker)
+from verifier_client.log_check import check_log_evidence
+from verifier_client.pins import PinStore
+from verifier_client.service_client import ServiceClient
 from verifier_client.verify import verify_bundle
 
 pytestmark = pytest.mark.postgres
@@ -68,6 +74,17 @@ def _assert_one_valid_certificate(url: str, job_id: str) -> None:
     assert verify_bundle(bundle, card).valid
     audit = httpx.get(f"{url}/v1/admin/audit", headers={"X-API-Key": ADMIN_KEY}).json()["entries"]
     assert [e["certificate_id"] for e in audit if e["job_id"] == job_id] == [bundle.certificate_id]
+    _assert_logged_once(url, job_id, bundle, card)
+
+
+def _assert_logged_once(url: str, job_id: str, bundle: CertificateBundle, card: ModelCard) -> None:
+    """The killed attempt left nothing in the log; the finished one left exactly its leaf, which verifies."""
+    with ServiceClient(url) as client, tempfile.TemporaryDirectory() as pins_dir:
+        check_log_evidence(bundle, card, bundle.log, PinStore(Path(pins_dir) / "pins.json"),
+                           log_key=client.log_key().verifier_key, consistency=client.consistency)
+        leaves = [parse_leaf(e.data.encode()) for e in client.entries(0, bundle.log.certificate.tree_size).entries]
+    assert [leaf.kind for leaf in leaves if getattr(leaf, "request_id", None) == job_id] == [
+        "decision_requested", "certificate_issued"]
 
 
 def test_killed_queue_worker_is_replaced_and_the_job_completes(models_dir, tmp_path):
