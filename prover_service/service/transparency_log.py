@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from sqlalchemy import insert, select, tuple_, update
+from sqlalchemy import and_, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -126,6 +126,8 @@ class TransparencyLog:
             return session.scalar(select(LogHead.size).where(LogHead.id == 1)) or 0
 
     def root(self, size: int) -> bytes:
+        if size:
+            self._check_size(size)
         with self.db.sessions() as session:
             return merkle.root(size, lambda ids: _fetch(session, ids))
 
@@ -247,8 +249,14 @@ def _fetch(session: Session, ids: Sequence[merkle.NodeId]) -> Mapping[merkle.Nod
     if not ids:
         return {}
     wanted = sorted(set(ids))
+    by_level: dict[int, list[int]] = {}
+    for node in wanted:
+        by_level.setdefault(node.level, []).append(node.index)
+    # One term per level: both databases search the primary key with it (SQLite scans the whole
+    # table for a row-value IN), and the expression stays shallow however large the tree.
     rows = session.execute(select(LogNode.level, LogNode.idx, LogNode.hash)
-                           .where(tuple_(LogNode.level, LogNode.idx).in_([tuple(n) for n in wanted]))).all()
+                           .where(or_(*(and_(LogNode.level == level, LogNode.idx.in_(indices))
+                                        for level, indices in by_level.items())))).all()
     found = {merkle.NodeId(r.level, r.idx): bytes(r.hash) for r in rows}
     if len(found) != len(wanted):
         missing = next(n for n in wanted if n not in found)

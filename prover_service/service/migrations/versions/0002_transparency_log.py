@@ -1,6 +1,6 @@
 """The transparency log: leaves, perfect-subtree hashes, checkpoints, cosignatures, published cards.
 
-Leaves, nodes and checkpoints are append-only (triggers refuse UPDATE and
+Leaves, nodes, checkpoints and cosignatures are append-only (triggers refuse UPDATE and
 DELETE, as for the audit log). The head row is the appenders' lock: every
 append updates it first, so appends are serialised on both SQLite and
 PostgreSQL and a leaf's index is the tree size it was appended at.
@@ -19,7 +19,8 @@ down_revision = "0001"
 branch_labels = None
 depends_on = None
 
-APPEND_ONLY_TABLES = ("service_log_leaves", "service_log_nodes", "service_log_checkpoints")
+APPEND_ONLY_TABLES = ("service_log_leaves", "service_log_nodes", "service_log_checkpoints",
+                      "service_log_cosignatures")
 
 
 def _when() -> sa.Column:
@@ -111,7 +112,6 @@ def downgrade() -> None:
         batch.drop_column("leaf_index")
     op.drop_index("ix_service_published_cards_model_id", table_name="service_published_cards")
     op.drop_table("service_published_cards")
-    op.drop_table("service_log_cosignatures")
     for table in reversed(APPEND_ONLY_TABLES):
         if table == "service_log_leaves":
             op.drop_index("ix_service_log_leaves_model_id", table_name=table)
