@@ -34,6 +34,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "prover_service.commands.groth16",
     "prover_service.commands.serve",
     "prover_service.commands.worker",
+    "prover_service.commands.monitor",
+    "prover_service.commands.witness",
 )
 
 

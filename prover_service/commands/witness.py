@@ -1,0 +1,147 @@
+"""`fairproof witness`: cosign a bank's transparency log as an independent witness.
+
+    fairproof witness keygen --name NAME --out FILE
+    fairproof witness cosign --url URL --key FILE --state DIR [--log-key VKEY]
+
+keygen writes a new cosigner private key to FILE (mode 0600, never over an
+existing file) and prints its verifier key, which the bank lists in
+FAIRPROOF_LOG_WITNESSES and customers pass to --trust-witness.
+
+cosign fetches the log's newest checkpoint, checks it extends the last one
+this witness cosigned for that log (kept in DIR/<origin>.json; the log's key
+is pinned there on first use), cosigns it and posts the cosignature to the
+log (verifier_client/witness.py says what is checked).
+
+Exit status 0 on success, 1 when the checkpoint is refused (fork, rollback,
+wrong key), 2 on unusable input, an unreachable service or a service error.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+PROG = "fairproof witness"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "witness",
+        help="cosign a transparency log's checkpoints as a witness (keygen, cosign)",
+        description="Keep a log honest from outside: cosign each checkpoint only if it extends the last one "
+                    "this witness cosigned.",
+    )
+    actions = p.add_subparsers(dest="witness_action", metavar="ACTION", required=True)
+
+    keygen = actions.add_parser("keygen", help="create a cosigner key (private key to a file, verifier key printed)")
+    keygen.add_argument("--name", required=True, help="the witness's name, e.g. witness.example.org")
+    keygen.add_argument("--out", required=True, type=Path, metavar="FILE", help="private key file (created 0600)")
+    keygen.set_defaults(handler=run_keygen)
+
+    cosign = actions.add_parser("cosign", help="cosign the log's newest checkpoint and post the cosignature")
+    cosign.add_argument("--url", required=True, help="the bank's service, e.g. https://bank.example")
+    cosign.add_argument("--key", required=True, type=Path, metavar="FILE", help="the witness's private key file")
+    cosign.add_argument("--state", required=True, type=Path, metavar="DIR",
+                        help="where the last cosigned checkpoint of each log is kept")
+    cosign.add_argument("--log-key", metavar="VKEY",
+                        help="the log's verifier key (default: the pinned one; on first use, the one the "
+                             "service names)")
+    cosign.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="per HTTP request (default 30)")
+    cosign.set_defaults(handler=run_cosign)
+
+
+def _error(message: str) -> int:
+    print(f"{PROG}: {message}", file=sys.stderr)
+    return 2
+
+
+def run_keygen(args: argparse.Namespace) -> int:
+    from transparency.cosignature import generate_key
+    from transparency.note import NoteError
+
+    try:
+        private_key, verifier_key = generate_key(args.name)
+    except NoteError as exc:
+        return _error(f"--name {args.name!r}: {exc}")
+    try:
+        fd = os.open(args.out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return _error(f"{args.out} exists; a witness key is never overwritten")
+    except OSError as exc:
+        return _error(f"cannot create {args.out}: {exc.strerror or exc}")
+    with os.fdopen(fd, "w") as handle:
+        handle.write(private_key + "\n")
+    print(verifier_key)
+    return 0
+
+
+class _Unusable(Exception):
+    """Unusable input for the command (exit status 2)."""
+
+
+def _signer(path: Path):
+    from transparency.cosignature import CosignatureSigner
+
+    try:
+        return CosignatureSigner.from_key(path.read_text().strip())
+    except OSError as exc:
+        raise _Unusable(f"cannot read the witness key {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise _Unusable(f"{path} is not a witness key: {exc}") from None
+
+
+def _log_verifier(args: argparse.Namespace, client):
+    """(the log's verifier, the state file, whether the key is used for the first time)."""
+    from verifier_client.monitor import MonitorError, fetch_log_key, parse_log_key, sanitise_origin
+    from verifier_client.witness import read_state
+
+    try:
+        named = parse_log_key(args.log_key) if args.log_key else fetch_log_key(client)
+        state_path = args.state / f"{sanitise_origin(named.name)}.json"
+        last = read_state(state_path)
+        if last is None:
+            return named, state_path, not args.log_key
+        pinned = parse_log_key(last.log_key)
+    except MonitorError as exc:
+        raise _Unusable(str(exc)) from None
+    if args.log_key and pinned.vkey() != named.vkey():
+        raise _Unusable(f"{state_path} pins the log key {pinned.vkey()}, not {named.vkey()}")
+    return pinned, state_path, False
+
+
+def run_cosign(args: argparse.Namespace, transport=None) -> int:
+    from transparency.cosignature import CosignatureVerifier
+    from transparency.note import NoteError, open as open_note
+    from verifier_client.service_client import ServiceError
+    from verifier_client.witness import Witness, WitnessClient, WitnessError, WitnessRefused
+
+    try:
+        signer = _signer(args.key)
+        with WitnessClient(args.url, timeout=args.timeout, transport=transport) as client:
+            log_verifier, state_path, first_use = _log_verifier(args, client)
+            witness = Witness(signer, log_verifier, state_path)
+            cosigned = witness.cosign(client.checkpoint().checkpoint, client.consistency)
+            served = client.add_cosignature(cosigned).checkpoint
+    except WitnessRefused as exc:
+        print(f"REFUSED: {exc}", file=sys.stderr)
+        return 1
+    except (WitnessError, _Unusable) as exc:
+        return _error(str(exc))
+    except ServiceError as exc:
+        return _error(f"service error: {exc}")
+    except OSError as exc:
+        return _error(f"cannot write the witness state: {exc.strerror or exc}")
+
+    if first_use:
+        print(f"{PROG}: pinned the log key {log_verifier.vkey()} on first use", file=sys.stderr)
+    last = witness.last()
+    try:
+        kept = open_note(served, [log_verifier, CosignatureVerifier(signer.name, signer.public_key)])
+    except NoteError as exc:
+        return _error(f"the log answered a checkpoint that does not verify: {exc}")
+    if (signer.name, signer.key_id) not in {(s.name, s.key_id) for s in kept.verified}:
+        return _error("the log accepted the cosignature but does not serve it")
+    print(f"cosigned {last.origin} at {last.size} leaves, root {last.root_hash}; the log serves it with "
+          f"{len(kept.verified) + len(kept.unverified) - 1} cosignature(s)")
+    return 0

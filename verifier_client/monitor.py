@@ -1,0 +1,872 @@
+"""An auditor following the bank's transparency log, run after run.
+
+Each run takes the log's newest checkpoint, checks it against the one kept
+from the run before, downloads only the entries added since, and proves that
+they are exactly the signed tree:
+
+1. The checkpoint must be signed by the pinned log key (pinned on first use
+   from /v1/log/key, or named with `log_key`) for the pinned origin.
+2. Against the kept checkpoint: a smaller tree is a ROLLBACK, the same size
+   with another root is a FORK, a larger tree needs an RFC 9162 consistency
+   proof from the kept size (a proof that fails is a FORK).
+3. Entries [kept size, new size) are fetched page by page, each parsed as a
+   canonical FairProof leaf, and their leaf hashes appended to the compact
+   range kept from the last run; the resulting root must be the checkpoint's.
+4. Every leaf is audited: a published card is fetched, must hash to its
+   digest, parse strictly, name the leaf's model and commitment, and be
+   included in a checkpoint consistent with this one; a decision request and
+   a certificate must name a card published earlier in the log for their
+   model; a certificate's decision, radius eps = E / 2^t, status and cap are
+   derived from its public signals and that card (commitments.claims), never
+   read from anywhere else, and must match the decision its request
+   announced.
+
+Statistics per model: cards published and commitment changes, decision
+requests, certificates and the share of requests answered by one (matched by
+request id), flips, and eps min/median/max as exact rationals. A
+counterfactual flip certifies radius 0 and counts as eps = 0.
+
+What counts as what:
+
+- VIOLATION (exit status 1): the log contradicts itself or its signatures:
+  rollback, fork, a checkpoint not signed by the pinned key or for another
+  origin, entries that do not hash to the signed root, a leaf that is not a
+  canonical FairProof event, a published card the log cannot show as
+  published, a decision or certificate under a card the log had not
+  published, public signals no honest certificate under the card can have, a
+  certificate proving another decision than its request announced. A
+  violation never advances the kept checkpoint: the state stays as it was,
+  and the signed checkpoints involved are written under `evidence/`.
+- FLAG (exit status 0): a model re-committed, i.e. a card published for a
+  model id under another commitment than its previous card. The service lets
+  an admin do this on purpose, so it is not an integrity failure; but every
+  customer's verdicts about "the model" change with it, so each one is listed
+  at the top of every report, for good.
+- NOTE: a card replaced under the same commitment (new circuit buckets),
+  certificates not matched to a logged decision request.
+
+The state directory holds `state.json` (pinned key, kept checkpoint and its
+compact range, per-model statistics), `cards/<digest>.json` (every card the
+log published, checked against its digest on every read), `report.json` and
+`evidence/`. Every file is written atomically; one run at a time holds the
+directory's lock.
+
+Depends on pydantic and httpx only (matplotlib for plots, imported lazily):
+the auditor installs the verifier client, never the bank's side.
+"""
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from fractions import Fraction
+from pathlib import Path
+from typing import Callable, Iterator, Literal, Sequence
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from commitments.canonical import NonCanonical
+from commitments.card import ModelCard
+from commitments.claims import ClaimError, Claims, claims_from_signals
+from commitments.log import (MAX_ENTRIES_PER_PAGE, CardPublished, CertificateIssued, DecisionRequested, LogEntry,
+                             LogInclusion, leaf_bytes, parse_leaf)
+from transparency import merkle, note
+from transparency.checkpoint import Checkpoint, CheckpointError
+
+from .pins import KeptCheckpoint
+from .service_client import ServiceClient, ServiceError
+
+STATE_VERSION = 1
+STATE_FILE = "state.json"
+REPORT_FILE = "report.json"
+CARDS_DIR = "cards"
+EVIDENCE_DIR = "evidence"
+LOCK_FILE = ".lock"
+
+# Called after each page of entries with (entries downloaded, entries to download).
+Progress = Callable[[int, int], None]
+
+
+class MonitorError(Exception):
+    """The run cannot proceed: unusable input, state or answer (exit status 2). One line."""
+
+
+class Violation(Exception):
+    """The log contradicts itself or its key; `evidence` names the signed notes that show it."""
+
+    def __init__(self, lines: Sequence[str], evidence: dict[str, str] | None = None):
+        super().__init__(lines[0])
+        self.lines = list(lines)
+        self.evidence = dict(evidence or {})
+
+
+# -- files -------------------------------------------------------------------
+
+
+def write_atomically(path: Path, text: str, mode: int = 0o600) -> None:
+    """Write `text` to a temporary file beside `path`, then rename it over `path`."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def sanitise_origin(origin: str) -> str:
+    """A log origin as one safe path component: 'bank.example/log' -> 'bank.example_log'."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", origin).strip(".")
+    return name or "log"
+
+
+def default_state_dir(origin: str) -> Path:
+    """$XDG_STATE_HOME/fairproof/monitor/<origin> (~/.local/state when XDG_STATE_HOME is unset)."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base).expanduser() / "fairproof" / "monitor" / sanitise_origin(origin)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+# -- state ---------------------------------------------------------------------
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CardEvent(_Model):
+    """One card_published leaf of a model."""
+
+    leaf_index: int
+    card_digest: str
+    commitment: str
+
+
+class Recommit(_Model):
+    """A card published under another commitment than the model's previous card."""
+
+    leaf_index: int
+    card_digest: str
+    old_commitment: str
+    new_commitment: str
+
+
+class ModelStats(_Model):
+    cards: list[CardEvent] = []
+    recommits: list[Recommit] = []
+    card_updates: int = 0  # another card under the same commitment (new circuit buckets)
+    decision_requests: int = 0
+    pending_requests: dict[str, int] = {}  # request id -> announced decision, no certificate yet
+    answered_requests: int = 0
+    certificates: int = 0
+    certificates_without_request: int = 0
+    flips: int = 0
+    capped: int = 0
+    decisions: dict[str, int] = {}  # decision label proven -> certificates
+    eps: list[tuple[int, int]] = []  # (E, t) of every certificate in log order: eps = E / 2^t
+
+    def eps_values(self) -> list[Fraction]:
+        return [Fraction(n, 1 << t) for n, t in self.eps]
+
+
+class CardSeen(_Model):
+    """A card the log published: its model, commitment and first leaf."""
+
+    model_id: str
+    commitment: str
+    leaf_index: int
+
+
+class MonitorState(_Model):
+    version: Literal[1] = STATE_VERSION
+    origin: str
+    log_key: str
+    key_pinned_at: str
+    service: str
+    checkpoint: KeptCheckpoint | None = None
+    compact_range: list[str] = []  # hex hashes of merkle.root_nodes(checkpoint size)
+    cards: dict[str, CardSeen] = {}  # by card digest
+    models: dict[str, ModelStats] = {}
+
+    @property
+    def size(self) -> int:
+        return self.checkpoint.size if self.checkpoint else 0
+
+    def accumulator(self) -> merkle.MerkleAccumulator:
+        """The compact range kept with the checkpoint, ready to append the next leaves."""
+        try:
+            return merkle.MerkleAccumulator.from_nodes(self.size, [bytes.fromhex(h) for h in self.compact_range])
+        except ValueError as exc:
+            raise MonitorError(f"the compact range does not fit the kept checkpoint: {exc}") from None
+
+
+def _state_problem(state: MonitorState) -> str | None:
+    """What makes a parsed state unusable, or None."""
+    try:
+        if parse_log_key(state.log_key).name != state.origin:
+            return "its log key is not named after its origin"
+        if state.checkpoint is not None:
+            root = note.b64decode_strict(state.checkpoint.root_hash)
+            if len(root) != merkle.HASH_SIZE:
+                return "its kept root hash is not 32 bytes"
+        state.accumulator()
+    except (MonitorError, note.NoteError) as exc:
+        return str(exc)
+    return None
+
+
+class StateDir:
+    """The monitor's directory: state, cards by digest, report and evidence."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path).expanduser()
+
+    def load(self) -> MonitorState | None:
+        try:
+            text = (self.path / STATE_FILE).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise MonitorError(f"cannot read {self.path / STATE_FILE}: {getattr(exc, 'strerror', None) or exc}")
+        try:
+            state = MonitorState.model_validate_json(text)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err.get("loc", ())) or "document"
+            raise MonitorError(f"{self.path / STATE_FILE} is corrupt ({where}: {err.get('msg')})") from None
+        problem = _state_problem(state)
+        if problem:
+            raise MonitorError(f"{self.path / STATE_FILE} is corrupt ({problem})")
+        return state
+
+    def save(self, state: MonitorState) -> None:
+        write_atomically(self.path / STATE_FILE, state.model_dump_json(indent=2) + "\n")
+
+    def save_report(self, report: dict) -> Path:
+        path = self.path / REPORT_FILE
+        write_atomically(path, json.dumps(report, indent=2, sort_keys=True) + "\n", mode=0o644)
+        return path
+
+    def save_card(self, digest: str, card_json: str) -> None:
+        path = self.path / CARDS_DIR / f"{digest}.json"
+        if not path.exists():
+            write_atomically(path, card_json, mode=0o644)
+
+    def load_card(self, digest: str) -> ModelCard:
+        path = self.path / CARDS_DIR / f"{digest}.json"
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise MonitorError(f"the state lacks card {digest} ({exc.strerror or exc})") from None
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise MonitorError(f"{path} does not hash to its digest: the state directory was altered")
+        try:
+            return ModelCard.from_json(data)
+        except NonCanonical as exc:
+            raise MonitorError(f"{path} is not a model card: {exc}") from None
+
+    def save_evidence(self, violation: Violation) -> Path:
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        directory = self.path / EVIDENCE_DIR
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path = directory / f"{stamp}.json"
+        n = 1
+        while path.exists():
+            n += 1
+            path = directory / f"{stamp}-{n}.json"
+        document = {"detected_at": _now(), "violations": violation.lines, "checkpoints": violation.evidence}
+        write_atomically(path, json.dumps(document, indent=2, sort_keys=True) + "\n", mode=0o644)
+        return path
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """One run at a time (POSIX advisory lock; elsewhere, none)."""
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX
+            yield
+            return
+        try:
+            self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise MonitorError(f"cannot use the state directory {self.path}: {exc.strerror or exc}") from None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise MonitorError(f"another monitor run is using {self.path}") from None
+            yield
+        finally:
+            os.close(fd)
+
+
+# -- the log key and checkpoints ---------------------------------------------------
+
+
+def parse_log_key(vkey: str) -> note.Verifier:
+    try:
+        return note.Verifier.from_key(vkey.strip())
+    except ValueError as exc:
+        raise MonitorError(f"log key {vkey[:60]!r} is malformed: {exc}") from None
+
+
+def fetch_log_key(client: ServiceClient) -> note.Verifier:
+    """The key the service names for its log (trusted on first use only)."""
+    served = client.log_key()
+    verifier = parse_log_key(served.verifier_key)
+    if verifier.name != served.origin:
+        raise MonitorError(f"the service names origin {served.origin!r} but its key is named {verifier.name!r}")
+    return verifier
+
+
+def open_checkpoint(signed: str, verifier: note.Verifier, what: str = "the checkpoint") -> Checkpoint:
+    """The checkpoint in `signed`, which the pinned key must have signed for its own origin."""
+    try:
+        opened = note.open(signed, [verifier])
+        checkpoint = Checkpoint.parse(opened.text)
+    except note.UnverifiedNote:
+        raise Violation([f"{what} is not signed by the pinned log key {verifier.vkey()}"],
+                        {"served": signed}) from None
+    except note.BadSignature as exc:
+        raise Violation([f"{what} carries a bad signature under the pinned log key: {exc}"],
+                        {"served": signed}) from None
+    except (note.NoteError, CheckpointError) as exc:
+        raise MonitorError(f"{what} is malformed: {exc}") from None
+    if checkpoint.origin != verifier.name:
+        raise Violation([f"{what} names origin {checkpoint.origin!r}, the pinned log is {verifier.name!r}"],
+                        {"served": signed})
+    return checkpoint
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+@dataclass(frozen=True)
+class SignedTree:
+    """A checkpoint opened under the pinned key, with the note that signs it (the evidence)."""
+
+    size: int
+    root: bytes
+    note: str
+
+    @classmethod
+    def of(cls, checkpoint: Checkpoint, signed: str) -> SignedTree:
+        return cls(checkpoint.size, checkpoint.root_hash, signed)
+
+    @classmethod
+    def kept(cls, kept: KeptCheckpoint) -> SignedTree:
+        return cls(kept.size, base64.b64decode(kept.root_hash), kept.checkpoint)
+
+
+def check_consistent(old: SignedTree, new: SignedTree, client: ServiceClient, origin: str) -> None:
+    """Violation unless `old` and `new` are two views of one append-only log (either may be the larger)."""
+    evidence = {"kept": old.note, "served": new.note}
+    if new.size == old.size:
+        if new.root != old.root:
+            raise Violation([f"FORK: the log {origin!r} signed two different trees of {old.size} leaves"], evidence)
+        return
+    small, large = (old, new) if old.size < new.size else (new, old)
+    if small.size == 0:
+        if small.root != merkle.EMPTY_ROOT:
+            raise Violation([f"FORK: the log {origin!r} signed an empty tree with a non-empty root"], evidence)
+        return
+    proof = client.consistency(small.size, large.size)
+    if (proof.old_size, proof.new_size) != (small.size, large.size):
+        raise MonitorError(f"asked for a consistency proof {small.size}->{large.size}, "
+                           f"got {proof.old_size}->{proof.new_size}")
+    try:
+        merkle.verify_consistency(small.size, large.size, small.root, large.root,
+                                  [bytes.fromhex(h) for h in proof.proof])
+    except merkle.InvalidProof as exc:
+        raise Violation([f"FORK: the log {origin!r} of {large.size} leaves is not an extension of its tree of "
+                         f"{small.size} leaves: {exc}"], evidence) from None
+
+
+def check_against_kept(kept: KeptCheckpoint | None, served: SignedTree, client: ServiceClient, origin: str) -> None:
+    """Rollback, fork or consistency of the served checkpoint with the one kept from the last run."""
+    if kept is None:
+        return
+    if served.size < kept.size:
+        raise Violation([f"ROLLBACK: the log {origin!r} serves a tree of {served.size} leaves after signing one "
+                         f"of {kept.size}"], {"kept": kept.checkpoint, "served": served.note})
+    check_consistent(SignedTree.kept(kept), served, client, origin)
+
+
+# -- entries ----------------------------------------------------------------------
+
+
+def fetch_entries(client: ServiceClient, start: int, end: int,
+                  progress: Progress | None = None) -> Iterator[LogEntry]:
+    """Entries [start, end), page by page, each exactly at the index asked for."""
+    total, index = end - start, start
+    while index < end:
+        page = client.entries(index, min(end, index + MAX_ENTRIES_PER_PAGE)).entries
+        if not page:
+            raise MonitorError(f"the log answered no entries from index {index} (its checkpoint has {end})")
+        for entry in page:
+            if entry.index != index or index >= end:
+                raise MonitorError(f"the log answered entry {entry.index} where entry {index} of [{start}, {end}) "
+                                   "was expected")
+            yield entry
+            index += 1
+        if progress is not None:
+            progress(index - start, total)
+
+
+# -- auditing leaves ----------------------------------------------------------------
+
+
+class CardSource:
+    """Cards the log published: fetched once, checked against the log, kept in the state directory."""
+
+    def __init__(self, client: ServiceClient, files: StateDir, verifier: note.Verifier, tree: SignedTree):
+        self.client = client
+        self.files = files
+        self.verifier = verifier
+        self.tree = tree  # the checkpoint this run follows
+        self._parsed: dict[str, ModelCard] = {}
+        self._consistent: set[tuple[int, bytes]] = {(tree.size, tree.root)}
+
+    def get(self, digest: str) -> ModelCard:
+        card = self._parsed.get(digest)
+        if card is None:
+            card = self._parsed[digest] = self.files.load_card(digest)
+        return card
+
+    def fetch(self, leaf: CardPublished, index: int) -> str | None:
+        """Fetch and check the card of a card_published leaf; the reason it fails, or None."""
+        digest = leaf.card_digest
+        try:
+            published = self.client.published_card(digest)
+        except ServiceError as exc:
+            if exc.status == 404:
+                return f"leaf {index} publishes card {digest}, which the log does not serve"
+            raise
+        text = published.card_json
+        if hashlib.sha256(text.encode("utf-8")).hexdigest() != digest:
+            return f"the card served for digest {digest} (leaf {index}) does not hash to it"
+        try:
+            card = ModelCard.from_json(text)
+        except NonCanonical as exc:
+            return f"the card of leaf {index} is not a canonical model card: {exc}"
+        if card.digest() != digest:
+            return f"the card of leaf {index} is not in canonical form"
+        if (card.model_id, card.commitment) != (leaf.model_id, leaf.commitment):
+            return (f"leaf {index} publishes model {leaf.model_id!r} with commitment {leaf.commitment[:16]}..., "
+                    f"its card names {card.model_id!r} with {card.commitment[:16]}...")
+        reason = self._check_inclusion(leaf, index, published.checkpoint, published.inclusion)
+        if reason:
+            return reason
+        self.files.save_card(digest, text)
+        self._parsed[digest] = card
+        return None
+
+    def _check_inclusion(self, leaf: CardPublished, index: int, signed: str, inclusion: LogInclusion) -> str | None:
+        """The card's leaf must be at `index` of a signed tree consistent with the one this run follows."""
+        served = open_checkpoint(signed, self.verifier, f"the checkpoint served with card {leaf.card_digest}")
+        if inclusion.tree_size != served.size:
+            return (f"the inclusion of card {leaf.card_digest} is for {inclusion.tree_size} leaves, its checkpoint "
+                    f"has {served.size}")
+        if inclusion.leaf_index != index:
+            return (f"the log shows card {leaf.card_digest} at leaf {inclusion.leaf_index}, it was published at "
+                    f"leaf {index}")
+        try:
+            merkle.verify_inclusion(merkle.leaf_hash(leaf_bytes(leaf)), inclusion.leaf_index, inclusion.tree_size,
+                                    [bytes.fromhex(h) for h in inclusion.proof], served.root_hash)
+        except merkle.InvalidProof as exc:
+            return f"card {leaf.card_digest} is not in the checkpoint served with it: {exc}"
+        if (served.size, served.root_hash) not in self._consistent:
+            check_consistent(self.tree, SignedTree.of(served, signed), self.client, self.verifier.name)
+            self._consistent.add((served.size, served.root_hash))
+        return None
+
+
+@dataclass
+class Audit:
+    """What the leaves of one run showed: statistics go into `state`, the rest is listed here."""
+
+    state: MonitorState
+    cards: CardSource
+    violations: list[str] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def leaf(self, index: int, data: bytes) -> None:
+        try:
+            leaf = parse_leaf(data)
+        except NonCanonical as exc:
+            self.violations.append(f"leaf {index} is not a canonical FairProof event: {exc}")
+            return
+        if isinstance(leaf, CardPublished):
+            self.card_published(index, leaf)
+        elif isinstance(leaf, DecisionRequested):
+            self.decision_requested(index, leaf)
+        else:
+            self.certificate_issued(index, leaf)
+
+    def stats(self, model_id: str) -> ModelStats:
+        return self.state.models.setdefault(model_id, ModelStats())
+
+    def card_published(self, index: int, leaf: CardPublished) -> None:
+        seen = self.state.cards.get(leaf.card_digest)
+        if seen is None:
+            reason = self.cards.fetch(leaf, index)
+            if reason:
+                self.violations.append(reason)
+                return
+            self.state.cards[leaf.card_digest] = CardSeen(model_id=leaf.model_id, commitment=leaf.commitment,
+                                                          leaf_index=index)
+        elif (seen.model_id, seen.commitment) != (leaf.model_id, leaf.commitment):
+            self.violations.append(f"leaf {index} republishes card {leaf.card_digest} for another model or commitment")
+            return
+        stats = self.stats(leaf.model_id)
+        previous = stats.cards[-1] if stats.cards else None
+        stats.cards.append(CardEvent(leaf_index=index, card_digest=leaf.card_digest, commitment=leaf.commitment))
+        if previous is None or previous.card_digest == leaf.card_digest:
+            return
+        if previous.commitment != leaf.commitment:
+            recommit = Recommit(leaf_index=index, card_digest=leaf.card_digest,
+                                old_commitment=previous.commitment, new_commitment=leaf.commitment)
+            stats.recommits.append(recommit)
+            self.flags.append(describe_recommit(leaf.model_id, recommit))
+        else:
+            stats.card_updates += 1
+            self.notes.append(f"model {leaf.model_id}: card {leaf.card_digest[:16]}... replaces "
+                              f"{previous.card_digest[:16]}... under the same commitment (leaf {index})")
+
+    def _published_card(self, index: int, what: str, model_id: str, digest: str) -> bool:
+        seen = self.state.cards.get(digest)
+        if seen is None:
+            self.violations.append(f"{what} at leaf {index} names card {digest}, which the log had not published")
+            return False
+        if seen.model_id != model_id:
+            self.violations.append(f"{what} at leaf {index} is for model {model_id!r} under card {digest} "
+                                   f"of model {seen.model_id!r}")
+            return False
+        return True
+
+    def decision_requested(self, index: int, leaf: DecisionRequested) -> None:
+        if not self._published_card(index, "a decision request", leaf.model_id, leaf.card_digest):
+            return
+        stats = self.stats(leaf.model_id)
+        stats.decision_requests += 1
+        if leaf.request_id in stats.pending_requests:
+            self.notes.append(f"model {leaf.model_id}: request {leaf.request_id} logged twice (leaf {index})")
+        stats.pending_requests[leaf.request_id] = leaf.decision
+
+    def certificate_issued(self, index: int, leaf: CertificateIssued) -> None:
+        if not self._published_card(index, "a certificate", leaf.model_id, leaf.card_digest):
+            return
+        card = self.cards.get(leaf.card_digest)
+        try:
+            claims = claims_from_signals(leaf.public_signals, card, card.bucket(leaf.bucket))
+        except KeyError:
+            self.violations.append(f"the certificate at leaf {index} names bucket {leaf.bucket!r}, "
+                                   f"which its card {leaf.card_digest[:16]}... does not have")
+            return
+        except ClaimError as exc:
+            self.violations.append(f"the certificate at leaf {index} cannot be honest under its card: {exc}")
+            return
+        stats = self.stats(leaf.model_id)
+        count_certificate(stats, claims)
+        if leaf.request_id is None or leaf.request_id not in stats.pending_requests:
+            stats.certificates_without_request += 1
+            self.notes.append(f"model {leaf.model_id}: the certificate at leaf {index} answers no pending "
+                              f"decision request ({leaf.request_id or 'none named'})")
+            return
+        announced = stats.pending_requests.pop(leaf.request_id)
+        stats.answered_requests += 1
+        if announced != claims.decision:
+            labels = card.architecture.class_labels
+            said = labels[announced] if announced < len(labels) else str(announced)
+            self.violations.append(f"request {leaf.request_id} was logged with decision {said!r}, its certificate "
+                                   f"at leaf {index} proves {claims.decision_label!r}")
+
+
+def count_certificate(stats: ModelStats, claims: Claims) -> None:
+    """Add one certificate's derived claims to its model's statistics."""
+    stats.certificates += 1
+    stats.decisions[claims.decision_label] = stats.decisions.get(claims.decision_label, 0) + 1
+    stats.flips += claims.status == "counterfactual_flip"
+    stats.capped += claims.capped
+    stats.eps.append((claims.eps_numerator, claims.eps_scale_bits))
+
+
+def describe_recommit(model_id: str, recommit: Recommit) -> str:
+    return (f"model {model_id} re-committed at leaf {recommit.leaf_index}: commitment "
+            f"{recommit.old_commitment[:16]}... -> {recommit.new_commitment[:16]}... "
+            f"(card {recommit.card_digest[:16]}...)")
+
+
+# -- one run -----------------------------------------------------------------------
+
+
+@dataclass
+class MonitorRun:
+    """The outcome of one run; `state` is what was kept (unchanged when a violation was found)."""
+
+    state: MonitorState
+    violations: list[str]
+    new_flags: list[str]
+    notes: list[str]
+    new_entries: int
+    key_first_use: bool
+    report: dict
+    evidence: Path | None = None
+
+    @property
+    def exit_status(self) -> int:
+        return 1 if self.violations else 0
+
+
+def _pinned_verifier(kept: MonitorState | None, log_key: str | None,
+                     client: ServiceClient, fetched: note.Verifier | None) -> tuple[note.Verifier, bool]:
+    """The pinned log key; on first use the one named, else the one the service names."""
+    if kept is not None:
+        verifier = parse_log_key(kept.log_key)
+        if log_key is not None and parse_log_key(log_key).vkey() != verifier.vkey():
+            raise MonitorError(f"this state pins the log key {verifier.vkey()}, not {log_key.strip()}")
+        return verifier, False
+    if log_key is not None:
+        return parse_log_key(log_key), False
+    return (fetched or fetch_log_key(client)), True
+
+
+def monitor(client: ServiceClient, state_dir: Path, *, log_key: str | None = None,
+            served_key: note.Verifier | None = None, progress: Progress | None = None) -> MonitorRun:
+    """One run of the monitor over `client`'s log, keeping its state in `state_dir`.
+
+    `log_key` names the log's key (else the pinned one; else, on first use,
+    `served_key` or /v1/log/key). Raises MonitorError or ServiceError when
+    the run cannot proceed; violations are returned, with their evidence kept.
+    """
+    files = StateDir(state_dir)
+    with files.locked():
+        kept = files.load()
+        verifier, first_use = _pinned_verifier(kept, log_key, client, served_key)
+        base = kept or MonitorState(origin=verifier.name, log_key=verifier.vkey(), key_pinned_at=_now(),
+                                    service=client.base_url)
+        try:
+            state, audit, new_entries = _follow(client, files, verifier, base, progress)
+        except Violation as violation:
+            if kept is None:
+                files.save(base)  # the key stays pinned; no checkpoint is kept
+            evidence = files.save_evidence(violation)
+            report = build_report(base, violations=violation.lines, notes=[], new_entries=0)
+            files.save_report(report)
+            return MonitorRun(base, violation.lines, [], [], 0, first_use, report, evidence)
+        files.save(state)
+        report = build_report(state, violations=[], notes=audit.notes, new_entries=new_entries)
+        files.save_report(report)
+        return MonitorRun(state, [], audit.flags, audit.notes, new_entries, first_use, report)
+
+
+def _follow(client: ServiceClient, files: StateDir, verifier: note.Verifier, kept: MonitorState,
+            progress: Progress | None) -> tuple[MonitorState, Audit, int]:
+    """The state advanced to the served checkpoint; Violation if anything fails to hold."""
+    signed = client.checkpoint().checkpoint
+    tree = SignedTree.of(open_checkpoint(signed, verifier), signed)
+    check_against_kept(kept.checkpoint, tree, client, verifier.name)
+
+    state = kept.model_copy(deep=True)
+    state.service = client.base_url
+    accumulator = kept.accumulator()
+    audit = Audit(state, CardSource(client, files, verifier, tree))
+    for entry in fetch_entries(client, kept.size, tree.size, progress):
+        data = entry.data.encode("utf-8")
+        accumulator.append(merkle.leaf_hash(data))
+        audit.leaf(entry.index, data)
+    if accumulator.root() != tree.root:
+        raise Violation([f"the entries the log serves for [{kept.size}, {tree.size}) do not hash to its signed "
+                         f"root {_b64(tree.root)}"], {"served": signed})
+    if audit.violations:
+        raise Violation(audit.violations, {"served": signed})
+    state.checkpoint = KeptCheckpoint(size=tree.size, root_hash=_b64(tree.root), checkpoint=signed)
+    state.compact_range = [h.hex() for _, h in accumulator.nodes()]
+    return state, audit, tree.size - kept.size
+
+
+# -- the report ---------------------------------------------------------------------
+
+
+def exact_decimal(x: Fraction) -> str:
+    """A dyadic rational (denominator 2^k) in full: 3/8 -> '0.375'."""
+    k = x.denominator.bit_length() - 1
+    if x.denominator != 1 << k:
+        raise ValueError(f"{x} is not a dyadic rational")
+    digits = str(abs(x.numerator) * 5 ** k).rjust(k + 1, "0")
+    whole, frac = digits[: len(digits) - k], digits[len(digits) - k:].rstrip("0")
+    return ("-" if x < 0 else "") + whole + ("." + frac if frac else "")
+
+
+def median(values: Sequence[Fraction]) -> Fraction:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def eps_summary(values: Sequence[Fraction]) -> dict | None:
+    if not values:
+        return None
+    return {"count": len(values), "min": exact_decimal(min(values)), "median": exact_decimal(median(values)),
+            "max": exact_decimal(max(values))}
+
+
+def model_report(stats: ModelStats) -> dict:
+    eps = stats.eps_values()
+    return {
+        "cards_published": len(stats.cards),
+        "distinct_cards": len({c.card_digest for c in stats.cards}),
+        "commitment_changes": [r.model_dump() for r in stats.recommits],
+        "card_updates": stats.card_updates,
+        "decision_requests": stats.decision_requests,
+        "answered_requests": stats.answered_requests,
+        "pending_requests": sorted(stats.pending_requests),
+        "certificates": stats.certificates,
+        "certificates_without_request": stats.certificates_without_request,
+        "decisions": dict(sorted(stats.decisions.items())),
+        "flips": stats.flips,
+        "capped": stats.capped,
+        "eps": eps_summary(eps),
+        "eps_values": [exact_decimal(v) for v in eps],
+    }
+
+
+def build_report(state: MonitorState, *, violations: Sequence[str], notes: Sequence[str], new_entries: int) -> dict:
+    kept = state.checkpoint
+    return {
+        "origin": state.origin,
+        "service": state.service,
+        "log_key": state.log_key,
+        "generated_at": _now(),
+        "checkpoint": {"size": kept.size, "root_hash": kept.root_hash} if kept else None,
+        "consistent": not violations,
+        "violations": list(violations),
+        "flags": [describe_recommit(m, r) for m, s in sorted(state.models.items()) for r in s.recommits],
+        "notes": list(notes),
+        "new_entries": new_entries,
+        "models": {m: model_report(s) for m, s in sorted(state.models.items())},
+    }
+
+
+def _share(answered: int, requests: int) -> str:
+    if requests == 0:
+        return "-"
+    return f"{answered}/{requests} ({100 * answered / requests:.0f}%)"
+
+
+def render_report(report: dict, new_flags: Sequence[str] = ()) -> str:
+    """The report as plain text: violations and flags first, then one row per model."""
+    lines = [f"VIOLATION: {v}" for v in report["violations"]]
+    lines += [f"FLAG: {f}{' (new)' if f in new_flags else ''}" for f in report["flags"]]
+    lines += [f"NOTE: {n}" for n in report["notes"]]
+    kept = report["checkpoint"]
+    where = f"{kept['size']} leaves, root {kept['root_hash']}" if kept else "no checkpoint kept yet"
+    verdict = "consistent" if report["consistent"] else "NOT ADVANCED (violation)"
+    lines.append(f"log {report['origin']} at {report['service']}: {where}; "
+                 f"{report['new_entries']} new entries verified; {verdict}")
+    header = ("model", "cards", "recommits", "requests", "certificates", "answered", "flips",
+              "eps min", "eps median", "eps max")
+    rows = [header]
+    for model_id, m in report["models"].items():
+        eps = m["eps"] or {"min": "-", "median": "-", "max": "-"}
+        rows.append((model_id, str(m["cards_published"]), str(len(m["commitment_changes"])),
+                     str(m["decision_requests"]), str(m["certificates"]),
+                     _share(m["answered_requests"], m["decision_requests"]), str(m["flips"]),
+                     eps["min"], eps["median"], eps["max"]))
+    if len(rows) > 1:
+        widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+        for row in rows:  # the model id left-aligned, numbers right-aligned
+            cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]
+            lines.append("  ".join(cells))
+    else:
+        lines.append("no model events in the log yet")
+    for model_id, m in report["models"].items():
+        pending = m["pending_requests"]
+        if pending:
+            shown = ", ".join(pending[:5]) + (f", ... ({len(pending) - 5} more)" if len(pending) > 5 else "")
+            lines.append(f"{model_id}: {len(pending)} decision request(s) without a certificate: {shown}")
+    return "\n".join(lines) + "\n"
+
+
+# -- plots --------------------------------------------------------------------------
+
+
+class PlotsUnavailable(MonitorError):
+    """matplotlib is not installed."""
+
+
+_VARIANTS = ("fair", "unfair")
+
+
+def variant_of(model_id: str) -> tuple[str, str] | None:
+    """(model id with its fair/unfair token replaced by '*', the token), or None without exactly one such token."""
+    parts = re.split(r"([-_.])", model_id)
+    found = [i for i, p in enumerate(parts) if p.lower() in _VARIANTS]
+    if len(found) != 1:
+        return None
+    i = found[0]
+    return "".join(parts[:i] + ["*"] + parts[i + 1:]), parts[i].lower()
+
+
+def plot_groups(model_ids: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """(figure name, model ids drawn side by side): fair/unfair pairs together, every other model alone."""
+    by_base: dict[str, dict[str, str]] = {}
+    for model_id in model_ids:
+        found = variant_of(model_id)
+        if found:
+            by_base.setdefault(found[0], {})[found[1]] = model_id
+    paired: set[str] = set()
+    groups: list[tuple[str, list[str]]] = []
+    for base, variants in sorted(by_base.items()):
+        if set(variants) == set(_VARIANTS):
+            pair = [variants["fair"], variants["unfair"]]
+            paired.update(pair)
+            groups.append((base.replace("*", "fair-vs-unfair"), pair))
+    groups += [(m, [m]) for m in sorted(model_ids) if m not in paired]
+    return groups
+
+
+def write_plots(state: MonitorState, directory: Path) -> list[Path]:
+    """A PNG histogram of eps per model (fair/unfair variants side by side); the files written."""
+    try:
+        from matplotlib.figure import Figure
+        from matplotlib.ticker import MaxNLocator
+    except ImportError:
+        raise PlotsUnavailable("matplotlib is not installed (pip install 'fairproof[prover]'): "
+                               "no plots written") from None
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    with_eps = [m for m, s in state.models.items() if s.eps]
+    for name, model_ids in plot_groups(with_eps):
+        fig = Figure(figsize=(5.5 * len(model_ids), 4), layout="constrained")
+        axes = fig.subplots(1, len(model_ids), sharex=True, squeeze=False)[0]
+        for ax, model_id in zip(axes, model_ids):
+            stats = state.models[model_id]
+            values = [float(v) for v in stats.eps_values()]  # floats for drawing only
+            ax.hist(values, bins=min(30, max(5, len(values) // 2)), color="#4c72b0", edgecolor="white")
+            ax.set_title(f"{model_id}\n{stats.certificates} certificates, {stats.flips} flips")
+            ax.set_xlabel("certified radius eps")
+            ax.set_ylabel("certificates")
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        path = directory / f"eps-{name}.png"
+        fig.savefig(path, dpi=100)
+        written.append(path)
+    return written
