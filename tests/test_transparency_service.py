@@ -22,8 +22,9 @@ from tests.service_fixtures import (ADMIN_KEY, MODEL_DIRECTORY, build_models_dir
 from transparency import merkle, note
 from transparency.checkpoint import Checkpoint
 from verifier_client.log_check import LogRefused, check_log_evidence
-from verifier_client.pins import PinStore
-from verifier_client.service_client import ServiceClient, check_certificate
+from verifier_client.monitor import monitor
+from verifier_client.pins import PinMismatch, PinStore
+from verifier_client.service_client import ServiceClient, check_certificate, request_certificate
 
 pytestmark = pytest.mark.postgres
 
@@ -34,6 +35,12 @@ ROUNDS = 5  # a checkpoint per round
 @pytest.fixture(scope="module")
 def models_dir(tmp_path_factory):
     return build_models_dir(tmp_path_factory.mktemp("log-models"), key_customers=8)
+
+
+@pytest.fixture(scope="module")
+def auditor(tmp_path_factory):
+    """The monitor's state directory, shared by the tests in their order: one auditor follows the log."""
+    return tmp_path_factory.mktemp("auditor")
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +66,7 @@ def _card(client: ServiceClient, digest: str) -> ModelCard:
     return ModelCard.model_validate_json(published.card_json)
 
 
-def test_fifty_certificates_are_each_in_the_log_and_the_log_stays_consistent(live, tmp_path):
+def test_fifty_certificates_are_each_in_the_log_and_the_log_stays_consistent(live, auditor, tmp_path):
     pins = PinStore(tmp_path / "pins.json")
     records = customer_records(CERTIFICATES)
     checkpoints = []
@@ -74,6 +81,8 @@ def test_fifty_certificates_are_each_in_the_log_and_the_log_stays_consistent(liv
                 assert verdict.origin == log_key.origin and "FORK" not in verdict.consistency
                 assert bundle.request_id is not None
             checkpoints.append(client.checkpoint().checkpoint)
+            run = monitor(client, auditor)  # the auditor follows each round: consistency, recomputed tree
+            assert run.exit_status == 0 and run.violations == [] and run.new_entries > 0, run.violations
         # Every checkpoint of the run is consistent with the newest one, and the log holds exactly what happened.
         verifier = note.Verifier.from_key(log_key.verifier_key)
         parsed = [Checkpoint.parse(note.open(c, [verifier]).text) for c in checkpoints]
@@ -91,6 +100,9 @@ def test_fifty_certificates_are_each_in_the_log_and_the_log_stays_consistent(liv
     requests = {leaf.request_id for leaf in leaves if leaf.kind == "decision_requested"}
     assert {leaf.request_id for leaf in leaves if leaf.kind == "certificate_issued"} == requests
     assert pins.log(log_key.origin).checkpoint.size == newest.size
+    stats = run.report["models"][MODEL_DIRECTORY]
+    assert stats["certificates"] == stats["decision_requests"] == stats["answered_requests"] == CERTIFICATES
+    assert len(stats["eps_values"]) == CERTIFICATES and stats["commitment_changes"] == []
 
 
 def test_a_stale_or_forked_checkpoint_from_the_real_service_is_refused(live, models_dir, tmp_path):
@@ -109,13 +121,16 @@ def test_a_stale_or_forked_checkpoint_from_the_real_service_is_refused(live, mod
             check_log_evidence(bundle, card, forged, pins, log_key=key, consistency=client.consistency)
 
 
-def test_a_model_recommitted_under_the_running_service_needs_an_admin_to_publish(live, models_dir, tmp_path):
+def test_a_model_recommitted_under_the_running_service_needs_an_admin_to_publish(live, models_dir, auditor,
+                                                                                 tmp_path):
     from prover_service.publishing import commit_model
     from prover_service.workspace import ModelWorkspace
 
     headers = {"X-API-Key": ADMIN_KEY}
     card_url = f"{live.url}/v1/models/{MODEL_DIRECTORY}/card"
     before = ModelCard.model_validate_json(httpx.get(card_url, timeout=30).content)
+    customer_pins = PinStore(tmp_path / "customer-pins.json")
+    customer_pins.check(live.url, before)  # a customer who was served before the recommit
     commit_model(ModelWorkspace.open(models_dir / MODEL_DIRECTORY), model_id=MODEL_DIRECTORY, force=True)
     for _ in range(3):  # the old card keeps being served, every time
         r = httpx.get(card_url, timeout=30)
@@ -140,3 +155,10 @@ def test_a_model_recommitted_under_the_running_service_needs_an_admin_to_publish
     published = [leaf for leaf in leaves if leaf.kind == "card_published"]
     assert (published[0].commitment, published[-1].commitment) == (before.commitment, after.commitment)
     assert sum(leaf.card_digest == after.digest() for leaf in published) == 1
+    # The customer who pinned the old commitment refuses the new model; the auditor flags the change.
+    with ServiceClient(live.url) as client:
+        with pytest.raises(PinMismatch, match="different model"):
+            request_certificate(client, customer_pins, MODEL_DIRECTORY, customer_records(1)[0])
+        run = monitor(client, auditor)
+    assert run.exit_status == 0 and len(run.new_flags) == 1 and MODEL_DIRECTORY in run.new_flags[0]
+    assert run.report["models"][MODEL_DIRECTORY]["commitment_changes"][0]["new_commitment"] == after.commitment
