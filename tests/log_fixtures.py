@@ -6,6 +6,9 @@ any size and root, signed for real.
 """
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
+
 from commitments.bundle import CertificateBundle
 from commitments.card import ModelCard
 from commitments.log import (CardPublished, ConsistencyProof, LogEvidence, LogInclusion, certificate_leaf,
@@ -92,3 +95,15 @@ def bundle_leaf(bundle: CertificateBundle) -> bytes:
 
 def with_evidence(bundle: CertificateBundle, evidence: LogEvidence | None) -> CertificateBundle:
     return bundle.model_copy(update={"log": evidence})
+
+
+def subtree_hashes(leaf_hashes: Sequence[bytes]) -> dict[tuple[int, int], bytes]:
+    """Every complete aligned perfect subtree of the leaves, by (level, index), level by level:
+    what a log's node store must hold, recomputed without the code under test."""
+    nodes = {(0, i): h for i, h in enumerate(leaf_hashes)}
+    level, row = 0, list(leaf_hashes)
+    while len(row) >= 2:
+        row = [hashlib.sha256(b"\x01" + row[2 * i] + row[2 * i + 1]).digest() for i in range(len(row) // 2)]
+        level += 1
+        nodes.update({(level, i): h for i, h in enumerate(row)})
+    return nodes

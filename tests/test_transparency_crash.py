@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,6 +30,7 @@ from sqlalchemy import text
 from commitments.log import CertificateIssued, DecisionRequested
 from prover_service.service.database import ServiceDatabase, open_service_database
 from prover_service.service.transparency_log import StoredCheckpoint, TransparencyLog
+from tests.log_fixtures import subtree_hashes
 from transparency import merkle, note
 from transparency.checkpoint import Checkpoint
 
@@ -104,15 +105,7 @@ def _kill(child: subprocess.Popen, stderr: Path) -> None:
     child.stdout.close()
 
 
-def _recomputed_nodes(leaf_hashes: Sequence[bytes]) -> dict[tuple[int, int], bytes]:
-    """Every complete aligned perfect subtree of the leaves, by (level, index), level by level."""
-    nodes = {(0, i): h for i, h in enumerate(leaf_hashes)}
-    level, row = 0, list(leaf_hashes)
-    while len(row) >= 2:
-        row = [hashlib.sha256(b"\x01" + row[2 * i] + row[2 * i + 1]).digest() for i in range(len(row) // 2)]
-        level += 1
-        nodes.update({(level, i): h for i, h in enumerate(row)})
-    return nodes
+_recomputed_nodes = subtree_hashes
 
 
 def _recomputed_root(nodes: dict[tuple[int, int], bytes], lo: int, hi: int) -> bytes:

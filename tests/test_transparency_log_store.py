@@ -26,6 +26,7 @@ from prover_service.service.database import ServiceDatabase, open_service_databa
 from prover_service.service.errors import BadRequest, NotFound
 from prover_service.service.transparency_log import LogCorrupt, TransparencyLog
 from tests.service_fixtures import fresh_pg_database
+from tests.log_fixtures import subtree_hashes
 from transparency import merkle, note
 from transparency.checkpoint import Checkpoint
 
@@ -139,15 +140,7 @@ def stored_rows(db: ServiceDatabase, table: str, columns: str) -> list[tuple]:
         return [tuple(r) for r in conn.execute(text(f"SELECT {columns} FROM {table}"))]
 
 
-def expected_nodes(leaf_hashes: Sequence[bytes]) -> dict[tuple[int, int], bytes]:
-    """Every complete aligned perfect subtree of the leaves, by (level, index), level by level."""
-    nodes = {(0, i): h for i, h in enumerate(leaf_hashes)}
-    level, row = 0, list(leaf_hashes)
-    while len(row) >= 2:
-        row = [hashlib.sha256(b"\x01" + row[2 * i] + row[2 * i + 1]).digest() for i in range(len(row) // 2)]
-        level += 1
-        nodes.update({(level, i): h for i, h in enumerate(row)})
-    return nodes
+expected_nodes = subtree_hashes
 
 
 # ------------------------------------------------------------------ roots and proofs
