@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from commitments.bundle import CertificateBundle
 from commitments.card import ModelCard
 from commitments.log import (CardPublished, ConsistencyProof, LogEvidence, LogInclusion, certificate_leaf,
@@ -19,9 +21,20 @@ from transparency.checkpoint import Checkpoint
 ORIGIN = "bank.test/log"
 
 
+def fixed_signer(origin: str = ORIGIN) -> note.Signer:
+    """The same key in every test for one origin: a fake bank's log keeps its key across services."""
+    seed = hashlib.sha256(b"fairproof test log key " + origin.encode()).digest()
+    return note.Signer(origin, Ed25519PrivateKey.from_private_bytes(seed))
+
+
+def new_signer(origin: str = ORIGIN) -> note.Signer:
+    """A fresh key for `origin`: the bank's other key."""
+    return note.Signer.from_key(note.generate_key(origin)[0])
+
+
 class MemoryLog:
     def __init__(self, origin: str = ORIGIN, signer: note.Signer | None = None):
-        self.signer = signer or note.Signer.from_key(note.generate_key(origin)[0])
+        self.signer = signer or fixed_signer(origin)
         self.origin = origin
         self.leaves: list[bytes] = []
         self._nodes: dict[merkle.NodeId, bytes] = {}

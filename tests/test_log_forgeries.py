@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from commitments.log import LogEvidence, LogInclusion
-from log_fixtures import ORIGIN, MemoryLog, bundle_leaf, card_leaf, with_evidence
+from log_fixtures import ORIGIN, MemoryLog, bundle_leaf, card_leaf, new_signer, with_evidence
 from transparency import note
 from transparency.cosignature import CosignatureSigner
 from transparency.cosignature import generate_key as generate_witness_key
@@ -118,7 +118,7 @@ def test_a_checkpoint_smaller_than_the_kept_one_is_refused_when_it_claims_to_be_
 def test_a_checkpoint_under_the_banks_other_key_is_refused(bank, honest, pins):
     log, bundles = honest
     _check(bundles[0], bank.card, pins, log)  # pins the log key
-    rogue = MemoryLog(origin=ORIGIN)  # same origin, the bank's new key
+    rogue = MemoryLog(signer=new_signer(ORIGIN))  # same origin, the bank's new key
     bundle = rogue.issue(bank.bundles[0], bank.card)
     with pytest.raises(LogRefused, match="pinned with key"):
         _check(bundle, bank.card, pins, rogue, log_key=rogue.verifier_key)
@@ -208,7 +208,7 @@ def test_a_trusted_witness_must_have_cosigned(bank, honest, pins):
 
 def test_no_evidence_is_refused(bank, pins):
     with pytest.raises(LogRefused, match="no transparency-log evidence"):
-        check_log_evidence(bank.bundles[0], bank.card, None, pins, log_key=MemoryLog().verifier_key)
+        check_log_evidence(bank.bundles[0], bank.card, None, pins, log_key=new_signer().verifier().vkey())
 
 
 # ------------------------------------------------------------------ through the command line
