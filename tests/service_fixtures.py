@@ -85,6 +85,16 @@ def build_models_dir(root: Path, *, key_customers: int = 4) -> Path:
     return models
 
 
+def copy_models_dir(template: Path, root: Path) -> Path:
+    """A private copy of a built models directory (model, store, keys): tests that recommit or add
+    buckets never touch another test's model."""
+    import shutil
+
+    models = root / "models"
+    shutil.copytree(template, models)
+    return models
+
+
 def customer_records(n: int) -> list[dict]:
     from fairness.datasets import load_dataset
 

@@ -18,7 +18,7 @@ import pytest
 from commitments.bundle import CertificateBundle
 from commitments.card import ModelCard
 from commitments.log import parse_leaf
-from tests.service_fixtures import (ADMIN_KEY, MODEL_DIRECTORY, build_models_dir, customer_records, fresh_pg_database,
+from tests.service_fixtures import (ADMIN_KEY, MODEL_DIRECTORY, copy_models_dir, customer_records, fresh_pg_database,
                                     register_model, serve, wait_for_job, worker)
 from verifier_client.log_check import check_log_evidence
 from verifier_client.pins import PinStore
@@ -31,8 +31,8 @@ LEASE = {"FAIRPROOF_LEASE_SECONDS": "3"}
 
 
 @pytest.fixture(scope="module")
-def models_dir(tmp_path_factory):
-    return build_models_dir(tmp_path_factory.mktemp("fault-models"), key_customers=2)
+def models_dir(service_models, tmp_path_factory):
+    return copy_models_dir(service_models, tmp_path_factory.mktemp("fault-models"))
 
 
 def _submit(url: str, index: int = 0) -> str:

@@ -12,13 +12,13 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
 
-from tests.service_fixtures import ADMIN_KEY, build_models_dir, running, serve
+from tests.service_fixtures import ADMIN_KEY, copy_models_dir, running, serve
 
 
 @pytest.fixture(scope="module")
-def live(tmp_path_factory):
+def live(service_models, tmp_path_factory):
     root = tmp_path_factory.mktemp("fuzz")
-    models = build_models_dir(root, key_customers=0)
+    models = copy_models_dir(service_models, root)
     with running(serve(models, f"sqlite:///{root / 'service.sqlite'}", root / "serve.log",
                        FAIRPROOF_WORKERS="0")) as service:
         yield service

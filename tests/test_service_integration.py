@@ -15,7 +15,7 @@ import pytest
 
 from commitments.bundle import CertificateBundle
 from commitments.card import ModelCard
-from tests.service_fixtures import (ADMIN_KEY, MODEL_DIRECTORY, build_models_dir, customer_records, fresh_pg_database,
+from tests.service_fixtures import (ADMIN_KEY, MODEL_DIRECTORY, copy_models_dir, customer_records, fresh_pg_database,
                                     running, serve, wait_for_job)
 from verifier_client.verify import verify_bundle
 
@@ -23,10 +23,10 @@ pytestmark = pytest.mark.postgres
 
 
 @pytest.fixture(scope="module")
-def models_dir(tmp_path_factory):
+def models_dir(service_models, tmp_path_factory):
     # Every customer the tests submit finds its bucket on the card they pin: a bucket set up later makes
     # another card, which customers refuse unless they accept it (tests/test_forgeries.py).
-    return build_models_dir(tmp_path_factory.mktemp("service-models"), key_customers=8)
+    return copy_models_dir(service_models, tmp_path_factory.mktemp("service-models"))
 
 
 @pytest.fixture(scope="module")

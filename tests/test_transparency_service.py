@@ -18,7 +18,7 @@ import pytest
 from commitments.bundle import CertificateBundle
 from commitments.card import ModelCard
 from commitments.log import parse_leaf
-from tests.service_fixtures import (ADMIN_KEY, MODEL_DIRECTORY, build_models_dir, customer_records, fresh_pg_database,
+from tests.service_fixtures import (ADMIN_KEY, MODEL_DIRECTORY, copy_models_dir, customer_records, fresh_pg_database,
                                     running, serve, wait_for_job)
 from transparency import merkle, note
 from transparency.checkpoint import Checkpoint
@@ -33,8 +33,8 @@ ROUNDS = 5  # a checkpoint per round
 
 
 @pytest.fixture(scope="module")
-def models_dir(tmp_path_factory):
-    return build_models_dir(tmp_path_factory.mktemp("log-models"), key_customers=8)
+def models_dir(service_models, tmp_path_factory):
+    return copy_models_dir(service_models, tmp_path_factory.mktemp("log-models"))
 
 
 @pytest.fixture(scope="module")
