@@ -31,6 +31,7 @@ The JSON form (`to_json` / `from_json`) is versioned (`FORMAT`, `VERSION`).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Sequence
@@ -41,7 +42,7 @@ from fairness.farkas import FarkasCertificate
 from fairness.fixed_point import FixedPointModel, IntVector
 from fairness.geocert import DECISION, DEFAULT_MAX_REGIONS, NEURON, SliceSearch, geocert_slice
 from fairness.regions import (LPRegionOracle, RationalPoint, Region, RegionOracle, SliceGeometry, class_system,
-                              code_from_str, code_to_str,
+                              code_from_str, code_to_str, counterexample_error, exact_point,
                               distance_at_least, distance_sq, eps_cap, facet_system, flip, free_box, max_eps)
 
 FORMAT = "fairproof.fairness-certificate"
@@ -53,10 +54,25 @@ NEIGHBOR = "neighbor"
 EMPTY_FACET = "empty_facet"
 FAR_FACET = "far_facet"
 FAR_REGION = "far_region"
+FAR_CLASS = "far_class"
 NO_CLASS = "no_class"
-COVER_KINDS = (DISTANCE, NEIGHBOR, EMPTY_FACET, FAR_FACET, FAR_REGION, NO_CLASS)
-CERTIFICATE_KINDS = (EMPTY_FACET, FAR_FACET, FAR_REGION, NO_CLASS)  # covers that carry multipliers
-SEPARATION_KINDS = (FAR_FACET, FAR_REGION)  # covers whose multipliers include the box
+COVER_KINDS = (DISTANCE, NEIGHBOR, EMPTY_FACET, FAR_FACET, FAR_REGION, FAR_CLASS, NO_CLASS)
+CERTIFICATE_KINDS = (EMPTY_FACET, FAR_FACET, FAR_REGION, FAR_CLASS, NO_CLASS)  # covers that carry multipliers
+SEPARATION_KINDS = (FAR_FACET, FAR_REGION, FAR_CLASS)  # covers whose multipliers include the box
+
+# How eps is made maximal (`Attainment.kind`): the published cap, a DISTANCE
+# row at projection distance < (E+1)/2^t (the fast radius), or a point of
+# another class closer than (E+1)/2^t (the exact radius).
+CAP = "cap"
+COUNTEREXAMPLE = "counterexample"
+ATTAINMENT_KINDS = (CAP, NEURON, DECISION, COUNTEREXAMPLE)
+
+# Radius modes of `certify`: "fast" is GeoCert with projection distances (a
+# lower bound); "exact" keys GeoCert by exact distances and proves E =
+# floor(true radius * 2^t) with a counterexample.
+FAST = "fast"
+EXACT = "exact"
+RADIUS_MODES = (FAST, EXACT)
 
 CERTIFIED = "certified"
 FLIP = "flip"
@@ -128,10 +144,12 @@ class SliceCertificate:
 
 @dataclass(frozen=True)
 class Attainment:
-    """Which row makes E maximal: kind 'cap', or 'neuron' / 'decision' with the
-    slice index, region code and row (neuron index or class j); decision rows
-    carry the boundary witness: a rational point on z_y = z_j inside the region
-    and the box."""
+    """What makes E maximal: kind 'cap'; 'neuron' / 'decision' with the
+    slice index, region code and row (neuron index or class j), where decision
+    rows carry the boundary witness: a rational point on z_y = z_j inside the
+    region and the box; or 'counterexample' with the slice index, the class j
+    in `row` and in `witness` a rational point of that slice (free
+    coordinates) at which class j at least ties y, closer than (E+1)/2^t."""
 
     kind: str
     slice_index: int | None = None
@@ -145,15 +163,19 @@ class Attainment:
 
     @classmethod
     def from_json(cls, data: Any) -> "Attainment":
-        _expect(isinstance(data, dict) and data.get("kind") in ("cap", NEURON, DECISION), "bad attainment")
-        if data["kind"] == "cap":
-            return cls("cap")
+        _expect(isinstance(data, dict) and data.get("kind") in ATTAINMENT_KINDS, "bad attainment")
+        if data["kind"] == CAP:
+            return cls(CAP)
         witness = data.get("witness")
         try:
             w = None if witness is None else RationalPoint.from_json(witness)
         except (KeyError, TypeError, ValueError) as exc:
             raise CertificationError(f"malformed boundary witness: {exc}") from None
         code = data.get("code")
+        if data["kind"] == COUNTEREXAMPLE:
+            _expect(code is None and w is not None, "a counterexample names no region and needs its point")
+            return cls(COUNTEREXAMPLE, _int(data.get("slice_index"), "slice_index"), None,
+                       _int(data.get("row"), "row"), w)
         _expect(isinstance(code, str), "attainment needs a region code")
         return cls(data["kind"], _int(data.get("slice_index"), "slice_index"), code,
                    _int(data.get("row"), "row"), w)
@@ -193,6 +215,12 @@ class Certificate:
     @property
     def eps_value(self) -> Fraction:
         return Fraction(self.eps, 1 << self.eps_bits)
+
+    @property
+    def radius_is_exact(self) -> bool:
+        """eps is floor(true radius * 2^t) / 2^t, not only a lower bound: a
+        flip (the true radius is 0) or a proved counterexample."""
+        return self.status == FLIP or (self.attainment is not None and self.attainment.kind == COUNTEREXAMPLE)
 
     @property
     def regions_per_slice(self) -> tuple[int, ...]:
@@ -291,15 +319,21 @@ def strict_decision(logits: Sequence[int]) -> int | None:
 
 def certify(model: FixedPointModel, query: Sequence[int], oracle: RegionOracle | None = None, *,
             eps_bits: int = DEFAULT_EPS_BITS, max_regions: int = DEFAULT_MAX_REGIONS,
-            max_retries: int = 8, separate: bool = True) -> Certificate:
+            max_retries: int = 8, separate: bool = True, radius: str = FAST) -> Certificate:
     """Decision and fairness certificate for `query` (integers at scale 2^s).
 
+    `radius` "fast" certifies GeoCert's projection-distance radius (a lower
+    bound on the true one); "exact" certifies E = floor(true radius * 2^t)
+    with a counterexample (falling back to the fast certificate, with its
+    lower bound, when no counterexample can be exhibited).
     `separate` lets GeoCert prove far facets with separation certificates
     (FAR_FACET covers) instead of crossing them; off, every non-empty facet
     closer than the stop is crossed (larger covering sets, same soundness)."""
     query = _check_query(model, query)
     if eps_bits < 0:
         raise CertificationError("eps_bits must be non-negative")
+    if radius not in RADIUS_MODES:
+        raise CertificationError(f"radius must be one of {', '.join(RADIUS_MODES)}, not {radius!r}")
     oracle = oracle if oracle is not None else LPRegionOracle(model)
     net = model.net
     y = net.decision(query)
@@ -311,6 +345,10 @@ def certify(model: FixedPointModel, query: Sequence[int], oracle: RegionOracle |
                                flip=Flip(index, tuple(sv), d is None))
 
     cap = eps_cap(model, eps_bits)
+    if radius == EXACT:
+        cert = _certify_exact(model, query, y, slices, oracle, eps_bits, cap, max_regions)
+        if cert is not None:
+            return cert
     # The stopped search first (smallest covering sets). Its attaining row can be a decision
     # row with no exact boundary witness in the start region (a class region the LP finds
     # empty but whose Farkas certificate cannot be rounded exactly), which no ban can
@@ -356,12 +394,106 @@ def _certify_searches(model, query, y, slices, oracle, eps_bits, cap, max_region
     return None
 
 
+def _certify_exact(model, query, y, slices, oracle, eps_bits, cap, max_regions) -> Certificate | None:
+    """The exact-radius certificate: GeoCert keyed by exact distances on every slice,
+    E the largest value its covers support, made maximal by a counterexample.
+    None when no counterexample closer than (E+1)/2^t can be exhibited (a search
+    cut by its region budget, or certificates rounded below the nearest point)."""
+    searches = _search_slices(model, query, y, slices, oracle, max_regions, [set() for _ in slices], True,
+                              True, exact=True)
+    covers = [_assign_covers(model, search, oracle) for search in searches]
+    e, _ = _eps_and_candidates(model, searches, covers, cap, eps_bits)
+    if e == cap:
+        attainment = Attainment(CAP)
+    else:
+        attainment = _counterexample(model, searches, y, e, eps_bits)
+        if attainment is None:
+            return None
+    pruned = [_prune(model, si, search, cov, e, eps_bits, attainment)
+              for si, (search, cov) in enumerate(zip(searches, covers))]
+    whole = [([code_to_str(c) for c in search.codes], cov) for search, cov in zip(searches, covers)]
+    kept = min((pruned, whole), key=lambda option: _statement_cost(option, model))
+    return _assemble(query, y, e, eps_bits, searches, kept, attainment, model)
+
+
+def _counterexample(model: FixedPointModel, searches: list[SliceSearch], y: int, e: int,
+                    eps_bits: int) -> Attainment | None:
+    """A point of another class closer than (E+1)/2^t: near the nearest class point of
+    each slice's stop row first, then of every other refined decision row close enough."""
+    bound = Fraction((e + 1) ** 2, 1 << (2 * eps_bits))
+    rows: list[tuple[Fraction, int, str, int]] = []
+    for si, search in enumerate(searches):
+        if search.stop.reason == "decision" and search.stop.distance_sq is not None:
+            rows.append((search.stop.distance_sq, si, code_to_str(search.stop.code), search.stop.row))
+        for (key, j), (_, d2) in search.class_separations.items():
+            if d2 < bound:
+                rows.append((d2, si, key, j))
+    tried = set()
+    for _, si, key, j in sorted(rows):
+        if (si, key, j) in tried:
+            continue
+        tried.add((si, key, j))
+        search = searches[si]
+        point = _class_point_near(model, search.regions[key], search.slice_values, y, j, search.query_u, e,
+                                  eps_bits)
+        if point is not None:
+            return Attainment(COUNTEREXAMPLE, si, None, j, point)
+    return None
+
+
+def _class_point_near(model: FixedPointModel, region: Region, slice_values, y: int, j: int, u, e: int,
+                      eps_bits: int) -> RationalPoint | None:
+    """A rational point at which class j at least ties y, closer to u than (E+1)/2^t.
+
+    The nearest point v of the region's class-j part (float) is rounded at a
+    few dyadic denominators; if rounding lands on y's side, v is pulled a
+    little towards an exact interior point of the class part (convexity keeps
+    the mix in the region and the box, where class j then wins). Every
+    candidate is checked exactly (`counterexample_error`), never assumed."""
+    box = free_box(model)
+    s = model.scale_bits
+    rows, extra, _ = class_system(region, y, j)
+    v = fk.nearest_point(rows, extra, False, box, u, s)
+    if v is None:
+        return None
+
+    def ok(p: RationalPoint) -> bool:
+        return counterexample_error(model, slice_values, y, j, p, u, e, eps_bits) is None
+
+    rounded = [_dyadic(v, s, k, box) for k in (24, 32, 48)]
+    for p in rounded:
+        if ok(p):
+            return p
+    inner = exact_point(rows, extra, box, s)
+    if inner is None:
+        return None
+    near = rounded[-1]
+    for m in (40, 32, 24, 16, 12, 8, 4):
+        w = (1 << m) - 1
+        nums = tuple(w * a * inner.denominator + b * near.denominator
+                     for a, b in zip(near.numerators, inner.numerators))
+        den = (1 << m) * near.denominator * inner.denominator
+        g = math.gcd(den, *nums)
+        p = RationalPoint(tuple(x // g for x in nums), den // g)
+        if ok(p):
+            return p
+    return None
+
+
+def _dyadic(v, scale_bits: int, k: int, box) -> RationalPoint:
+    """v (real units) as numerators / 2^k in integer units, clipped into the box."""
+    den = 1 << k
+    nums = tuple(min(max(int(round(float(x) * (1 << scale_bits) * den)), lo * den), hi * den)
+                 for x, lo, hi in zip(v, box.lower, box.upper))
+    return RationalPoint(nums, den)
+
+
 def _stop_distance(search: SliceSearch) -> Fraction | None:
     return search.stop.distance_sq if search.stop.reason != "exhausted" else None
 
 
 def _search_slices(model, query, y, slices, oracle, max_regions, banned, separate,
-                   stop_early: bool = True) -> list[SliceSearch]:
+                   stop_early: bool = True, exact: bool = False) -> list[SliceSearch]:
     """GeoCert on every slice, each stopped at the smallest stop distance of the others
     (with `stop_early`; otherwise each slice runs to its own stop).
 
@@ -379,7 +511,8 @@ def _search_slices(model, query, y, slices, oracle, max_regions, banned, separat
             if old is not None and (limit is None or (d := _stop_distance(old)) is not None and d <= limit):
                 continue
             searches[si] = geocert_slice(model, query, y, sv, oracle, max_regions=max_regions,
-                                         banned=frozenset(banned[si]), limit=limit, separate=separate)
+                                         banned=frozenset(banned[si]), limit=limit, separate=separate,
+                                         exact=exact)
             d = _stop_distance(searches[si])
             if stop_early and d is not None and (limit is None or d < limit):
                 limit = d
@@ -435,6 +568,8 @@ def _assign_covers(model: FixedPointModel, search: SliceSearch, oracle: RegionOr
                 farkas = _verified(class_system(region, y, j), box, oracle.no_class(region, y, j).farkas)
             if farkas is not None:
                 covers[(key, DECISION, j)] = Cover(NO_CLASS, farkas)
+            elif (sep := search.class_separations.get((key, j))) is not None:
+                covers[(key, DECISION, j)] = Cover(FAR_CLASS, sep[0])
             else:
                 covers[(key, DECISION, j)] = Cover(DISTANCE)
     return covers
@@ -460,7 +595,7 @@ def _eps_and_candidates(model, searches, covers, cap, eps_bits):
                 # Its proved distance is >= the stop distance >= eps by construction;
                 # bounding E by it as well keeps that true without relying on it.
                 region = search.regions[rk[0]]
-                facet_rows, extra = separated_system(search.geometry, region, rk[2], cover.kind)
+                facet_rows, extra = separated_system(search.geometry, region, rk[2], cover.kind, search.decision)
                 h, r2 = fk.separation(facet_rows, extra, box, cover.farkas, search.query_u)
                 nsq = sum(v * v for v in r2)
                 if nsq:
@@ -525,9 +660,13 @@ def _statement_cost(kept: list[tuple[list[str], dict[RowKey, Cover]]], model: Fi
     return regions + POOL_ENTRY_COST * entries
 
 
-def separated_system(geometry: SliceGeometry, region: Region, k: int, kind: str):
-    """(rows, extra row) a FAR_FACET or FAR_REGION cover of row k of `region` separates from u*:
-    the facet {P_R, z_k = 0}, or the whole neighbouring region P_{R ^ k} (extra row `no_row`)."""
+def separated_system(geometry: SliceGeometry, region: Region, k: int, kind: str, y: int | None = None):
+    """(rows, extra row) a separation cover of row k of `region` separates from u*: the facet
+    {P_R, z_k = 0} (FAR_FACET), the whole neighbouring region P_{R ^ k} (FAR_REGION; extra
+    row `no_row`), or the region's class-k part {P_R, z_k >= z_y} (FAR_CLASS)."""
+    if kind == FAR_CLASS:
+        rows, extra, _ = class_system(region, y, k)
+        return rows, extra
     if kind == FAR_FACET:
         rows, extra, _ = facet_system(region, k)
         return rows, extra
@@ -554,7 +693,7 @@ def _prune(model: FixedPointModel, si: int, search: SliceSearch, covers: dict[Ro
     eps_sq = Fraction(e * e, 1 << (2 * eps_bits))
     start = code_to_str(search.codes[0])
     keep = {start} | {k for k, d in search.entered_at.items() if d < eps_sq}
-    if attainment.kind != "cap" and attainment.slice_index == si:
+    if attainment.kind in (NEURON, DECISION) and attainment.slice_index == si:
         keep.add(attainment.code)
     out: dict[RowKey, Cover] = {}
     far_regions: dict[str, FarkasCertificate | None] = {}
@@ -620,7 +759,12 @@ def _assemble(query, y, e, eps_bits, searches, kept, attainment, model) -> Certi
                 tuple(None if j == y else cov[(key, DECISION, j)] for j in range(model.net.n_classes))))
         slices.append(SliceCertificate(search.slice_values, tuple(regions), search.steps))
     mds = None
-    if attainment.kind != "cap":
+    if attainment.kind == COUNTEREXAMPLE:
+        u = searches[attainment.slice_index].query_u
+        p = attainment.witness
+        mds = Fraction(sum((x - p.denominator * v) ** 2 for x, v in zip(p.numerators, u)),
+                       (p.denominator * p.denominator) << (2 * model.scale_bits))
+    elif attainment.kind != CAP:
         s = searches[attainment.slice_index]
         form = _form(s.regions[attainment.code], attainment.kind, attainment.row, y)
         mds = distance_sq(form, s.query_u, model.scale_bits)

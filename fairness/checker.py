@@ -78,13 +78,14 @@ from typing import Sequence
 
 from fairness import farkas as fk
 from fairness.farkas import FarkasCertificate
-from fairness.certificate import (CERTIFIED, DISTANCE, EMPTY_FACET, FAR_FACET, FAR_REGION, FLIP, NEIGHBOR, NO_CLASS, VERSION, Certificate,
-                                  strict_decision)
+from fairness.certificate import (CAP, CERTIFIED, COUNTEREXAMPLE, DISTANCE, EMPTY_FACET, FAR_CLASS, FAR_FACET,
+                                  FAR_REGION, FLIP, NEIGHBOR, NO_CLASS, VERSION, Certificate, strict_decision)
 from fairness.errors import CertificationError
 from fairness.fixed_point import FixedPointModel
 from fairness.geocert import DECISION, NEURON
-from fairness.regions import (RationalPoint, SliceGeometry, class_system, code_from_str, code_to_str, distance_at_least,
-                              distance_below_next, eps_cap, facet_system, flip, free_box, free_part)
+from fairness.regions import (RationalPoint, SliceGeometry, class_system, code_from_str, code_to_str,
+                              counterexample_error, distance_at_least, distance_below_next, eps_cap, facet_system,
+                              flip, free_box, free_part)
 
 __all__ = ["check_certificate"]
 
@@ -243,6 +244,10 @@ def _check_slice(model, index, sc, slice_values, u, y, e, t, box) -> dict:
                 rows, extra, eq = class_system(region, y, j)
                 if not _farkas_ok(rows, extra, eq, box, cover.farkas):
                     _fail(f"{where}, class {j}: invalid Farkas certificate for an empty class region")
+            elif cover.kind == FAR_CLASS:
+                rows, extra, _ = class_system(region, y, j)
+                if not _separation_ok(rows, extra, box, cover.farkas, u, e, t, s):
+                    _fail(f"{where}, class {j}: invalid separation certificate for a far class region")
             else:
                 _fail(f"{where}, class {j}: cover kind {cover.kind!r} does not apply to a decision row")
     return codes
@@ -252,9 +257,20 @@ def _check_attainment(model, cert, slices, code_sets, u, y, e, t, cap, box) -> N
     a = cert.attainment
     if a is None:
         _fail("missing attainment of eps")
-    if a.kind == "cap":
+    if a.kind == CAP:
         if e != cap:
             _fail(f"eps {e} is claimed to be the cap but the cap is {cap}")
+        return
+    if a.kind == COUNTEREXAMPLE:
+        if type(a.slice_index) is not int or not 0 <= a.slice_index < len(slices):
+            _fail("the counterexample names a slice the model does not have")
+        if a.code is not None:
+            _fail("a counterexample names no region")
+        if not isinstance(a.witness, RationalPoint):
+            _fail("the counterexample needs its rational point")
+        why = counterexample_error(model, slices[a.slice_index], y, a.row, a.witness, u, e, t)
+        if why is not None:
+            _fail(why)
         return
     if a.kind not in (NEURON, DECISION):
         _fail(f"unknown attainment kind {a.kind!r}")

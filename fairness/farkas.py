@@ -287,24 +287,26 @@ def separation_proves(rows: Sequence[HalfSpace], extra: HalfSpace, box: Box, cer
 # they only need to approximate the nearest-point direction, whose quality
 # the exact distance they prove accounts for.
 SEPARATION_PRECISIONS = (20, 28)
+# Exact radii need certificates whose proved distance matches the nearest
+# point's to well below 2^-t. Rows of different layers differ in scale by
+# about 2^s per layer, and so do their multipliers: the smallest needs ~20
+# significant bits of its own, hence the wide top precisions (the best
+# certificate found is kept).
+EXACT_SEPARATION_PRECISIONS = (28, 39, 56, 72, 88)
 
 
-def find_separation(rows: Sequence[HalfSpace], extra: HalfSpace, extra_is_equality: bool, box: Box,
-                    u: Sequence[int], scale_bits: int) -> tuple[FarkasCertificate, Fraction] | None:
-    """A separation certificate for {v in box : rows, extra} against u and the
-    squared real distance it proves, or None (nothing found).
+def _least_distance(rows: Sequence[HalfSpace], extra: HalfSpace, extra_is_equality: bool, box: Box,
+                    u: Sequence[int], scale_bits: int):
+    """The least-distance program min ||x|| s.t. G x >= g (x = v - u in real units,
+    every row and box bound a row of G), solved by NNLS as Lawson and Hanson do.
 
-    The nearest point of the system to u is a least-distance program
-    min ||x|| s.t. G x >= g (x = v - u, every row and box bound as a row of
-    G), solved by NNLS as Lawson and Hanson do: with z >= 0 minimising
-    ||[G^T; g^T] z - e_last||, the multipliers z / (1 - g.z) are the optimal
-    duals, i.e. the weights of the combination whose normal points from the
-    nearest point to u. They are scaled and rounded to integers; the
-    returned distance is recomputed exactly (rounding only loses quality)."""
+    With z >= 0 minimising ||[G^T; g^T] z - e_last|| and rho = [G^T; g^T] z - e_last,
+    the nearest point is x = -rho[:n] / rho[n], and z / (1 - g.z) are the
+    optimal duals. Returns (duals, x, normalised rows' norms) or None when
+    the system is empty or degenerate."""
     from scipy.optimize import nnls
 
     a, b, norms = _lp_rows(rows, extra, extra_is_equality, scale_bits)
-    n_rows = len(a)
     dim = box.dim
     scale = float(1 << scale_bits)
     eye = np.eye(dim)
@@ -322,7 +324,36 @@ def find_separation(rows: Sequence[HalfSpace], extra: HalfSpace, extra_is_equali
     denom = 1.0 - float(g_vec @ z)
     if not denom > 1e-12:
         return None  # infeasible (empty: a Farkas certificate's job) or degenerate
-    duals = z / denom
+    rho = e_mat @ z - f_vec
+    return z / denom, -rho[:dim] / rho[dim], norms
+
+
+def nearest_point(rows: Sequence[HalfSpace], extra: HalfSpace, extra_is_equality: bool, box: Box,
+                  u: Sequence[int], scale_bits: int) -> np.ndarray | None:
+    """The point of {v in box : rows, extra} nearest to u, in real units (float), or None."""
+    out = _least_distance(rows, extra, extra_is_equality, box, u, scale_bits)
+    if out is None:
+        return None
+    return np.array(u, dtype=float) / float(1 << scale_bits) + out[1]
+
+
+def find_separation(rows: Sequence[HalfSpace], extra: HalfSpace, extra_is_equality: bool, box: Box,
+                    u: Sequence[int], scale_bits: int,
+                    precisions: Sequence[int] = SEPARATION_PRECISIONS) -> tuple[FarkasCertificate, Fraction] | None:
+    """A separation certificate for {v in box : rows, extra} against u and the
+    squared real distance it proves, or None (nothing found).
+
+    The optimal duals of the least-distance program (`_least_distance`) are
+    the weights of the combination whose normal points from the nearest point
+    to u. They are scaled and rounded to integers at each of `precisions`
+    (bits of the largest); the returned distance is recomputed exactly
+    (rounding only loses quality), and the best is kept."""
+    out = _least_distance(rows, extra, extra_is_equality, box, u, scale_bits)
+    if out is None:
+        return None
+    duals, _, norms = out
+    n_rows = len(norms)
+    dim = box.dim
     m = len(rows)
     lam_w = [duals[k] / norms[k] for k in range(m)]
     if extra_is_equality:
@@ -334,7 +365,7 @@ def find_separation(rows: Sequence[HalfSpace], extra: HalfSpace, extra_is_equali
     if not top > 0:
         return None
     best: tuple[FarkasCertificate, Fraction] | None = None
-    for precision in SEPARATION_PRECISIONS:
+    for precision in precisions:
         shift = precision - math.frexp(top)[1]
         cert = FarkasCertificate(tuple(_scaled_int(v, shift) for v in lam_w), _signed_scaled_int(mu_w, shift),
                                  tuple(_signed_scaled_int(float(v), shift) for v in nu_w))
@@ -350,11 +381,12 @@ def no_row(dim: int) -> HalfSpace:
     return HalfSpace((0,) * dim, 0)
 
 
-def find_region_separation(rows: Sequence[HalfSpace], box: Box, u: Sequence[int],
-                           scale_bits: int) -> tuple[FarkasCertificate, Fraction] | None:
+def find_region_separation(rows: Sequence[HalfSpace], box: Box, u: Sequence[int], scale_bits: int,
+                           precisions: Sequence[int] = SEPARATION_PRECISIONS
+                           ) -> tuple[FarkasCertificate, Fraction] | None:
     """`find_separation` for the region {v in box : rows} itself (extra row `no_row`, multiplier 0)."""
     extra = no_row(box.dim)
-    found = find_separation(rows, extra, False, box, u, scale_bits)
+    found = find_separation(rows, extra, False, box, u, scale_bits, precisions)
     if found is None:
         return None
     cert = FarkasCertificate(found[0].multipliers, 0, found[0].box)

@@ -88,6 +88,23 @@ class QuantisedMLP:
     def logits(self, x: Sequence[int]) -> IntVector:
         return self.pre_activations(x)[-1]
 
+    def scaled_logits(self, numerators: Sequence[int], denominator: int) -> IntVector:
+        """denominator * logits at the rational input numerators / denominator, exactly.
+
+        ReLU is positively homogeneous, so the forward pass on the numerators
+        with every bias multiplied by the denominator (> 0) is the forward pass
+        at the rational point scaled by the denominator: no division needed."""
+        if type(denominator) is not int or denominator <= 0:
+            raise ValueError("the denominator must be a positive integer")
+        if len(numerators) != self.n_inputs:
+            raise ValueError(f"expected {self.n_inputs} input features, got {len(numerators)}")
+        h: Sequence[int] = [int(v) for v in numerators]
+        z: IntVector = ()
+        for w, b in zip(self.weights, self.biases):
+            z = tuple(sum(wi * hi for wi, hi in zip(row, h)) + bi * denominator for row, bi in zip(w, b))
+            h = [v if v > 0 else 0 for v in z]
+        return z
+
     def activation_code(self, x: Sequence[int]) -> ActivationCode:
         """On/off bit of every hidden ReLU (on means pre-activation > 0)."""
         return tuple(tuple(v > 0 for v in z) for z in self.pre_activations(x)[:-1])

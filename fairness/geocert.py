@@ -98,6 +98,9 @@ class SliceSearch:
     forced_distance: set[tuple[str, str, int]] = field(default_factory=set)
     # Neuron rows refined by a separation certificate: (code, row) -> (cert, proved distance^2, kind).
     separations: dict[tuple[str, int], tuple[FarkasCertificate, Fraction, str]] = field(default_factory=dict)
+    # Exact searches: decision rows refined by a separation certificate of the
+    # region's class-j part, (code, j) -> (cert, proved distance^2).
+    class_separations: dict[tuple[str, int], tuple[FarkasCertificate, Fraction]] = field(default_factory=dict)
     geometry: SliceGeometry | None = None  # the slice's region builder (neighbours of kept regions)
     # Key (proved squared distance, or the projection's) of the row each region was entered through.
     entered_at: dict[str, Fraction] = field(default_factory=dict)
@@ -126,16 +129,18 @@ def _checked_class(region: Region, y: int, j: int, info: ClassInfo, box: Box) ->
 
 
 def _refine(geom: SliceGeometry, region: Region, k: int, box: Box, u: Sequence[int],
-            scale_bits: int) -> tuple[FarkasCertificate, Fraction, str] | None:
+            scale_bits: int, exact: bool = False) -> tuple[FarkasCertificate, Fraction, str] | None:
     """The better proved lower bound on the distance from u to the facet of (region, k):
     a separation from the facet itself (FAR_FACET), or from the whole neighbouring
     region, which contains the facet (FAR_REGION; also the fallback for lower-dimensional
-    facets, where the nearest-point program is degenerate)."""
+    facets, where the nearest-point program is degenerate). An exact search always
+    asks for the facet's own distance (the key GeoCert's exactness rests on)."""
+    precisions = fk.EXACT_SEPARATION_PRECISIONS if exact else fk.SEPARATION_PRECISIONS
     # The region first: its certificate can be shared by every row leading into it.
-    whole = fk.find_region_separation(geom.region(flip(region.code, k)).rows(), box, u, scale_bits)
+    whole = fk.find_region_separation(geom.region(flip(region.code, k)).rows(), box, u, scale_bits, precisions)
     best = None if whole is None else (whole[0], whole[1], FAR_REGION)
-    if best is None or best[1] <= _priority(region, NEURON, k, u, -1, scale_bits):
-        facet = fk.find_separation(*facet_system(region, k), box, u, scale_bits)
+    if exact or best is None or best[1] <= _priority(region, NEURON, k, u, -1, scale_bits):
+        facet = fk.find_separation(*facet_system(region, k), box, u, scale_bits, precisions)
         if facet is not None and (best is None or facet[1] > best[1]):
             best = (facet[0], facet[1], FAR_FACET)
     return best
@@ -144,8 +149,16 @@ def _refine(geom: SliceGeometry, region: Region, k: int, box: Box, u: Sequence[i
 def geocert_slice(model: FixedPointModel, query: Sequence[int], decision: int, slice_values: Sequence[int],
                   oracle: RegionOracle, *, max_regions: int = DEFAULT_MAX_REGIONS,
                   banned: frozenset[str] = frozenset(), limit: Fraction | None = None,
-                  separate: bool = True) -> SliceSearch:
-    """Run the projection-distance GeoCert on one slice.
+                  separate: bool = True, exact: bool = False) -> SliceSearch:
+    """Run GeoCert on one slice: keyed by projection distances, refined lazily.
+
+    `exact` refines decision rows too: a popped decision row whose region's
+    class-j part lies farther than its hyperplane goes back into the queue
+    keyed by the proved distance to that part (a separation certificate), so
+    the search stops at the nearest point of another class within the
+    explored regions, and facets are keyed by their own distance. Keys are
+    lower bounds that only grow, so the first refined decision row popped is
+    the exact radius of the slice (up to the certificates' rounding).
 
     `banned` codes are never entered: a row leading into one stops the search
     like a decision boundary (used when a region's boundary cannot be witnessed).
@@ -204,7 +217,7 @@ def geocert_slice(model: FixedPointModel, query: Sequence[int], decision: int, s
                 if info.farkas is not None:
                     continue
                 if separate and d2 >= 0:
-                    found = _refine(geom, region, row, box, u, s)
+                    found = _refine(geom, region, row, box, u, s, exact)
                     if found is not None and found[1] > d2:
                         search.separations[(key, row)] = found
                         heapq.heappush(heap, (found[1], next(counter), key, NEURON, row, found[0]))
@@ -221,10 +234,17 @@ def geocert_slice(model: FixedPointModel, query: Sequence[int], decision: int, s
             search.entered_at[nb_key] = d2
             visit(nb)
             continue
-        info = _checked_class(region, y, row, oracle.no_class(region, y, row), box)
-        search.classes[(key, row)] = info
-        if info.farkas is not None:
-            continue
-        search.forced_distance.add((key, DECISION, row))
+        if sep is None:
+            info = _checked_class(region, y, row, oracle.no_class(region, y, row), box)
+            search.classes[(key, row)] = info
+            if info.farkas is not None:
+                continue
+            if exact and d2 >= 0:
+                found = fk.find_separation(*class_system(region, y, row), box, u, s, fk.EXACT_SEPARATION_PRECISIONS)
+                if found is not None and found[1] > d2:
+                    search.class_separations[(key, row)] = found
+                    heapq.heappush(heap, (found[1], next(counter), key, DECISION, row, found[0]))
+                    continue
+            search.forced_distance.add((key, DECISION, row))
         return finish(Stop("decision", region.code, DECISION, row, max(d2, Fraction(0))))
     return finish(Stop("exhausted"))

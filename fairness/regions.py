@@ -75,7 +75,7 @@ __all__ = [
     "AffineForm", "Region", "SliceGeometry", "RationalPoint", "FacetInfo", "ClassInfo",
     "RegionOracle", "LPRegionOracle", "neuron_ids", "code_to_str", "code_from_str", "code_bits",
     "flip", "free_box", "free_part", "distance_at_least", "distance_below_next", "max_eps", "eps_cap",
-    "distance_sq", "facet_system", "class_system", "lp_representative",
+    "distance_sq", "facet_system", "class_system", "lp_representative", "counterexample_error", "exact_point",
 ]
 
 
@@ -316,6 +316,38 @@ def eps_cap(model: FixedPointModel, eps_bits: int) -> int:
     return isqrt((diag_sq << (2 * eps_bits)) >> (2 * model.scale_bits))
 
 
+def counterexample_error(model: FixedPointModel, slice_values: Sequence[int], y: int, cls: int,
+                         point: RationalPoint, u: Sequence[int], eps: int, eps_bits: int) -> str | None:
+    """Why `point` (free coordinates P / D on slice `slice_values`) does not
+    prove eps minimal, or None when it does: it lies in the box, class `cls`
+    (!= y) at least ties y there in the exact forward pass (D * logits from
+    `QuantisedMLP.scaled_logits`), and it is closer to u than (E+1)/2^t:
+
+        ||P - D u||^2 2^(2t)  <  (E+1)^2 2^(2s) D^2 .
+
+    Such a point is an input the certificate's radius does not cover, so the
+    true radius is below (E+1)/2^t."""
+    nums, den = point.numerators, point.denominator
+    if type(den) is not int or den <= 0 or not all(type(v) is int for v in nums):
+        return "the counterexample must be integers over a positive integer denominator"
+    if len(nums) != len(u):
+        return f"the counterexample needs {len(u)} free coordinates"
+    if not point.in_box(free_box(model)):
+        return "the counterexample lies outside the box"
+    if type(cls) is not int or not 0 <= cls < model.net.n_classes or cls == y:
+        return f"the counterexample names class {cls!r}, not another class of the model"
+    full = [den * v for v in model.with_slice([0] * model.net.n_inputs, slice_values)]
+    for c, v in zip(model.free_columns, nums):
+        full[c] = v
+    logits = model.net.scaled_logits(full, den)
+    if logits[cls] < logits[y]:
+        return f"class {cls} does not reach the decision {y} at the counterexample"
+    dist_sq = sum((p - den * x) ** 2 for p, x in zip(nums, u))
+    if not (dist_sq << (2 * eps_bits)) < ((eps + 1) ** 2 * den * den) << (2 * model.scale_bits):
+        return "the counterexample is not closer than (E+1)/2^t: eps is not maximal"
+    return None
+
+
 # ---------------------------------------------------------------- systems
 
 def facet_system(region: Region, k: int) -> tuple[list[HalfSpace], HalfSpace, bool]:
@@ -372,6 +404,11 @@ def _exact_point(rows: list[HalfSpace], extra: HalfSpace | None, box: Box, scale
         if all(sum(n * x for n, x in zip(r.normal, p.numerators)) <= r.bound * p.denominator for r in check):
             return p
     return None
+
+
+def exact_point(rows: list[HalfSpace], extra: HalfSpace | None, box: Box, scale_bits: int) -> RationalPoint | None:
+    """An exact point of {u in box : rows, extra} (as deep inside as the LP finds), or None."""
+    return _exact_point(rows, extra, box, scale_bits, fk.solve_phase1(rows, extra, False, box, scale_bits))
 
 
 def lp_representative(region: Region, box: Box, scale_bits: int) -> RationalPoint | None:
