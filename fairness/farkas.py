@@ -364,15 +364,20 @@ def find_separation(rows: Sequence[HalfSpace], extra: HalfSpace, extra_is_equali
     top = max([abs(v) for v in lam_w] + [abs(mu_w)] + [abs(float(v)) for v in nu_w])
     if not top > 0:
         return None
-    best: tuple[FarkasCertificate, Fraction] | None = None
+    found: list[tuple[FarkasCertificate, Fraction]] = []
     for precision in precisions:
         shift = precision - math.frexp(top)[1]
         cert = FarkasCertificate(tuple(_scaled_int(v, shift) for v in lam_w), _signed_scaled_int(mu_w, shift),
                                  tuple(_signed_scaled_int(float(v), shift) for v in nu_w))
         d = separation_distance_sq(rows, extra, box, cert, u, scale_bits)
-        if d is not None and (best is None or d > best[1]):
-            best = (cert, d)
-    return best
+        if d is not None:
+            found.append((cert, d))
+    if not found:
+        return None
+    # The smallest multipliers that prove (almost) as much as the best: smaller
+    # certificates are cheaper to prove, and 2^-40 of the distance is far below 2^-t.
+    best = max(d for _, d in found)
+    return next((c, d) for c, d in found if d >= best * (1 - Fraction(1, 1 << 40)))
 
 
 def no_row(dim: int) -> HalfSpace:

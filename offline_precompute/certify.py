@@ -15,6 +15,7 @@ turns a float model input into one); `query_from_index` and
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 import time
@@ -23,7 +24,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Sequence
 
-from fairness.certificate import CERTIFIED, DEFAULT_EPS_BITS, Certificate
+from fairness.certificate import CERTIFIED, DEFAULT_EPS_BITS, FAST, Certificate
 from fairness.certificate import certify as certify_plain
 from fairness.errors import DataError
 from fairness.fixed_point import DEFAULT_SCALE_BITS, FixedPointModel, IntVector, quantise_query, to_fixed_point
@@ -49,10 +50,11 @@ class Certifier:
     """
 
     def __init__(self, db: Database, model: FixedPointModel, *, eps_bits: int = DEFAULT_EPS_BITS,
-                 keep_memo: bool = False, cache_misses: bool = True):
+                 keep_memo: bool = False, cache_misses: bool = True, radius: str = FAST):
         self.db = db
         self.model = model
         self.eps_bits = eps_bits
+        self.radius = radius
         self.keep_memo = keep_memo
         self.cache_misses = cache_misses
         self._oracle = StoreRegionOracle(db, model, cache_misses=cache_misses)
@@ -74,7 +76,7 @@ class Certifier:
         before = OracleStats(**oracle.stats.as_dict())
         t0 = time.perf_counter()
         try:
-            cert = certify_plain(self.model, tuple(query), oracle, eps_bits=self.eps_bits)
+            cert = certify_plain(self.model, tuple(query), oracle, eps_bits=self.eps_bits, radius=self.radius)
         finally:
             written = oracle.flush()  # cache what was computed, even if certification failed
         seconds = time.perf_counter() - t0
@@ -85,9 +87,9 @@ class Certifier:
 
 
 def certify(db: Database, model: FixedPointModel, query: Sequence[int], *,
-            eps_bits: int = DEFAULT_EPS_BITS) -> CertifyResult:
+            eps_bits: int = DEFAULT_EPS_BITS, radius: str = FAST) -> CertifyResult:
     """One query through the store (computing and caching whatever is missing)."""
-    return Certifier(db, model, eps_bits=eps_bits).certify(query)
+    return Certifier(db, model, eps_bits=eps_bits, radius=radius).certify(query)
 
 
 # ---------------------------------------------------------------- inputs
@@ -170,8 +172,14 @@ def certificate_summary(cert: Certificate, model: FixedPointModel, class_labels:
                          f"{sc.traversal_steps} traversal steps")
         lines.append(f"regions per slice {list(cert.regions_per_slice)}, traversal steps {list(cert.traversal_steps)}, "
                      f"Farkas certificates {cert.farkas_count}")
-        if cert.attainment is not None and cert.attainment.kind != "cap":
-            lines.append(f"attained by a {cert.attainment.kind} row in slice {cert.attainment.slice_index}")
+        a = cert.attainment
+        if a is not None and a.kind == "counterexample":
+            lines.append(f"exact radius: class {a.row} at least ties the decision at a point of slice "
+                         f"{a.slice_index} closer than {_decimal(Fraction(cert.eps + 1, 1 << cert.eps_bits))}"
+                         + ("" if cert.min_distance_sq is None
+                            else f" (at distance {math.sqrt(cert.min_distance_sq):.6f})"))
+        elif a is not None and a.kind != "cap":
+            lines.append(f"attained by a {a.kind} row in slice {a.slice_index} (fast radius: a lower bound)")
     else:
         f = cert.flip
         assert f is not None

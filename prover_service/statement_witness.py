@@ -161,6 +161,11 @@ def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate,
     if cert.status != CERTIFIED:
         raise StatementWitnessError(f"unknown certificate status {cert.status!r}")
 
+    if cert.radius_is_exact or any(c is not None and c.kind not in _KIND
+                                   for sc in cert.slices for rc in sc.regions for c in (*rc.neurons, *rc.classes)):
+        raise StatementWitnessError("this statement proves the fast (projection) radius; an exact-radius "
+                                    "certificate (far class regions, a counterexample) needs the exact statement")
+
     def other(j: int) -> int:
         return j if j < y else j - 1
 

@@ -25,6 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scale-bits", type=int, default=None, metavar="N",
                    help="fixed-point scale exponent (default 16; must match the precompute)")
     p.add_argument("--data-dir", metavar="DIR", help="dataset directory for --index (default: $FAIRPROOF_DATA_DIR)")
+    p.add_argument("--radius", choices=("fast", "exact"), default="fast",
+                   help="fast: GeoCert's projection-distance radius, a lower bound; exact: floor(true radius * 2^t), "
+                        "proved minimal by a counterexample (default: fast)")
     p.add_argument("--out", metavar="CERT.json", help="write the certificate JSON here")
     p.set_defaults(handler=run)
 
@@ -46,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         source = {"record": str(args.record)}
     db = open_database(resolve_store_url(args.store, args.model))
     try:
-        certifier = Certifier(db, model)
+        certifier = Certifier(db, model, radius=args.radius)
         result = certifier.certify(query)
         digest = certifier.digest
     finally:
