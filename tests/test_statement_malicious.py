@@ -12,14 +12,14 @@ import random
 import pytest
 
 from circuits.field import R
-from circuits.statement import FarkasEntry
 from fairness import farkas as fk
 from fairness.certificate import certify
 from fairness.checker import check_certificate
 from fairness.errors import CertificationError
 from fairness.fixed_point import FixedPointModel, QuantisedMLP
 from fairness.regions import SliceGeometry, class_system, code_from_str, facet_system, free_part
-from prover_service.statement_witness import bucket_sizes, model_commitment, statement_inputs
+from statement import FarkasEntry
+from statement.adapter import bucket_sizes, model_commitment, statement_inputs
 from statement_cases import SALT, build, case, unsatisfied_labels
 
 

@@ -52,8 +52,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..errors import CircuitError
-from ..relation import R1CS
+from circuits.errors import CircuitError
+from circuits.relation import R1CS
+
 from .affine import Form, decision_rows, derive_region, norm_sq
 from .boundary import check_boundary
 from .checks import assert_nonnegative, assert_product_zero, bool_inputs, scoped
@@ -424,7 +425,7 @@ def statement_relation(shape: StatementShape) -> R1CS:
     Anyone holding the public shape can rebuild it: the bank to set up keys,
     a ceremony contributor or an auditor to check that a key is for this
     circuit and no other."""
-    from ..builder import ConstraintSystem
+    from circuits.builder import ConstraintSystem
 
     cs = ConstraintSystem(with_values=False)
     build_statement(cs, shape)

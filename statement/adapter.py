@@ -1,9 +1,9 @@
-"""Prover-side adapter: (FixedPointModel, salt, fairness certificate) -> statement inputs.
+"""From a fairness certificate to the statement's inputs (bank side).
 
 `statement_shape` derives the public shape of a model for a bucket (K region
 slots, F Farkas slots per slice); `statement_inputs` turns a checked
 `fairness.certificate.Certificate` into the circuit's public inputs and
-private witness (plain ints, see `circuits.statement.witness`):
+private witness (plain ints, see `statement.witness`):
 
 - slot 0 of every slice is the start region (the certificate lists it
   first); padding repeats it, with the same cover kinds;
@@ -23,16 +23,19 @@ import secrets
 from typing import Sequence
 
 from circuits.field import R
-from circuits.statement import (DISTANCE, FAR_REGION, FARKAS, NEIGHBOR, STATUS_CERTIFIED, STATUS_FLIP, Designation,
-                                FarkasEntry, SliceWitness, StatementPublic, StatementShape, StatementWitness,
-                                StatementWitnessError, commit, widths)
-from fairness.farkas import MAX_MULTIPLIER_BITS
 from fairness.certificate import CERTIFIED, EMPTY_FACET, FAR_FACET, FAR_REGION as C_FAR_REGION, FLIP, NO_CLASS, Certificate
 from fairness.certificate import DISTANCE as C_DISTANCE
 from fairness.certificate import NEIGHBOR as C_NEIGHBOR
+from fairness.farkas import MAX_MULTIPLIER_BITS
 from fairness.fixed_point import FixedPointModel
 from fairness.geocert import DECISION, NEURON
 from fairness.regions import SliceGeometry, code_bits, code_from_str, code_to_str, eps_cap, flip, free_part
+
+from .commitment import commit
+from .shape import StatementShape
+from .widths import widths
+from .witness import (DISTANCE, FAR_REGION, FARKAS, NEIGHBOR, STATUS_CERTIFIED, STATUS_FLIP, Designation, FarkasEntry,
+                      SliceWitness, StatementPublic, StatementWitness, StatementWitnessError)
 
 DEFAULT_FARKAS_BITS = MAX_MULTIPLIER_BITS  # the largest multiplier fairness.farkas issues is below 2^40
 # Boundary denominators: the certificate interpolates between two exact region

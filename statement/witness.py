@@ -23,8 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..errors import CircuitError
-from ..field import R
+from circuits.errors import CircuitError
+from circuits.field import R
 
 DISTANCE = 0
 NEIGHBOR = 1
