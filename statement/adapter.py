@@ -7,10 +7,10 @@ private witness (plain ints, see `statement.witness`):
 
 - slot 0 of every slice is the start region (the certificate lists it
   first); padding repeats it, with the same cover kinds;
-- covers: DISTANCE -> DISTANCE, NEIGHBOR -> NEIGHBOR, EMPTY_FACET,
-  FAR_FACET and NO_CLASS -> FARKAS with a pool entry (code, row,
-  multipliers; box multipliers for FAR_FACET); decision
-  rows are indexed by o = j if j < y else j - 1, row H + o;
+- covers keep their `CoverKind`; EMPTY_FACET, FAR_FACET and NO_CLASS add a
+  pool entry (code, row, multipliers; box multipliers for FAR_FACET), and
+  FAR_REGION one entry per distinct neighbouring region (row = n_rows);
+  decision rows are indexed by o = j if j < y else j - 1, row H + o;
 - attainment 'cap' -> no designation; a neuron/decision attainment -> the
   designation (slice, slot of its code, row) and for a decision row the
   boundary point P / D;
@@ -23,9 +23,8 @@ import secrets
 from typing import Sequence
 
 from circuits.field import R
-from fairness.certificate import CERTIFIED, EMPTY_FACET, FAR_FACET, FAR_REGION as C_FAR_REGION, FLIP, NO_CLASS, Certificate
-from fairness.certificate import DISTANCE as C_DISTANCE
-from fairness.certificate import NEIGHBOR as C_NEIGHBOR
+from fairness.certificate import CERTIFIED, FLIP, Certificate
+from fairness.covers import CoverKind
 from fairness.farkas import MAX_MULTIPLIER_BITS
 from fairness.fixed_point import FixedPointModel
 from fairness.geocert import DECISION, NEURON
@@ -34,17 +33,14 @@ from fairness.regions import SliceGeometry, code_bits, code_from_str, code_to_st
 from .commitment import commit
 from .shape import StatementShape
 from .widths import widths
-from .witness import (DISTANCE, FAR_REGION, FARKAS, NEIGHBOR, STATUS_CERTIFIED, STATUS_FLIP, Designation, FarkasEntry,
-                      SliceWitness, StatementPublic, StatementWitness, StatementWitnessError)
+from .witness import (STATUS_CERTIFIED, STATUS_FLIP, Designation, FarkasEntry, SliceWitness, StatementPublic,
+                      StatementWitness, StatementWitnessError)
 
 DEFAULT_FARKAS_BITS = MAX_MULTIPLIER_BITS  # the largest multiplier fairness.farkas issues is below 2^40
 # Boundary denominators: the certificate interpolates between two exact region
 # points, |D| <= 2^(2k+1) V with V the decision form's bound on the box and k the
 # dyadic rounding of the LP point (k = 0 usually). Default: V's width + 8 bits.
 BOUNDARY_MARGIN_BITS = 8
-
-_KIND = {C_DISTANCE: DISTANCE, C_NEIGHBOR: NEIGHBOR, EMPTY_FACET: FARKAS, FAR_FACET: FARKAS, NO_CLASS: FARKAS,
-         C_FAR_REGION: FAR_REGION}
 
 
 def new_salt() -> int:
@@ -88,9 +84,9 @@ def _far_region_code(code: str, k: int, hidden_sizes) -> str:
 def _pool_size(sc, hidden_sizes) -> int:
     """Pool entries of one slice: one per row certificate, one per distinct far neighbouring region."""
     rows = sum(1 for r in sc.regions for c in (*r.neurons, *r.classes)
-               if c is not None and c.farkas is not None and c.kind != C_FAR_REGION)
+               if c is not None and c.farkas is not None and c.kind != CoverKind.FAR_REGION)
     far = {_far_region_code(r.code, k, hidden_sizes) for r in sc.regions for k, c in enumerate(r.neurons)
-           if c.kind == C_FAR_REGION}
+           if c.kind == CoverKind.FAR_REGION}
     return rows + len(far)
 
 
@@ -179,11 +175,11 @@ def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate,
             bits = tuple(int(b) for b in code_bits(code_from_str(rc.code, shape.hidden_sizes)))
             index.setdefault(rc.code, len(codes))
             codes.append(bits)
-            row_kinds = [_KIND[c.kind] for c in rc.neurons]
-            row_kinds += [_KIND[rc.classes[j].kind] for j in range(shape.n_classes) if j != y]
+            row_kinds = [CoverKind(c.kind) for c in rc.neurons]
+            row_kinds += [CoverKind(rc.classes[j].kind) for j in range(shape.n_classes) if j != y]
             kinds.append(tuple(row_kinds))
             for k, c in enumerate(rc.neurons):
-                if c.kind == C_FAR_REGION:
+                if c.kind == CoverKind.FAR_REGION:
                     nb = _far_region_code(rc.code, k, shape.hidden_sizes)
                     if nb not in far_regions:  # one entry per neighbouring region, shared by its rows
                         far_regions[nb] = FarkasEntry(
