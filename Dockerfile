@@ -11,6 +11,7 @@ COPY commitments commitments
 COPY fairness fairness
 COPY offline_precompute offline_precompute
 COPY prover_service prover_service
+COPY statement statement
 COPY verifier_client verifier_client
 RUN pip install --no-cache-dir ".[prover]"
 

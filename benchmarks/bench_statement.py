@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from circuits.builder import ConstraintSystem
-from circuits.statement import build_statement, widths
+from statement import build_statement, widths
 
 
 def breakdown(cs: ConstraintSystem, shape) -> dict:
@@ -53,7 +53,7 @@ def main() -> None:
     from fairness.datasets import load_dataset
     from fairness.fixed_point import agreement_report, quantise_query, to_fixed_point
     from fairness.training import default_config, train_on_dataset
-    from prover_service.statement_witness import bucket_sizes, statement_inputs, statement_shape
+    from statement.adapter import bucket_sizes, statement_inputs, statement_shape
 
     ds = load_dataset("german", args.data_dir)
     art, res = train_on_dataset(ds, default_config("german", (4, 2), "unfair"))

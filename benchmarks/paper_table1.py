@@ -73,7 +73,7 @@ def constraint_model(prover) -> tuple[int, int, int]:
     together, from two small builds without values (the statement is linear in K and F up to
     a few lookup bits)."""
     from circuits.builder import ConstraintSystem
-    from circuits.statement import build_statement
+    from statement import build_statement
 
     def count(k: int, f: int) -> int:
         cs = ConstraintSystem(with_values=False)
@@ -98,8 +98,8 @@ def bench_model(dataset: str, hidden: tuple[int, ...], variant: str, n_queries: 
     from prover_service.bucket_keys import SinglePartyKeySetup
     from prover_service.proving import Prover
     from prover_service.publishing import commit_model
-    from prover_service.statement_witness import bucket_sizes
     from prover_service.workspace import ModelWorkspace
+    from statement.adapter import bucket_sizes
     from verifier_client.verify import verify_bundle
 
     name = f"{dataset}-{'x'.join(map(str, hidden))}-{variant}"

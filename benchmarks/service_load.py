@@ -197,7 +197,7 @@ def plan_customers(models: Path, customers: int, workers: int) -> tuple[list[dic
     them and loads that bucket's keys before the measured burst (a worker
     loads a bucket's proving key on its first job in that bucket).
     """
-    from prover_service.statement_witness import bucket_sizes
+    from statement.adapter import bucket_sizes
     from tests.service_fixtures import customer_records
 
     pool = customer_records(customers + WARMUP_POOL)

@@ -13,9 +13,10 @@ reported at the gadget that produced it (UnsatisfiedConstraint naming the
 gadget scope) instead of as an opaque failure in the prover. Without values
 the same code yields the identical R1CS (used for key setup).
 
-Linear combinations (`LC`) are sparse dicts wire -> coefficient in [1, R), wire
-0 being the constant 1; adding them, or scaling by a constant, is free. A
-product of two non-constant LCs emits one constraint `a * b = out`.
+Linear combinations (`LC`, defined in circuits/lc.py) are sparse dicts
+wire -> coefficient in [1, R), wire 0 being the constant 1; adding them, or
+scaling by a constant, is free. A product of two non-constant LCs emits one
+constraint `a * b = out`.
 
 Wire numbering of the compiled R1CS: 0 = constant 1, then public inputs in
 declaration order, then every other wire in allocation order (inputs and
@@ -38,102 +39,12 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 from .errors import CircuitError, UnsatisfiedConstraint
 from .field import R, to_signed
+from .gadgets import bits as _bits
+from .gadgets import compare as _compare
+from .gadgets import poseidon as _poseidon
+from .gadgets import select as _select
+from .lc import LC
 from .relation import R1CS, Constraint
-
-Operand = "LC | int"
-
-
-class LC:
-    """A linear combination sum_w coeff_w * wire_w of one ConstraintSystem.
-
-    `value` is the evaluation under the witness (None while building without
-    values). `boolean` is set by gadgets whose output is constrained to {0, 1},
-    so that `select` etc. need not re-assert it.
-    """
-
-    __slots__ = ("cs", "terms", "value", "boolean")
-
-    def __init__(self, cs: "ConstraintSystem", terms: dict[int, int], value: int | None, boolean: bool = False):
-        self.cs = cs
-        self.terms = terms
-        self.value = value
-        self.boolean = boolean
-
-    # --- inspection -------------------------------------------------------
-    def is_constant(self) -> bool:
-        t = self.terms
-        return not t or (len(t) == 1 and 0 in t)
-
-    def constant_value(self) -> int:
-        """The value of a constant LC (raises if it is not constant)."""
-        if not self.is_constant():
-            raise CircuitError("linear combination is not a constant")
-        return self.terms.get(0, 0)
-
-    def single_wire(self) -> int | None:
-        """The wire index if this LC is exactly 1 * wire, else None."""
-        t = self.terms
-        if len(t) == 1:
-            for w, k in t.items():
-                if k == 1 and w != 0:
-                    return w
-        return None
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{to_signed(k)}*w{w}" for w, k in list(self.terms.items())[:6])
-        more = "..." if len(self.terms) > 6 else ""
-        return f"LC({shown}{more}; value={self.value})"
-
-    # --- linear arithmetic (free) ------------------------------------------
-    def __add__(self, other):
-        cs = self.cs
-        if isinstance(other, LC):
-            return cs._add_lc(self, other, 1)
-        if isinstance(other, int):
-            return cs._add_const(self, other)
-        return NotImplemented
-
-    __radd__ = __add__
-
-    def __sub__(self, other):
-        cs = self.cs
-        if isinstance(other, LC):
-            return cs._add_lc(self, other, R - 1)
-        if isinstance(other, int):
-            return cs._add_const(self, -other)
-        return NotImplemented
-
-    def __rsub__(self, other):
-        if isinstance(other, int):
-            out = self.cs._add_const(self.cs._scale(self, R - 1), other)
-            if other == 1 and self.boolean:
-                out.boolean = True  # 1 - b of a boolean b is boolean
-            return out
-        return NotImplemented
-
-    def __neg__(self):
-        return self.cs._scale(self, R - 1)
-
-    def __mul__(self, other):
-        if isinstance(other, int):
-            return self.cs._scale(self, other)
-        if isinstance(other, LC):
-            return self.cs.mul(self, other)
-        return NotImplemented
-
-    __rmul__ = __mul__
-
-    # LCs are not hashable values; forbid accidental truthiness / equality use.
-    def __bool__(self):
-        raise CircuitError("a circuit value has no truth value while building; use cs.is_zero / cs.select")
-
-    def __eq__(self, other):  # pragma: no cover - guard
-        raise CircuitError("use cs.assert_equal or cs.is_equal to compare circuit values")
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-Variable = LC  # a single-wire LC; gnark calls these Variables
 
 
 class ConstraintSystem:
@@ -625,95 +536,59 @@ class ConstraintSystem:
     # ------------------------------------------------------------ gadgets
     # Thin methods over the gadget modules, so circuits read like gnark's API.
     def to_bits(self, x: "LC | int", n_bits: int) -> list[LC]:
-        from .gadgets.bits import to_bits
-
-        return to_bits(self, x, n_bits)
+        return _bits.to_bits(self, x, n_bits)
 
     def from_bits(self, bits: Sequence["LC | int"]) -> LC:
-        from .gadgets.bits import from_bits
-
-        return from_bits(self, bits)
+        return _bits.from_bits(self, bits)
 
     def assert_range(self, x: "LC | int", n_bits: int) -> None:
-        from .gadgets.bits import assert_range
-
-        assert_range(self, x, n_bits)
+        _bits.assert_range(self, x, n_bits)
 
     def assert_signed_range(self, x: "LC | int", n_bits: int) -> None:
-        from .gadgets.bits import assert_signed_range
-
-        assert_signed_range(self, x, n_bits)
+        _bits.assert_signed_range(self, x, n_bits)
 
     def pack(self, xs: Sequence["LC | int"], n_bits: int, signed: bool = True,
              already_range_checked: bool = False) -> list[LC]:
-        from .gadgets.bits import pack
-
-        return pack(self, xs, n_bits, signed, already_range_checked)
+        return _bits.pack(self, xs, n_bits, signed, already_range_checked)
 
     def mux(self, index_bits: Sequence["LC | int"], values: Sequence["LC | int"]) -> LC:
-        from .gadgets.select import mux
-
-        return mux(self, index_bits, values)
+        return _select.mux(self, index_bits, values)
 
     def assert_member(self, x: "LC | int", members: Sequence["LC | int"]) -> None:
-        from .gadgets.select import assert_member
-
-        assert_member(self, x, members)
+        _select.assert_member(self, x, members)
 
     def is_member(self, x: "LC | int", members: Sequence["LC | int"]) -> LC:
-        from .gadgets.select import is_member
-
-        return is_member(self, x, members)
+        return _select.is_member(self, x, members)
 
     def is_negative(self, x: "LC | int", n_bits: int) -> LC:
-        from .gadgets.compare import is_negative
-
-        return is_negative(self, x, n_bits)
+        return _compare.is_negative(self, x, n_bits)
 
     def is_less(self, a: "LC | int", b: "LC | int", n_bits: int, check_inputs: bool = False) -> LC:
-        from .gadgets.compare import is_less
-
-        return is_less(self, a, b, n_bits, check_inputs)
+        return _compare.is_less(self, a, b, n_bits, check_inputs)
 
     def is_less_or_equal(self, a: "LC | int", b: "LC | int", n_bits: int, check_inputs: bool = False) -> LC:
-        from .gadgets.compare import is_less_or_equal
-
-        return is_less_or_equal(self, a, b, n_bits, check_inputs)
+        return _compare.is_less_or_equal(self, a, b, n_bits, check_inputs)
 
     def assert_less(self, a: "LC | int", b: "LC | int", n_bits: int, check_inputs: bool = False) -> None:
-        from .gadgets.compare import assert_less
-
-        assert_less(self, a, b, n_bits, check_inputs)
+        _compare.assert_less(self, a, b, n_bits, check_inputs)
 
     def assert_less_or_equal(self, a: "LC | int", b: "LC | int", n_bits: int, check_inputs: bool = False) -> None:
-        from .gadgets.compare import assert_less_or_equal
-
-        assert_less_or_equal(self, a, b, n_bits, check_inputs)
+        _compare.assert_less_or_equal(self, a, b, n_bits, check_inputs)
 
     def abs(self, x: "LC | int", n_bits: int) -> LC:
-        from .gadgets.compare import abs_value
-
-        return abs_value(self, x, n_bits)
+        return _compare.abs_value(self, x, n_bits)
 
     def min(self, a: "LC | int", b: "LC | int", n_bits: int, check_inputs: bool = False) -> LC:
-        from .gadgets.compare import minimum
-
-        return minimum(self, a, b, n_bits, check_inputs)
+        return _compare.minimum(self, a, b, n_bits, check_inputs)
 
     def max(self, a: "LC | int", b: "LC | int", n_bits: int, check_inputs: bool = False) -> LC:
-        from .gadgets.compare import maximum
-
-        return maximum(self, a, b, n_bits, check_inputs)
+        return _compare.maximum(self, a, b, n_bits, check_inputs)
 
     def poseidon(self, *xs: "LC | int") -> LC:
-        from .gadgets.poseidon import poseidon
-
-        return poseidon(self, list(xs))
+        return _poseidon.poseidon(self, list(xs))
 
     def poseidon_chain(self, xs: Sequence["LC | int"]) -> LC:
-        from .gadgets.poseidon import poseidon_chain
-
-        return poseidon_chain(self, list(xs))
+        return _poseidon.poseidon_chain(self, list(xs))
 
     # ------------------------------------------------------------ output
     def _permutation(self) -> list[int] | None:

@@ -89,7 +89,7 @@ class VerifyingKeyJson(_Frozen):
 
 
 class BucketShape(_Frozen):
-    """What a bucket's circuit adds to the model's public shape (circuits/statement/shape.py)."""
+    """What a bucket's circuit adds to the model's public shape (statement/shape.py)."""
 
     region_slots: int = Field(ge=1)  # K
     farkas_slots: int = Field(ge=1)  # F
@@ -216,7 +216,7 @@ class ModelCard(_Frozen):
         return values, tuple(f.labels[f.values.index(v)] for f, v in zip(self.sensitive, values))
 
     def statement_shape_json(self, bucket: CircuitBucket) -> dict:
-        """The full public shape of `bucket`'s statement (circuits.statement.StatementShape.from_json)."""
+        """The full public shape of `bucket`'s statement (statement.StatementShape.from_json)."""
         a = self.architecture
         return {
             "n_inputs": a.n_inputs, "hidden_sizes": list(a.hidden_sizes), "n_classes": a.n_classes,

@@ -1,17 +1,17 @@
 """Committing to a model and publishing its card (bank side).
 
 The commitment is the salted Poseidon hash of the quantised weights defined
-in `circuits.statement.commitment` (circomlib parameters, a documented chain
+in `statement.commitment` (circomlib parameters, a documented chain
 construction), bound to the model part of the statement shape. The salt is a
 uniformly random field element: it makes the commitment hiding; Poseidon's
 collision resistance makes it binding.
 """
 from __future__ import annotations
 
-from circuits.statement import COMMITMENT_SCHEME, StatementShape
 from fairness.fixed_point import FixedPointModel
 from fairness.model import ModelArtifact
-from prover_service.statement_witness import model_commitment, statement_shape
+from statement import COMMITMENT_SCHEME, StatementShape
+from statement.adapter import model_commitment, statement_shape
 
 from .card import ArchitectureCard, FeatureEncoding, ModelCard, SensitiveFeatureCard
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Sequence
 
+from fairness.covers import CoverKind
 from fairness.errors import CertificationError
 from fairness import farkas as fk
 from fairness.farkas import FarkasCertificate
@@ -49,13 +50,13 @@ FORMAT = "fairproof.fairness-certificate"
 VERSION = 1
 DEFAULT_EPS_BITS = 16
 
-DISTANCE = "distance"
-NEIGHBOR = "neighbor"
-EMPTY_FACET = "empty_facet"
-FAR_FACET = "far_facet"
-FAR_REGION = "far_region"
-FAR_CLASS = "far_class"
-NO_CLASS = "no_class"
+DISTANCE = CoverKind.DISTANCE
+NEIGHBOR = CoverKind.NEIGHBOR
+EMPTY_FACET = CoverKind.EMPTY_FACET
+FAR_FACET = CoverKind.FAR_FACET
+FAR_REGION = CoverKind.FAR_REGION
+FAR_CLASS = CoverKind.FAR_CLASS
+NO_CLASS = CoverKind.NO_CLASS
 COVER_KINDS = (DISTANCE, NEIGHBOR, EMPTY_FACET, FAR_FACET, FAR_REGION, FAR_CLASS, NO_CLASS)
 CERTIFICATE_KINDS = (EMPTY_FACET, FAR_FACET, FAR_REGION, FAR_CLASS, NO_CLASS)  # covers that carry multipliers
 SEPARATION_KINDS = (FAR_FACET, FAR_REGION, FAR_CLASS)  # covers whose multipliers include the box

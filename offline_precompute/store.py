@@ -28,8 +28,8 @@ Alembic autogenerate can take over schema changes later):
   holds none.
 
 Activation codes are stored as text: one ``0``/``1`` per hidden neuron, layers
-separated by ``.`` (`code_to_text`, the same text as `fairness.regions.code_to_str`). Neurons are numbered flat across hidden
-layers (layer 0 first). Points and certificates are JSON as produced by the
+separated by ``.`` (`fairness.regions.code_to_str`). Neurons are numbered flat
+across hidden layers (layer 0 first). Points and certificates are JSON as produced by the
 plaintext layer's serialisers; the store does not interpret them.
 """
 from __future__ import annotations
@@ -62,7 +62,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-from fairness.fixed_point import ActivationCode, FixedPointModel
+from fairness.fixed_point import FixedPointModel
+from fairness.regions import code_from_str, code_to_str, flip
 from offline_precompute.errors import StoreError
 
 DIGEST_FORMAT = "fairproof-fixed-point-model-v1"
@@ -166,32 +167,6 @@ DATA_TABLES = (RegionRow, FacetRow, ClassClaimRow)
 
 # ---------------------------------------------------------------- keys
 
-def code_to_text(code: ActivationCode) -> str:
-    """``((1,0,1),(0,1))`` -> ``"101.01"``."""
-    return ".".join("".join("1" if b else "0" for b in layer) for layer in code)
-
-
-def code_from_text(text: str) -> ActivationCode:
-    if not text or any(ch not in "01." for ch in text) or "" in text.split("."):
-        raise StoreError(f"malformed activation code {text!r} in store")
-    return tuple(tuple(ch == "1" for ch in layer) for layer in text.split("."))
-
-
-def flip_bit(code: str, neuron: int) -> str:
-    """The code of the neighbouring region across neuron `neuron` (flat index)."""
-    pos = -1
-    seen = -1
-    for i, ch in enumerate(code):
-        if ch != ".":
-            seen += 1
-            if seen == neuron:
-                pos = i
-                break
-    if pos < 0:
-        raise StoreError(f"neuron {neuron} out of range for code {code!r}")
-    return code[:pos] + ("0" if code[pos] == "1" else "1") + code[pos + 1:]
-
-
 def model_description(model: FixedPointModel) -> dict[str, Any]:
     """The canonical description that `model_digest` hashes (integers as decimal strings)."""
     net = model.net
@@ -234,7 +209,10 @@ class FacetEntry:
 
     @property
     def neighbor_code(self) -> str | None:
-        return flip_bit(self.code, self.neuron) if self.nonempty else None
+        if not self.nonempty:
+            return None
+        sizes = tuple(len(layer) for layer in self.code.split("."))
+        return code_to_str(flip(code_from_str(self.code, sizes), self.neuron))
 
 
 @dataclass(frozen=True)

@@ -34,9 +34,9 @@ from circuits.relation import R1CS
 from circuits.snarkjs.ceremony import Ceremony, transcript_digest
 from circuits.snarkjs.zkey_file import parse_zkey
 from circuits.snarkjs.zkey_read import read_zkey
-from circuits.statement import StatementShape, statement_relation
 from commitments.card import CircuitBucket, ContributionRecord, ModelCard, SetupRecord
 from fairness.errors import ModelError
+from statement import StatementShape, statement_relation
 
 Progress = Callable[[str], None]
 SETUP_FILE = "setup.json"

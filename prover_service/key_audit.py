@@ -32,8 +32,8 @@ from circuits.snarkjs.ptau import Ptau, read_ptau, verify_ptau
 from circuits.snarkjs.zkey_file import parse_zkey, vk_from_zkey
 from circuits.snarkjs.zkey_mpc import verify_contributions
 from circuits.snarkjs.zkey_new import new_zkey
-from circuits.statement import statement_relation
 from commitments.card import CircuitBucket, ContributionRecord, ModelCard
+from statement import statement_relation
 
 from .bucket_keys import ZKEY_FILE, shape_from_card
 

@@ -12,12 +12,11 @@ from dataclasses import dataclass
 from typing import Callable
 
 from offline_precompute.certify import query_from_index, test_inputs
-
-from circuits.statement import statement_relation
+from statement import statement_relation
+from statement.adapter import bucket_sizes
 
 from .bucket_keys import NoKeySetup
 from .proving import Prover
-from .statement_witness import bucket_sizes
 
 
 @dataclass(frozen=True)

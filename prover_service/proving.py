@@ -27,7 +27,6 @@ from circuits.relation import R1CS
 from circuits.snarkjs.json_formats import (proof_to_json, public_to_json, verifying_key_from_json,
                                            verifying_key_to_json)
 from circuits.snarkjs.ceremony import Ceremony
-from circuits.statement import StatementShape, build_statement, statement_relation
 from commitments.bundle import CertificateBundle, FlipSlice, Radius
 from commitments.claims import ClaimError, bundle_claims
 from commitments.card import BucketShape, CircuitBucket, ModelCard, SetupRecord
@@ -37,9 +36,10 @@ from fairness.errors import CertificationError, ModelError
 from fairness.fixed_point import FixedPointModel, IntVector
 from offline_precompute.certify import Certifier
 from offline_precompute.db import Database
+from statement import StatementShape, build_statement, statement_relation
+from statement.adapter import bucket_sizes, statement_inputs, statement_shape
 
 from .bucket_keys import SETUP_FILE, ZKEY_FILE, InstalledKeys, KeySetup, NoKeySetup, ceremony_shape, keys_from_ceremony
-from .statement_witness import bucket_sizes, statement_inputs, statement_shape
 from .workspace import ModelWorkspace, write_atomically
 
 Progress = Callable[[str], None]

@@ -7,8 +7,8 @@ from fairness.bitwidth import check_no_wrap
 from fairness.certificate import DEFAULT_EPS_BITS
 from fairness.errors import ModelError
 from fairness.fixed_point import DEFAULT_SCALE_BITS, to_fixed_point
+from statement.adapter import new_salt
 
-from .statement_witness import new_salt
 from .workspace import ModelWorkspace
 
 

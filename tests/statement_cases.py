@@ -6,12 +6,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from circuits.builder import ConstraintSystem
-from circuits.statement import StatementPublic, StatementShape, StatementWitness, build_statement
 from fairness.certificate import Certificate, certify
 from fairness.checker import check_certificate
 from fairness.fixed_point import FixedPointModel, SensitiveDomain
 from fairness_toy_models import random_model, random_query
-from prover_service.statement_witness import bucket_sizes, statement_inputs, statement_shape
+from statement import StatementPublic, StatementShape, StatementWitness, build_statement
+from statement.adapter import bucket_sizes, statement_inputs, statement_shape
 
 EPS_BITS = 6
 SALT = 0x1234_5678_9ABC_DEF0_1357_9BDF_2468_ACE0

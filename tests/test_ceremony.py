@@ -54,8 +54,8 @@ def bank(tmp_path_factory):
     from offline_precompute.enumerate import precompute
     from prover_service.proving import Prover
     from prover_service.publishing import commit_model
-    from prover_service.statement_witness import bucket_sizes
     from prover_service.workspace import ModelWorkspace
+    from statement.adapter import bucket_sizes
 
     try:
         german = load_dataset("german", sensitive=["foreign_worker"], seed=0)
@@ -90,9 +90,9 @@ def ptau(bank, tmp_path_factory):
     from circuits.snarkjs.ptau_dev import write_dev_ptau
     from circuits.snarkjs.zkey_new import circuit_power
     from prover_service.bucket_keys import parse_bucket_name
-    from prover_service.statement_witness import statement_shape
     from prover_service.workspace import ModelWorkspace
-    from circuits.statement import statement_relation
+    from statement import statement_relation
+    from statement.adapter import statement_shape
 
     workspace = ModelWorkspace.open(bank["model"])
     k, f = parse_bucket_name(bank["bucket"])

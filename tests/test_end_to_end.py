@@ -151,9 +151,9 @@ def test_proof_under_other_weights_is_refused_under_the_published_card(fair, pro
     from circuits.builder import ConstraintSystem
     from circuits.groth16 import proof_to_bytes, prove
     from circuits.snarkjs.json_formats import proof_to_json, public_to_json
-    from circuits.statement import build_statement
     from fairness.certificate import certify
-    from prover_service.statement_witness import statement_inputs
+    from statement import build_statement
+    from statement.adapter import statement_inputs
 
     honest = proved[0]
     keys = fair.keys(fair.shape_for(*_bucket(honest.bundle.bucket)))
@@ -191,8 +191,8 @@ def test_prover_refuses_a_witness_the_statement_does_not_satisfy(fair, proved):
     import dataclasses
 
     from circuits.builder import ConstraintSystem
-    from circuits.statement import build_statement
-    from prover_service.statement_witness import bucket_sizes, statement_inputs
+    from statement import build_statement
+    from statement.adapter import bucket_sizes, statement_inputs
 
     cert = proved[0].certificate
     shape = fair.shape_for(*bucket_sizes(cert))

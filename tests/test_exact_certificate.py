@@ -277,7 +277,7 @@ def test_far_class_cover_without_box_multipliers_is_malformed(model, pairs):
 
 def test_the_fast_statement_refuses_exact_certificates(model, pairs):
     """Until the circuit proves the exact rule, the witness builder says so instead of proving a wrong statement."""
-    from prover_service.statement_witness import StatementWitnessError, statement_inputs, statement_shape
+    from statement.adapter import StatementWitnessError, statement_inputs, statement_shape
     c = _exact(pairs)
     shape = statement_shape(model, region_slots=64, farkas_slots=64, eps_bits=c.eps_bits)
     with pytest.raises(StatementWitnessError, match="exact statement"):

@@ -8,7 +8,8 @@ import pytest
 
 from fairness import farkas as fk
 from fairness.regions import (
-    LPRegionOracle, RationalPoint, SliceGeometry, class_system, code_from_str, code_to_str, facet_system, free_box,
+    LPRegionOracle, RationalPoint, SliceGeometry, class_system, code_from_str, code_to_str, facet_system, flip,
+    free_box,
 )
 from fairness_toy_models import random_model
 from offline_precompute import store as st
@@ -66,7 +67,8 @@ def test_stored_facts_are_exact(reference):
     for si, code, k, nonempty, point, cert in facets:
         region = geos[si].region(code_from_str(code, hidden))
         if nonempty:
-            assert (si, st.flip_bit(code, k), True) in {(r[0], r[1], r[2]) for r in regions}  # adjacency closed
+            neighbour = code_to_str(flip(code_from_str(code, hidden), k))
+            assert (si, neighbour, True) in {(r[0], r[1], r[2]) for r in regions}  # adjacency closed
             if point != "null":
                 p = RationalPoint.from_json(json.loads(point))
                 assert region.contains_rational(p) and p.form_value(region.neurons[k]) == 0

@@ -15,7 +15,7 @@ from circuits.errors import CircuitError
 from fairness.certificate import DISTANCE, NEIGHBOR, Cover
 from fairness.checker import check_certificate
 from fairness.errors import CertificationError
-from prover_service.statement_witness import statement_inputs
+from statement.adapter import statement_inputs
 from statement_cases import SALT, build, case
 
 

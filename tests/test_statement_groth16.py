@@ -12,7 +12,7 @@ from circuits.errors import CircuitError
 from circuits.groth16.prove import prove
 from circuits.groth16.setup import setup
 from circuits.groth16.verify import verify
-from circuits.statement import build_statement
+from statement import build_statement
 from statement_cases import build, case
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from circuits.builder import ConstraintSystem
 from circuits.field import R
-from circuits.statement.membership import PACK_BITS, assert_lookup, challenge, multiplicities, pack
+from statement.membership import PACK_BITS, assert_lookup, challenge, multiplicities, pack
 
 TABLE = [3, 5, 7, 5]
 

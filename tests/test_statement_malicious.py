@@ -12,14 +12,15 @@ import random
 import pytest
 
 from circuits.field import R
-from circuits.statement import FarkasEntry
 from fairness import farkas as fk
 from fairness.certificate import certify
 from fairness.checker import check_certificate
+from fairness.covers import CoverKind
 from fairness.errors import CertificationError
 from fairness.fixed_point import FixedPointModel, QuantisedMLP
 from fairness.regions import SliceGeometry, class_system, code_from_str, facet_system, free_part
-from prover_service.statement_witness import bucket_sizes, model_commitment, statement_inputs
+from statement import FarkasEntry
+from statement.adapter import bucket_sizes, model_commitment, statement_inputs
 from statement_cases import SALT, build, case, unsatisfied_labels
 
 
@@ -136,7 +137,7 @@ def test_d_neighbour_cover_without_neighbour():
         for i in range(H):
             flipped = tuple(b ^ (j == i) for j, b in enumerate(code))
             if flipped not in codes:
-                kinds[k][i] = 1
+                kinds[k][i] = CoverKind.NEIGHBOR
                 break
         else:
             continue
@@ -263,7 +264,7 @@ def test_e_far_region_entry_for_another_region():
 def test_e_farkas_cover_without_pool_entry():
     c, si, f, e = _farkas_case()
     pool = list(c.witness.slices[si].farkas)
-    pool[f] = None  # drop the entry but keep the FARKAS cover kind
+    pool[f] = None  # drop the entry but keep the Farkas cover kind
     assert some(rejected(c, None, replace_slice(c.witness, si, farkas=tuple(pool))), "membership/lookup")
 
 
@@ -406,6 +407,6 @@ def test_designated_row_must_be_distance_covered():
     sw = c.witness.slices[d.slice_index]
     kinds = [list(k) for k in sw.kinds]
     # claim the attaining neuron row is covered by a Farkas entry instead (none exists)
-    kinds[d.slot][d.row] = 2
+    kinds[d.slot][d.row] = CoverKind.EMPTY_FACET
     labels = rejected(c, None, replace_slice(c.witness, d.slice_index, kinds=tuple(map(tuple, kinds))))
     assert some(labels, "minimality")

@@ -36,17 +36,13 @@ def test_digest_depends_on_every_part_of_the_model():
     assert st.model_digest(base) != st.model_digest(other_domain)
 
 
-def test_code_text_round_trip_and_flip():
-    code = ((True, False, True), (False, True))
-    text = st.code_to_text(code)
-    assert text == "101.01"
-    assert st.code_from_text(text) == code
-    assert st.flip_bit(text, 0) == "001.01"
-    assert st.flip_bit(text, 3) == "101.11"
-    with pytest.raises(StoreError):
-        st.flip_bit(text, 5)
-    with pytest.raises(StoreError):
-        st.code_from_text("10x")
+def test_facet_neighbour_code():
+    facet = st.FacetEntry(slice_index=0, code="101.01", neuron=0, nonempty=True)
+    assert facet.neighbor_code == "001.01"
+    assert st.FacetEntry(0, "101.01", 3, True).neighbor_code == "101.11"
+    assert st.FacetEntry(0, "101.01", 3, False).neighbor_code is None
+    with pytest.raises(IndexError):
+        _ = st.FacetEntry(0, "101.01", 5, True).neighbor_code
 
 
 def test_writes_are_idempotent_and_keyed_by_digest(database):

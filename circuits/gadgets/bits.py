@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..errors import CircuitError, UnsatisfiedConstraint
-from ..builder import LC
+from ..lc import LC
 from ..field import MAX_SIGNED_BITS, R, to_signed
 
 MAX_BITS = 253  # 2^253 < R: a 253-bit decomposition cannot wrap

@@ -18,7 +18,7 @@ from functools import lru_cache
 from operator import mul
 from typing import Sequence
 
-from ..builder import LC
+from ..lc import LC
 from ..errors import CircuitError
 from ..field import R
 from ..poseidon import CHAIN_RATE, MAX_INPUTS, chain_chunks

@@ -96,9 +96,9 @@ def _open(path: Path):
 def _init(args: argparse.Namespace) -> int:
     from circuits.snarkjs.ceremony import Ceremony
     from prover_service.bucket_keys import ceremony_metadata, parse_bucket_name
-    from prover_service.statement_witness import statement_shape
     from prover_service.workspace import ModelWorkspace
-    from circuits.statement import statement_relation
+    from statement import statement_relation
+    from statement.adapter import statement_shape
 
     workspace = ModelWorkspace.open(args.model)
     card = workspace.card()

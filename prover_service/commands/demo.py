@@ -137,9 +137,9 @@ def _ceremonies(prover, queries, workdir: Path, backend) -> list[str]:
     from circuits.snarkjs.ptau import read_ptau
     from circuits.snarkjs.ptau_dev import write_dev_ptau
     from circuits.snarkjs.zkey_new import circuit_power
-    from circuits.statement import statement_relation
     from prover_service.bucket_keys import ceremony_metadata
-    from prover_service.statement_witness import bucket_sizes
+    from statement import statement_relation
+    from statement.adapter import bucket_sizes
 
     shapes = {}
     for query in queries:

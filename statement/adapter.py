@@ -1,16 +1,16 @@
-"""Prover-side adapter: (FixedPointModel, salt, fairness certificate) -> statement inputs.
+"""From a fairness certificate to the statement's inputs (bank side).
 
 `statement_shape` derives the public shape of a model for a bucket (K region
 slots, F Farkas slots per slice); `statement_inputs` turns a checked
 `fairness.certificate.Certificate` into the circuit's public inputs and
-private witness (plain ints, see `circuits.statement.witness`):
+private witness (plain ints, see `statement.witness`):
 
 - slot 0 of every slice is the start region (the certificate lists it
   first); padding repeats it, with the same cover kinds;
-- covers: DISTANCE -> DISTANCE, NEIGHBOR -> NEIGHBOR, EMPTY_FACET,
-  FAR_FACET and NO_CLASS -> FARKAS with a pool entry (code, row,
-  multipliers; box multipliers for FAR_FACET); decision
-  rows are indexed by o = j if j < y else j - 1, row H + o;
+- covers keep their `CoverKind`; EMPTY_FACET, FAR_FACET and NO_CLASS add a
+  pool entry (code, row, multipliers; box multipliers for FAR_FACET), and
+  FAR_REGION one entry per distinct neighbouring region (row = n_rows);
+  decision rows are indexed by o = j if j < y else j - 1, row H + o;
 - attainment 'cap' -> no designation; a neuron/decision attainment -> the
   designation (slice, slot of its code, row) and for a decision row the
   boundary point P / D;
@@ -23,25 +23,24 @@ import secrets
 from typing import Sequence
 
 from circuits.field import R
-from circuits.statement import (DISTANCE, FAR_REGION, FARKAS, NEIGHBOR, STATUS_CERTIFIED, STATUS_FLIP, Designation,
-                                FarkasEntry, SliceWitness, StatementPublic, StatementShape, StatementWitness,
-                                StatementWitnessError, commit, widths)
+from fairness.certificate import CERTIFIED, FLIP, Certificate
+from fairness.covers import CoverKind
 from fairness.farkas import MAX_MULTIPLIER_BITS
-from fairness.certificate import CERTIFIED, EMPTY_FACET, FAR_FACET, FAR_REGION as C_FAR_REGION, FLIP, NO_CLASS, Certificate
-from fairness.certificate import DISTANCE as C_DISTANCE
-from fairness.certificate import NEIGHBOR as C_NEIGHBOR
 from fairness.fixed_point import FixedPointModel
 from fairness.geocert import DECISION, NEURON
 from fairness.regions import SliceGeometry, code_bits, code_from_str, code_to_str, eps_cap, flip, free_part
+
+from .commitment import commit
+from .shape import StatementShape
+from .widths import widths
+from .witness import (STATUS_CERTIFIED, STATUS_FLIP, Designation, FarkasEntry, SliceWitness, StatementPublic,
+                      StatementWitness, StatementWitnessError)
 
 DEFAULT_FARKAS_BITS = MAX_MULTIPLIER_BITS  # the largest multiplier fairness.farkas issues is below 2^40
 # Boundary denominators: the certificate interpolates between two exact region
 # points, |D| <= 2^(2k+1) V with V the decision form's bound on the box and k the
 # dyadic rounding of the LP point (k = 0 usually). Default: V's width + 8 bits.
 BOUNDARY_MARGIN_BITS = 8
-
-_KIND = {C_DISTANCE: DISTANCE, C_NEIGHBOR: NEIGHBOR, EMPTY_FACET: FARKAS, FAR_FACET: FARKAS, NO_CLASS: FARKAS,
-         C_FAR_REGION: FAR_REGION}
 
 
 def new_salt() -> int:
@@ -85,9 +84,9 @@ def _far_region_code(code: str, k: int, hidden_sizes) -> str:
 def _pool_size(sc, hidden_sizes) -> int:
     """Pool entries of one slice: one per row certificate, one per distinct far neighbouring region."""
     rows = sum(1 for r in sc.regions for c in (*r.neurons, *r.classes)
-               if c is not None and c.farkas is not None and c.kind != C_FAR_REGION)
+               if c is not None and c.farkas is not None and c.kind != CoverKind.FAR_REGION)
     far = {_far_region_code(r.code, k, hidden_sizes) for r in sc.regions for k, c in enumerate(r.neurons)
-           if c.kind == C_FAR_REGION}
+           if c.kind == CoverKind.FAR_REGION}
     return rows + len(far)
 
 
@@ -161,8 +160,8 @@ def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate,
     if cert.status != CERTIFIED:
         raise StatementWitnessError(f"unknown certificate status {cert.status!r}")
 
-    if cert.radius_is_exact or any(c is not None and c.kind not in _KIND
-                                   for sc in cert.slices for rc in sc.regions for c in (*rc.neurons, *rc.classes)):
+    if cert.radius_is_exact or any(c is not None and c.kind == CoverKind.FAR_CLASS
+                                   for sc in cert.slices for rc in sc.regions for c in rc.classes):
         raise StatementWitnessError("this statement proves the fast (projection) radius; an exact-radius "
                                     "certificate (far class regions, a counterexample) needs the exact statement")
 
@@ -181,11 +180,11 @@ def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate,
             bits = tuple(int(b) for b in code_bits(code_from_str(rc.code, shape.hidden_sizes)))
             index.setdefault(rc.code, len(codes))
             codes.append(bits)
-            row_kinds = [_KIND[c.kind] for c in rc.neurons]
-            row_kinds += [_KIND[rc.classes[j].kind] for j in range(shape.n_classes) if j != y]
+            row_kinds = [CoverKind(c.kind) for c in rc.neurons]
+            row_kinds += [CoverKind(rc.classes[j].kind) for j in range(shape.n_classes) if j != y]
             kinds.append(tuple(row_kinds))
             for k, c in enumerate(rc.neurons):
-                if c.kind == C_FAR_REGION:
+                if c.kind == CoverKind.FAR_REGION:
                     nb = _far_region_code(rc.code, k, shape.hidden_sizes)
                     if nb not in far_regions:  # one entry per neighbouring region, shared by its rows
                         far_regions[nb] = FarkasEntry(

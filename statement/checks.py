@@ -1,7 +1,8 @@
 """Small assertion helpers shared by the statement gadgets."""
 from __future__ import annotations
 
-from ..field import R
+from circuits.field import R
+
 from .widths import bits
 
 

@@ -25,8 +25,8 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 
-from ..errors import CircuitError
-from ..field import R
+from circuits.errors import CircuitError
+from circuits.field import R
 
 
 class StatementShapeError(CircuitError):

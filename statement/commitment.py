@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..field import R
-from ..poseidon import poseidon_chain
+from circuits.field import R
+from circuits.poseidon import poseidon_chain
+
 from .shape import StatementShape
 
 COMMITMENT_TAG = int.from_bytes(b"fairproof.weights.v1", "big")

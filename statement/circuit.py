@@ -22,10 +22,11 @@ What is enforced, per slice s (slot 0 is the start region; K slots, F pool entri
   and ||a|| != 0 unless status 1), NEIGHBOR (flipped code id is a slot id),
   FAR_REGION (neuron rows: (flipped code id, row Rr) is the key of a used
   pool entry, which separates that whole neighbouring region from u*),
-  FARKAS ((code id, row) key is the key of a used pool entry whose
-  separation certificate is valid against E: an empty facet or class region,
-  or a facet at distance >= eps, `farkas`); the
-  two memberships are log-derivative lookups per slice (`membership`).
+  or a Farkas cover (EMPTY_FACET, FAR_FACET, NO_CLASS: (code id, row) key
+  is the key of a used pool entry whose separation certificate is valid
+  against E: an empty facet or class region, or a facet at distance >= eps,
+  `farkas`); the two memberships are log-derivative lookups per slice
+  (`membership`).
   Layer-0 rows are code-independent: their distance test is computed once
   per slice and each slot only asserts kind_DISTANCE * (1 - ok) = 0.
 - Minimality unless E = E_cap or status 1 (gate g): a designated (slice,
@@ -52,8 +53,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..errors import CircuitError
-from ..relation import R1CS
+from circuits.errors import CircuitError
+from circuits.relation import R1CS
+from fairness.covers import CoverKind
+
 from .affine import Form, decision_rows, derive_region, norm_sq
 from .boundary import check_boundary
 from .checks import assert_nonnegative, assert_product_zero, bool_inputs, scoped
@@ -63,7 +66,7 @@ from .farkas import check_farkas_entry, farkas_key
 from .membership import assert_lookup, challenge, multiplicities
 from .shape import StatementShape
 from .widths import StatementWidths, widths as shape_widths
-from .witness import DISTANCE, FAR_REGION, NEIGHBOR, StatementPublic, StatementWitness, validate
+from .witness import StatementPublic, StatementWitness, validate
 
 
 @dataclass
@@ -319,11 +322,11 @@ def _slice(cs, shape, wd, si, base, weights, biases, dec_rows, val, e_sq, not_st
             for r in range(Rr):
                 kind = None if kinds is None else kinds[r]
                 with cs.scope(f"row{r}"):
-                    kd = bool_inputs(cs, "dist", None if kind is None else [int(kind == DISTANCE)], 1)[0]
+                    kd = bool_inputs(cs, "dist", None if kind is None else [int(kind == CoverKind.DISTANCE)], 1)[0]
                     transcript.append((kd, 1))
                     if r < H:
-                        kn = bool_inputs(cs, "nb", None if kind is None else [int(kind == NEIGHBOR)], 1)[0]
-                        kr = bool_inputs(cs, "far", None if kind is None else [int(kind == FAR_REGION)], 1)[0]
+                        kn = bool_inputs(cs, "nb", None if kind is None else [int(kind == CoverKind.NEIGHBOR)], 1)[0]
+                        kr = bool_inputs(cs, "far", None if kind is None else [int(kind == CoverKind.FAR_REGION)], 1)[0]
                         transcript += [(kn, 1), (kr, 1)]
                         kf = 1 - kd - kn - kr
                         cs.assert_is_bool(kf)
@@ -424,7 +427,7 @@ def statement_relation(shape: StatementShape) -> R1CS:
     Anyone holding the public shape can rebuild it: the bank to set up keys,
     a ceremony contributor or an auditor to check that a key is for this
     circuit and no other."""
-    from ..builder import ConstraintSystem
+    from circuits.builder import ConstraintSystem
 
     cs = ConstraintSystem(with_values=False)
     build_statement(cs, shape)

@@ -30,7 +30,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..field import MAX_SIGNED_BITS
+from circuits.field import MAX_SIGNED_BITS
+
 from .shape import StatementShape, StatementShapeError
 
 

@@ -11,8 +11,9 @@ Public inputs, in this order (the bundle and the verifier rely on it):
 
 Private witness: weights and biases (signed ints), the salt (a field
 element), and per slice the K region codes (bits; slot 0 MUST be the start
-region, padding repeats the first code), a cover kind per (slot, row), the
-Farkas pool (F entries, None = unused), and the minimality designation.
+region, padding repeats the first code), a cover kind per (slot, row) (the
+certificate's `fairness.covers.CoverKind`), the Farkas pool (F entries,
+None = unused), and the minimality designation.
 A FLIP certificate needs nothing but weights and salt: `StatementWitness.flip`
 fills the rest with the trivially valid assignment the circuit accepts under
 status 1 (every slot = the start code, every row DISTANCE, no Farkas entry,
@@ -23,14 +24,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..errors import CircuitError
-from ..field import R
+from circuits.errors import CircuitError
+from circuits.field import R
+from fairness.covers import CoverKind
 
-DISTANCE = 0
-NEIGHBOR = 1
-FARKAS = 2
-FAR_REGION = 3  # neuron rows: the neighbouring region's pool entry (row = n_rows) separates it from u*
-KINDS = (DISTANCE, NEIGHBOR, FARKAS, FAR_REGION)
+# The circuit tells four covers of a row apart: DISTANCE, NEIGHBOR, FAR_REGION
+# (neuron rows: the neighbouring region's pool entry, row = n_rows, separates
+# it from u*), and a pool entry keyed by the row's own (code, row), whichever
+# of these kinds the certificate names (the entry's constraints decide which
+# claim it proves).
+FARKAS_KINDS = frozenset({CoverKind.EMPTY_FACET, CoverKind.FAR_FACET, CoverKind.NO_CLASS})
+NEURON_KINDS = frozenset({CoverKind.DISTANCE, CoverKind.NEIGHBOR, CoverKind.FAR_REGION}) | FARKAS_KINDS
+DECISION_KINDS = frozenset({CoverKind.DISTANCE}) | FARKAS_KINDS
 
 STATUS_CERTIFIED = 0
 STATUS_FLIP = 1
@@ -79,7 +84,7 @@ class FarkasEntry:
 @dataclass(frozen=True)
 class SliceWitness:
     codes: tuple[Bits, ...]  # K codes, flat bits; codes[0] is the start region
-    kinds: tuple[tuple[int, ...], ...]  # K x n_rows, values in KINDS (decision rows: DISTANCE or FARKAS)
+    kinds: tuple[tuple[CoverKind, ...], ...]  # K x n_rows: NEURON_KINDS, then DECISION_KINDS
     farkas: tuple[FarkasEntry | None, ...]  # F entries
 
 
@@ -109,7 +114,7 @@ class StatementWitness:
         """The witness of a FLIP statement (see the module docstring)."""
         slices = tuple(
             SliceWitness(codes=(tuple(code),) * shape.region_slots,
-                         kinds=((DISTANCE,) * shape.n_rows,) * shape.region_slots,
+                         kinds=((CoverKind.DISTANCE,) * shape.n_rows,) * shape.region_slots,
                          farkas=(None,) * shape.farkas_slots)
             for code in start_codes)
         return cls(tuple(tuple(tuple(r) for r in w) for w in weights), tuple(tuple(b) for b in biases),
@@ -146,8 +151,9 @@ def validate(shape, public: StatementPublic, witness: StatementWitness) -> None:
         need(len(sw.kinds) == K and all(len(k) == shape.n_rows for k in sw.kinds),
              f"slice {si}: need {K} x {shape.n_rows} cover kinds")
         for kinds in sw.kinds:
-            need(all(k in KINDS for k in kinds[:H]), f"slice {si}: neuron cover kind out of range")
-            need(all(k in (DISTANCE, FARKAS) for k in kinds[H:]), f"slice {si}: decision rows take DISTANCE or FARKAS")
+            need(all(k in NEURON_KINDS for k in kinds[:H]), f"slice {si}: neuron cover kind out of range")
+            need(all(k in DECISION_KINDS for k in kinds[H:]),
+                 f"slice {si}: decision rows take DISTANCE or a Farkas pool entry")
         need(len(sw.farkas) == F, f"slice {si}: need {F} Farkas entries (None for unused)")
         for e in sw.farkas:
             if e is not None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..field import R
+from circuits.field import R
 
 LOOKUP_TAG = int.from_bytes(b"fairproof.lookup.v1", "big")
 PACK_BITS = 248  # < 253: a packed element never wraps

@@ -1,16 +1,18 @@
-"""The fairness statement circuit: shape, widths, witness, gadgets, builder.
+"""The fairness statement: between the plain arithmetic of `fairness` and the proof machinery of `circuits`.
 
-Takes plain ints and tuples only (never imports `fairness` or the prover);
-the prover-side adapter `prover_service.statement_witness` converts a
-`FixedPointModel`, a salt and a checked fairness certificate into
-(`StatementShape`, `StatementPublic`, `StatementWitness`).
+The circuit modules take plain ints and tuples only. This package imports
+nothing of the fairness prover (no numpy-heavy code, no torch or scipy), so
+the public model card and the customer's verifier can rebuild a shape; the
+bank-side adapter `statement.adapter`, imported explicitly and never from
+here, converts a `FixedPointModel`, a salt and a checked fairness
+certificate into (`StatementShape`, `StatementPublic`, `StatementWitness`).
 
 Modules: `shape` (public constants, digests, bucket name), `widths` (the
 no-wrap analysis from the shape alone), `witness` (public-input order and
 private witness), `commitment` (salted Poseidon commitment, native and
 in-circuit), `affine` (region forms from weights and codes), `distance`,
 `membership`, `farkas`, `boundary` (the rule gadgets), `circuit`
-(`build_statement`).
+(`build_statement`), `adapter` (certificate -> statement inputs).
 
 Cost model (constraints; w_x = bit width of x from `widths`, nf free inputs,
 H hidden neurons, h_l layer sizes, C classes, K slots, F pool entries):
@@ -53,11 +55,11 @@ from .circuit import StatementHandles, build_statement, statement_relation
 from .commitment import COMMITMENT_SCHEME, COMMITMENT_TAG, commit, commit_in_circuit, preimage
 from .shape import StatementShape, StatementShapeError
 from .widths import StatementWidths, widths
-from .witness import (DISTANCE, FAR_REGION, FARKAS, NEIGHBOR, STATUS_CERTIFIED, STATUS_FLIP, Designation, FarkasEntry,
-                      SliceWitness, StatementPublic, StatementWitness, StatementWitnessError)
+from .witness import (STATUS_CERTIFIED, STATUS_FLIP, Designation, FarkasEntry, SliceWitness, StatementPublic,
+                      StatementWitness, StatementWitnessError)
 
 __all__ = [
-    "COMMITMENT_SCHEME", "COMMITMENT_TAG", "DISTANCE", "FAR_REGION", "FARKAS", "NEIGHBOR", "STATUS_CERTIFIED", "STATUS_FLIP",
+    "COMMITMENT_SCHEME", "COMMITMENT_TAG", "STATUS_CERTIFIED", "STATUS_FLIP",
     "Designation", "FarkasEntry", "SliceWitness", "StatementHandles", "StatementPublic", "StatementShape",
     "StatementShapeError", "StatementWidths", "StatementWitness", "StatementWitnessError", "build_statement",
     "statement_relation",
