@@ -22,12 +22,17 @@ the certificate. The rules (docs/STATEMENT.md):
    FAR_REGION the same for the whole neighbouring region P_{R^i} in the box
               (its own rows, no extra row: mu = 0).
 4. Decision rows: for every R in S_s and class j != y, DISTANCE for
-   d_j = z_y - z_j, or NO_CLASS: a Farkas certificate that
-   {u in box : P_R, d_j(u) <= 0} is empty.
+   d_j = z_y - z_j, NO_CLASS: a Farkas certificate that
+   {u in box : P_R, d_j(u) <= 0} is empty, or FAR_CLASS: a separation
+   certificate putting that set at distance >= eps.
 5. Minimality: E <= cap (floor(2^t * box diagonal)); unless attainment is the
    cap (E == cap), the attaining row is DISTANCE-covered and
    (a.u*+c)^2 2^(2t) < (E+1)^2 2^(2s) ||a||^2; a decision row additionally
    has a rational witness P/D (D > 0) with a.P + c D = 0, inside P_R and the box.
+   An exact radius instead exhibits a counterexample: a rational point P/D of
+   some slice, in the box, closer than (E+1)/2^t, at which a named class j
+   at least ties y in the exact forward pass (`regions.counterexample_error`);
+   with rules 1-4 this makes E = floor(true radius * 2^t).
 
 Farkas validity (fairness.farkas.verify): lam >= 0 on the region rows n.u <= b,
 mu on the extra row (any sign for an equality, >= 0 for an inequality),

@@ -88,7 +88,9 @@ class ReferenceRadius:
     radius_sq: the exact squared radius (real units) when the winning programme's KKT
       conditions were verified in rationals, else None;
     confirmed_exact: whether the exact rational minimiser itself was confirmed;
-    unverified_qps: programmes whose value is a float answer without exact verification.
+    unverified_qps: programmes whose value is a float answer without exact verification;
+    confirmed_pushed: like confirmed_upper, but only over the float minimiser pushed slightly
+      towards the interior of the class-j part of its region (no use of the exact polish).
     """
 
     radius: float
@@ -101,6 +103,7 @@ class ReferenceRadius:
     radius_sq: Fraction | None = None
     confirmed_exact: bool = False
     unverified_qps: int = 0
+    confirmed_pushed: float | None = None
 
 
 # --------------------------------------------------------------------------- exact forward pass
@@ -728,7 +731,10 @@ def _search_slices(model, query, max_regions, prune: bool):
 
 
 def _confirm(model: FixedPointModel, sl: _Slice, res: _SliceResult, u_star, y, ldp: _LDP):
-    """Confirmed counterexamples near the minimiser: (smallest real distance or None, exact minimiser confirmed)."""
+    """Confirmed counterexamples near the minimiser.
+
+    Returns (smallest confirmed real distance or None, whether the exact minimiser was confirmed,
+    smallest confirmed real distance among the pushed float points or None)."""
     net = model.net
     s = model.scale_bits
     free = model.free_columns
@@ -743,7 +749,8 @@ def _confirm(model: FixedPointModel, sl: _Slice, res: _SliceResult, u_star, y, l
         for t in _PUSHES:
             q = p + t * (centre - p)
             cands.append(tuple(Fraction(u) + Fraction(float(qi)) * (1 << s) for u, qi in zip(u_star, q)))
-    best, exact_ok = None, False
+    best, exact_ok, pushed = None, False, None
+    n_exact = 1 if res.qp.w is not None else 0
     for n_c, cand in enumerate(cands):
         cand = tuple(min(max(c, lo), hi) for c, lo, hi in zip(cand, box_lo, box_hi))
         D = 1
@@ -758,10 +765,12 @@ def _confirm(model: FixedPointModel, sl: _Slice, res: _SliceResult, u_star, y, l
         if strictly_decides(scaled_logits(net, P, D), y):
             continue
         d = _sqrt_fraction(sum((c - u) ** 2 for c, u in zip(cand, u_star))) / (1 << s)
-        if n_c == 0 and res.qp.w is not None:
+        if n_c < n_exact:
             exact_ok = True
+        else:
+            pushed = d if pushed is None else min(pushed, d)
         best = d if best is None else min(best, d)
-    return best, exact_ok
+    return best, exact_ok, pushed
 
 
 def _interior_point(rows: list[_Row], ldp: _LDP):
@@ -815,10 +824,10 @@ def reference_radius(model: FixedPointModel, query: Sequence[int], *, max_region
     _, idx = min(finished)
     sl, res = results[idx]
     point = _point(u_star, res.qp, s)
-    confirmed, exact_ok = _confirm(model, sl, res, u_star, y, ldp)
+    confirmed, exact_ok, pushed = _confirm(model, sl, res, u_star, y, ldp)
     radius_sq = res.qp.d2 / (1 << (2 * s)) if res.qp.d2 is not None else None
     return ReferenceRadius(res.dist, idx, point, res.cls, regions, qps, confirmed, radius_sq, exact_ok,
-                           ldp.unverified)
+                           ldp.unverified, pushed)
 
 
 def reference_slice_results(model: FixedPointModel, query: Sequence[int], *,
@@ -844,10 +853,10 @@ def reference_slice_results(model: FixedPointModel, query: Sequence[int], *,
                                        False, ldp.unverified - unv))
             continue
         point = _point(u_star, res.qp, s)
-        confirmed, exact_ok = _confirm(model, sl, res, u_star, y, ldp)
+        confirmed, exact_ok, pushed = _confirm(model, sl, res, u_star, y, ldp)
         radius_sq = res.qp.d2 / (1 << (2 * s)) if res.qp.d2 is not None else None
         out.append(ReferenceRadius(res.dist, idx, point, res.cls, res.regions, ldp.solved - before, confirmed,
-                                   radius_sq, exact_ok, ldp.unverified - unv))
+                                   radius_sq, exact_ok, ldp.unverified - unv, pushed))
     return tuple(out)
 
 
