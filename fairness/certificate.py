@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Sequence
 
+import numpy as np
+
 from fairness.covers import CoverKind
 from fairness.errors import CertificationError
 from fairness import farkas as fk
@@ -66,6 +68,9 @@ SEPARATION_KINDS = (FAR_FACET, FAR_REGION, FAR_CLASS)  # covers whose multiplier
 # another class closer than (E+1)/2^t (the exact radius).
 CAP = "cap"
 COUNTEREXAMPLE = "counterexample"
+# Counterexample denominators are powers of two up to 2^COUNTEREXAMPLE_BITS
+# (the exact statement's shape allows that many bits).
+COUNTEREXAMPLE_BITS = 48
 ATTAINMENT_KINDS = (CAP, NEURON, DECISION, COUNTEREXAMPLE)
 
 # Radius modes of `certify`: "fast" is GeoCert with projection distances (a
@@ -447,10 +452,11 @@ def _class_point_near(model: FixedPointModel, region: Region, slice_values, y: i
     """A rational point at which class j at least ties y, closer to u than (E+1)/2^t.
 
     The nearest point v of the region's class-j part (float) is rounded at a
-    few dyadic denominators; if rounding lands on y's side, v is pulled a
-    little towards an exact interior point of the class part (convexity keeps
-    the mix in the region and the box, where class j then wins). Every
-    candidate is checked exactly (`counterexample_error`), never assumed."""
+    few dyadic denominators (at most 2^COUNTEREXAMPLE_BITS); if rounding lands
+    on y's side, v is pulled a little towards an interior point of the class
+    part (convexity keeps the mix in the region and the box, where class j
+    then wins). Every candidate is checked exactly (`counterexample_error`),
+    never assumed."""
     box = free_box(model)
     s = model.scale_bits
     rows, extra, _ = class_system(region, y, j)
@@ -461,21 +467,16 @@ def _class_point_near(model: FixedPointModel, region: Region, slice_values, y: i
     def ok(p: RationalPoint) -> bool:
         return counterexample_error(model, slice_values, y, j, p, u, e, eps_bits) is None
 
-    rounded = [_dyadic(v, s, k, box) for k in (24, 32, 48)]
+    rounded = [_dyadic(v, s, k, box) for k in (24, 32, COUNTEREXAMPLE_BITS)]
     for p in rounded:
         if ok(p):
             return p
     inner = exact_point(rows, extra, box, s)
     if inner is None:
         return None
-    near = rounded[-1]
-    for m in (40, 32, 24, 16, 12, 8, 4):
-        w = (1 << m) - 1
-        nums = tuple(w * a * inner.denominator + b * near.denominator
-                     for a, b in zip(near.numerators, inner.numerators))
-        den = (1 << m) * near.denominator * inner.denominator
-        g = math.gcd(den, *nums)
-        p = RationalPoint(tuple(x // g for x in nums), den // g)
+    target = np.array(inner.numerators, dtype=float) / inner.denominator / (1 << s)
+    for m in (40, 32, 24, 16, 12, 8, 4, 2):
+        p = _dyadic(v + (target - v) / (1 << m), s, COUNTEREXAMPLE_BITS, box)
         if ok(p):
             return p
     return None
@@ -703,7 +704,7 @@ def _prune(model: FixedPointModel, si: int, search: SliceSearch, covers: dict[Ro
         """One separation certificate per excluded neighbour, shared by every row leading into it."""
         if nb_key not in far_regions:
             rows = search.geometry.region(code).rows()
-            found = fk.find_region_separation(rows, box, u, s)
+            found = fk.find_region_separation(rows, box, u, s, caps=search.separation_caps(None))
             ok = found is not None and fk.separation_proves(rows, fk.no_row(box.dim), box, found[0], u, e,
                                                             eps_bits, s)
             far_regions[nb_key] = found[0] if ok else None
@@ -733,7 +734,7 @@ def _prune(model: FixedPointModel, si: int, search: SliceSearch, covers: dict[Ro
             rows, extra, eq = facet_system(region, k)
             sep = search.separations.get((key, k))
             if (sep is None or sep[2] != FAR_FACET) and form.norm_sq:
-                found = fk.find_separation(rows, extra, eq, box, u, s)
+                found = fk.find_separation(rows, extra, eq, box, u, s, caps=search.separation_caps(k))
                 sep = None if found is None else (found[0], found[1], FAR_FACET)
             if sep is not None and sep[2] == FAR_FACET and fk.separation_proves(rows, extra, box, sep[0], u, e,
                                                                                  eps_bits, s):

@@ -337,9 +337,22 @@ def nearest_point(rows: Sequence[HalfSpace], extra: HalfSpace, extra_is_equality
     return np.array(u, dtype=float) / float(1 << scale_bits) + out[1]
 
 
+def exact_multiplier_bits(hidden_sizes: Sequence[int], scale_bits: int,
+                          base_bits: int = MAX_MULTIPLIER_BITS) -> tuple[int, ...]:
+    """Bit cap of each hidden neuron's multiplier (flat order) in exact-radius statements.
+
+    Layer l's rows are at scale 2^(s(l+2)), about 2^s per layer below the next
+    and 2^(s(L-l)) below the decision rows (L hidden layers), so the optimal
+    multipliers grow by about as much from the decision row down. Each layer
+    gets s (L - l) more bits than the decision row's `base_bits`: every
+    multiplier keeps ~base_bits significant bits of its own."""
+    n_layers = len(hidden_sizes)
+    return tuple(base_bits + scale_bits * (n_layers - l) for l, h in enumerate(hidden_sizes) for _ in range(h))
+
+
 def find_separation(rows: Sequence[HalfSpace], extra: HalfSpace, extra_is_equality: bool, box: Box,
-                    u: Sequence[int], scale_bits: int,
-                    precisions: Sequence[int] = SEPARATION_PRECISIONS) -> tuple[FarkasCertificate, Fraction] | None:
+                    u: Sequence[int], scale_bits: int, precisions: Sequence[int] = SEPARATION_PRECISIONS,
+                    caps: Sequence[int] | None = None) -> tuple[FarkasCertificate, Fraction] | None:
     """A separation certificate for {v in box : rows, extra} against u and the
     squared real distance it proves, or None (nothing found).
 
@@ -347,7 +360,9 @@ def find_separation(rows: Sequence[HalfSpace], extra: HalfSpace, extra_is_equali
     the weights of the combination whose normal points from the nearest point
     to u. They are scaled and rounded to integers at each of `precisions`
     (bits of the largest); the returned distance is recomputed exactly
-    (rounding only loses quality), and the best is kept."""
+    (rounding only loses quality), and the best is kept. `caps` (bits, one
+    per row and one for the extra row) bounds each multiplier's magnitude
+    below 2^cap: the scale is lowered until every multiplier fits."""
     out = _least_distance(rows, extra, extra_is_equality, box, u, scale_bits)
     if out is None:
         return None
@@ -364,9 +379,14 @@ def find_separation(rows: Sequence[HalfSpace], extra: HalfSpace, extra_is_equali
     top = max([abs(v) for v in lam_w] + [abs(mu_w)] + [abs(float(v)) for v in nu_w])
     if not top > 0:
         return None
+    shifts = [precision - math.frexp(top)[1] for precision in precisions]
+    if caps is not None:
+        if len(caps) != m + 1:
+            raise ValueError(f"need {m + 1} multiplier caps, got {len(caps)}")
+        limit = min(cap - 1 - math.frexp(w)[1] for w, cap in zip([*lam_w, mu_w], caps) if w != 0)
+        shifts = sorted({min(shift, limit) for shift in shifts})
     found: list[tuple[FarkasCertificate, Fraction]] = []
-    for precision in precisions:
-        shift = precision - math.frexp(top)[1]
+    for shift in shifts:
         cert = FarkasCertificate(tuple(_scaled_int(v, shift) for v in lam_w), _signed_scaled_int(mu_w, shift),
                                  tuple(_signed_scaled_int(float(v), shift) for v in nu_w))
         d = separation_distance_sq(rows, extra, box, cert, u, scale_bits)
@@ -387,11 +407,11 @@ def no_row(dim: int) -> HalfSpace:
 
 
 def find_region_separation(rows: Sequence[HalfSpace], box: Box, u: Sequence[int], scale_bits: int,
-                           precisions: Sequence[int] = SEPARATION_PRECISIONS
+                           precisions: Sequence[int] = SEPARATION_PRECISIONS, caps: Sequence[int] | None = None
                            ) -> tuple[FarkasCertificate, Fraction] | None:
     """`find_separation` for the region {v in box : rows} itself (extra row `no_row`, multiplier 0)."""
     extra = no_row(box.dim)
-    found = find_separation(rows, extra, False, box, u, scale_bits, precisions)
+    found = find_separation(rows, extra, False, box, u, scale_bits, precisions, caps)
     if found is None:
         return None
     cert = FarkasCertificate(found[0].multipliers, 0, found[0].box)

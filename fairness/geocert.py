@@ -104,6 +104,15 @@ class SliceSearch:
     geometry: SliceGeometry | None = None  # the slice's region builder (neighbours of kept regions)
     # Key (proved squared distance, or the projection's) of the row each region was entered through.
     entered_at: dict[str, Fraction] = field(default_factory=dict)
+    # Exact searches: multiplier caps (bits) per hidden neuron, `farkas.exact_multiplier_bits`.
+    caps: tuple[int, ...] | None = None
+
+    def separation_caps(self, extra: int | None) -> tuple[int, ...] | None:
+        """Caps for a system of a region's rows plus an extra row: a neuron's
+        facet equality (extra = that neuron) or a decision row / none (None)."""
+        if self.caps is None:
+            return None
+        return self.caps + ((fk.MAX_MULTIPLIER_BITS,) if extra is None else (self.caps[extra],))
 
 
 def _priority(region: Region, kind: str, row: int, u: Sequence[int], y: int, scale_bits: int) -> Fraction:
@@ -129,18 +138,21 @@ def _checked_class(region: Region, y: int, j: int, info: ClassInfo, box: Box) ->
 
 
 def _refine(geom: SliceGeometry, region: Region, k: int, box: Box, u: Sequence[int],
-            scale_bits: int, exact: bool = False) -> tuple[FarkasCertificate, Fraction, str] | None:
+            scale_bits: int, search: SliceSearch) -> tuple[FarkasCertificate, Fraction, str] | None:
     """The better proved lower bound on the distance from u to the facet of (region, k):
     a separation from the facet itself (FAR_FACET), or from the whole neighbouring
     region, which contains the facet (FAR_REGION; also the fallback for lower-dimensional
     facets, where the nearest-point program is degenerate). An exact search always
     asks for the facet's own distance (the key GeoCert's exactness rests on)."""
+    exact = search.caps is not None
     precisions = fk.EXACT_SEPARATION_PRECISIONS if exact else fk.SEPARATION_PRECISIONS
     # The region first: its certificate can be shared by every row leading into it.
-    whole = fk.find_region_separation(geom.region(flip(region.code, k)).rows(), box, u, scale_bits, precisions)
+    whole = fk.find_region_separation(geom.region(flip(region.code, k)).rows(), box, u, scale_bits, precisions,
+                                      search.separation_caps(None))
     best = None if whole is None else (whole[0], whole[1], FAR_REGION)
     if exact or best is None or best[1] <= _priority(region, NEURON, k, u, -1, scale_bits):
-        facet = fk.find_separation(*facet_system(region, k), box, u, scale_bits, precisions)
+        facet = fk.find_separation(*facet_system(region, k), box, u, scale_bits, precisions,
+                                   search.separation_caps(k))
         if facet is not None and (best is None or facet[1] > best[1]):
             best = (facet[0], facet[1], FAR_FACET)
     return best
@@ -174,7 +186,8 @@ def geocert_slice(model: FixedPointModel, query: Sequence[int], decision: int, s
     start_key = code_to_str(start)
     if start_key in banned:
         raise ValueError("the start region cannot be banned")
-    search = SliceSearch(tuple(slice_values), u, y, [start], {}, geometry=geom)
+    search = SliceSearch(tuple(slice_values), u, y, [start], {}, geometry=geom,
+                         caps=fk.exact_multiplier_bits(model.net.hidden_sizes, s) if exact else None)
     box = free_box(model)
     visited: set[str] = set()
     heap: list = []
@@ -217,7 +230,7 @@ def geocert_slice(model: FixedPointModel, query: Sequence[int], decision: int, s
                 if info.farkas is not None:
                     continue
                 if separate and d2 >= 0:
-                    found = _refine(geom, region, row, box, u, s, exact)
+                    found = _refine(geom, region, row, box, u, s, search)
                     if found is not None and found[1] > d2:
                         search.separations[(key, row)] = found
                         heapq.heappush(heap, (found[1], next(counter), key, NEURON, row, found[0]))
@@ -240,7 +253,8 @@ def geocert_slice(model: FixedPointModel, query: Sequence[int], decision: int, s
             if info.farkas is not None:
                 continue
             if exact and d2 >= 0:
-                found = fk.find_separation(*class_system(region, y, row), box, u, s, fk.EXACT_SEPARATION_PRECISIONS)
+                found = fk.find_separation(*class_system(region, y, row), box, u, s, fk.EXACT_SEPARATION_PRECISIONS,
+                                           search.separation_caps(None))
                 if found is not None and found[1] > d2:
                     search.class_separations[(key, row)] = found
                     heapq.heappush(heap, (found[1], next(counter), key, DECISION, row, found[0]))
