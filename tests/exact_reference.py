@@ -302,46 +302,56 @@ class _LDP:
                 fixed[i] = 1
         return active, fixed
 
-    def solve(self, rows: list[_Row]) -> _QPResult | None:
-        """The least distance, or None when the constraints (with the box) are infeasible."""
-        self.solved += 1
-        G, h, origin = self._stack(rows)
-        candidates = []  # (v, active guess, fixed guess)
+    def _float_candidates(self, rows: list[_Row], G, h, origin):
+        """Float minimisers with active-set guesses, most reliable first; None first if infeasible."""
         out = self._nnls(G, h)
         if isinstance(out, tuple):
             v, lam = out
-            viol = self._violation(G, h, v)
             vv = float(v @ v)
-            compl = abs(vv - float(lam @ h))
-            if viol <= FEAS_TOL and compl <= 1e-9 * max(1.0, vv):
-                candidates.append((v,) + self._guess_from_multipliers(lam, origin, rows))
-                candidates.append((v,) + self._guess_from_slack(v, rows))
-        if not candidates:
-            x0 = self._lp_point(rows)
-            if x0 is None:
+            if self._violation(G, h, v) <= FEAS_TOL and abs(vv - float(lam @ h)) <= 1e-9 * max(1.0, vv):
+                yield (v,) + self._guess_from_multipliers(lam, origin, rows)
+                yield (v,) + self._guess_from_slack(v, rows)
+                return
+        x0 = self._lp_point(rows)
+        if x0 is None:
+            yield None
+            return
+        lp_ok = not isinstance(x0, str)
+        if not lp_ok:
+            x0 = np.clip(np.zeros(self.n), self.vlo, self.vhi)
+        for method in (self._slsqp, self._trust):
+            try:
+                v = method(rows, x0)
+            except (ValueError, np.linalg.LinAlgError):
+                continue
+            if self._violation(G, h, v) <= FEAS_TOL:
+                yield (v,) + self._guess_from_slack(v, rows)
+        if lp_ok and self._violation(G, h, x0) <= FEAS_TOL:
+            yield (x0,) + self._guess_from_slack(x0, rows)
+
+    def solve(self, rows: list[_Row]) -> _QPResult | None:
+        """The least distance, or None when the constraints (with the box) are infeasible.
+
+        Each float candidate is checked (feasibility, and complementarity for the LDP multipliers)
+        and then polished exactly; the first exact success is returned. If none succeeds the
+        smallest feasible float answer is returned and counted as unverified."""
+        self.solved += 1
+        G, h, origin = self._stack(rows)
+        seen = []
+        for cand in self._float_candidates(rows, G, h, origin):
+            if cand is None:
                 return None
-            if isinstance(x0, str):
-                x0 = np.clip(np.zeros(self.n), self.vlo, self.vhi)
-            for method in (self._slsqp, self._trust):
-                try:
-                    v = method(rows, x0)
-                except (ValueError, np.linalg.LinAlgError):
-                    continue
-                if self._violation(G, h, v) <= FEAS_TOL:
-                    candidates.append((v,) + self._guess_from_slack(v, rows))
-            if not isinstance(x0, str) and self._violation(G, h, x0) <= FEAS_TOL:
-                candidates.append((x0,) + self._guess_from_slack(x0, rows))
-            if not candidates:
-                raise RuntimeError("no float solver found a feasible point of a feasible programme")
-        candidates.sort(key=lambda c: float(c[0] @ c[0]))
-        for v, active, fixed in candidates:
+            v, active, fixed = cand
+            seen.append(v)
             exact = self._exact(rows, active, fixed)
             if exact is not None:
                 w, d2 = exact
                 vx = np.array([float(x / (1 << self.scale)) for x in w])
                 return _QPResult(d2, w, vx, _sqrt_fraction(d2) / self.one)
+        if not seen:
+            raise RuntimeError("no float solver found a feasible point of a feasible programme")
         self.unverified += 1
-        v = candidates[0][0]
+        v = min(seen, key=lambda c: float(c @ c))
         return _QPResult(None, None, v, float(np.linalg.norm(v)))
 
     # ---- exact stage
@@ -705,31 +715,6 @@ def _context(model: FixedPointModel, query: Sequence[int]):
     return x, net.decision(x), u_star, blo, bhi
 
 
-def _slice_start_check(model: FixedPointModel, x, y):
-    """(slice index, rival class) of the first slice that does not strictly decide y at u*, or None."""
-    for idx, sv in enumerate(model.slices()):
-        logits = model.net.logits(model.with_slice(x, sv))
-        j = _rival(logits, y)
-        if j is not None:
-            return idx, j
-    return None
-
-
-def _search_slices(model, query, max_regions, prune: bool):
-    x, y, u_star, blo, bhi = _context(model, query)
-    ldp = _LDP(blo, bhi, model.scale_bits)
-    budget = [0]
-    results = []
-    best = math.inf
-    for sv in model.slices():
-        sl = _Slice(model, sv, u_star, y, ldp)
-        res = sl.search(max_regions, best if prune else math.inf, budget)
-        results.append((sl, res))
-        if not res.pruned:
-            best = min(best, res.dist)
-    return x, y, u_star, ldp, results
-
-
 def _confirm(model: FixedPointModel, sl: _Slice, res: _SliceResult, u_star, y, ldp: _LDP):
     """Confirmed counterexamples near the minimiser.
 
@@ -806,44 +791,59 @@ def _point(u_star, qp: _QPResult, s: int) -> tuple[float, ...]:
     return tuple(float(Fraction(u, 1 << s) + Fraction(float(v))) for u, v in zip(u_star, qp.v))
 
 
-def reference_radius(model: FixedPointModel, query: Sequence[int], *, max_regions: int = 20000) -> ReferenceRadius:
-    """The exact fairness radius of `query` (integer inputs at scale 2^s), found independently of the certifier."""
-    x, y, u_star, blo, bhi = _context(model, query)
+def _zero_result(idx: int, j: int, u_star, s: int) -> ReferenceRadius:
+    """Slice idx already fails to decide y strictly at u* (class j reaches logit_y there)."""
+    point = tuple(float(Fraction(u, 1 << s)) for u in u_star)
+    return ReferenceRadius(0.0, idx, point, j, 0, 0, 0.0, Fraction(0), True, 0, None)
+
+
+def _found_result(model, idx: int, sl: _Slice, res: _SliceResult, u_star, y, ldp: _LDP,
+                  regions: int, qps: int, unverified: int) -> ReferenceRadius:
     s = model.scale_bits
-    start = _slice_start_check(model, x, y)
-    if start is not None:
-        idx, j = start
-        point = tuple(float(Fraction(u, 1 << s)) for u in u_star)
-        return ReferenceRadius(0.0, idx, point, j, 0, 0, 0.0, Fraction(0), True, 0)
-    x, y, u_star, ldp, results = _search_slices(model, query, max_regions, prune=True)
-    regions = sum(r.regions for _, r in results)
-    qps = ldp.solved
-    finished = [(r.dist, idx) for idx, (_, r) in enumerate(results) if not r.pruned and r.cls is not None]
-    if not finished:
-        return ReferenceRadius(math.inf, None, None, None, regions, qps, None, None, False, ldp.unverified)
-    _, idx = min(finished)
-    sl, res = results[idx]
-    point = _point(u_star, res.qp, s)
     confirmed, exact_ok, pushed = _confirm(model, sl, res, u_star, y, ldp)
     radius_sq = res.qp.d2 / (1 << (2 * s)) if res.qp.d2 is not None else None
-    return ReferenceRadius(res.dist, idx, point, res.cls, regions, qps, confirmed, radius_sq, exact_ok,
-                           ldp.unverified, pushed)
+    return ReferenceRadius(res.dist, idx, _point(u_star, res.qp, s), res.cls, regions, qps, confirmed,
+                           radius_sq, exact_ok, unverified, pushed)
+
+
+def reference_radius(model: FixedPointModel, query: Sequence[int], *, max_regions: int = 20000) -> ReferenceRadius:
+    """The exact fairness radius of `query` (integers at scale 2^s, inside the box), found independently
+    of the certifier. Slices are searched in order; a later slice's search stops as soon as its keys exceed
+    the best radius so far. Raises ReferenceLimitError beyond max_regions regions (all slices together)."""
+    x, y, u_star, blo, bhi = _context(model, query)
+    for idx, sv in enumerate(model.slices()):
+        j = _rival(model.net.logits(model.with_slice(x, sv)), y)
+        if j is not None:
+            return _zero_result(idx, j, u_star, model.scale_bits)
+    ldp = _LDP(blo, bhi, model.scale_bits)
+    budget = [0]
+    best: tuple[float, int, _Slice, _SliceResult] | None = None
+    regions = 0
+    for idx, sv in enumerate(model.slices()):
+        sl = _Slice(model, sv, u_star, y, ldp)
+        res = sl.search(max_regions, best[0] if best else math.inf, budget)
+        regions += res.regions
+        if not res.pruned and res.cls is not None and (best is None or res.dist < best[0]):
+            best = (res.dist, idx, sl, res)
+    if best is None:
+        return ReferenceRadius(math.inf, None, None, None, regions, ldp.solved, None, None, False, ldp.unverified)
+    _, idx, sl, res = best
+    return _found_result(model, idx, sl, res, u_star, y, ldp, regions, ldp.solved, ldp.unverified)
 
 
 def reference_slice_results(model: FixedPointModel, query: Sequence[int], *,
                             max_regions: int = 20000) -> tuple[ReferenceRadius, ...]:
-    """One full (unpruned) search per slice; a slice deciding y non-strictly at u* has radius 0."""
+    """One full (unpruned) search per slice, in the order of `model.slices()`: each result's slice_index is
+    its slice (also when its radius is inf); a slice deciding y non-strictly at u* has radius 0.
+    regions, qps and unverified_qps count that slice's search only."""
     x, y, u_star, blo, bhi = _context(model, query)
-    s = model.scale_bits
-    out = []
-    ldp = _LDP(blo, bhi, s)
+    ldp = _LDP(blo, bhi, model.scale_bits)
     budget = [0]
+    out = []
     for idx, sv in enumerate(model.slices()):
-        logits = model.net.logits(model.with_slice(x, sv))
-        j = _rival(logits, y)
+        j = _rival(model.net.logits(model.with_slice(x, sv)), y)
         if j is not None:
-            point = tuple(float(Fraction(u, 1 << s)) for u in u_star)
-            out.append(ReferenceRadius(0.0, idx, point, j, 0, 0, 0.0, Fraction(0), True, 0))
+            out.append(_zero_result(idx, j, u_star, model.scale_bits))
             continue
         before, unv = ldp.solved, ldp.unverified
         sl = _Slice(model, sv, u_star, y, ldp)
@@ -851,12 +851,9 @@ def reference_slice_results(model: FixedPointModel, query: Sequence[int], *,
         if res.cls is None:
             out.append(ReferenceRadius(math.inf, idx, None, None, res.regions, ldp.solved - before, None, None,
                                        False, ldp.unverified - unv))
-            continue
-        point = _point(u_star, res.qp, s)
-        confirmed, exact_ok, pushed = _confirm(model, sl, res, u_star, y, ldp)
-        radius_sq = res.qp.d2 / (1 << (2 * s)) if res.qp.d2 is not None else None
-        out.append(ReferenceRadius(res.dist, idx, point, res.cls, res.regions, ldp.solved - before, confirmed,
-                                   radius_sq, exact_ok, ldp.unverified - unv, pushed))
+        else:
+            out.append(_found_result(model, idx, sl, res, u_star, y, ldp, res.regions, ldp.solved - before,
+                                     ldp.unverified - unv))
     return tuple(out)
 
 

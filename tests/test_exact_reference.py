@@ -247,10 +247,15 @@ def test_fallback_solvers_give_the_same_exact_radius(monkeypatch):
         model = random_model(seed, n_inputs=4, hidden=(4, 2))
         q = random_query(model, random.Random(seed))
         cases.append((model, q, reference_radius(model, q)))
-    monkeypatch.setattr(er._LDP, "_nnls", lambda self, G, h: "failed")   # LP start, SLSQP, trust-constr
+    monkeypatch.setattr(er._LDP, "_nnls", lambda self, G, h: "failed")   # LP start, then SLSQP
     for model, q, ref in cases:
         alt = reference_radius(model, q)
         assert alt.radius_sq == ref.radius_sq and alt.slice_index == ref.slice_index
+    monkeypatch.setattr(er._LDP, "_slsqp", lambda self, rows, x0: x0 + np.nan)  # LP start, then trust-constr
+    model, q, ref = cases[3]
+    assert 0 < ref.radius < math.inf
+    alt = reference_radius(model, q)
+    assert alt.radius_sq == ref.radius_sq and alt.slice_index == ref.slice_index
 
 
 def test_float_answers_match_the_exact_polish(monkeypatch):
