@@ -55,12 +55,12 @@ from .circuit import StatementHandles, build_statement, statement_relation
 from .commitment import COMMITMENT_SCHEME, COMMITMENT_TAG, commit, commit_in_circuit, preimage
 from .shape import StatementShape, StatementShapeError
 from .widths import StatementWidths, widths
-from .witness import (STATUS_CERTIFIED, STATUS_FLIP, Designation, FarkasEntry, SliceWitness, StatementPublic,
-                      StatementWitness, StatementWitnessError)
+from .witness import (STATUS_CERTIFIED, STATUS_FLIP, Counterexample, Designation, FarkasEntry, SliceWitness,
+                      StatementPublic, StatementWitness, StatementWitnessError)
 
 __all__ = [
     "COMMITMENT_SCHEME", "COMMITMENT_TAG", "STATUS_CERTIFIED", "STATUS_FLIP",
-    "Designation", "FarkasEntry", "SliceWitness", "StatementHandles", "StatementPublic", "StatementShape",
+    "Counterexample", "Designation", "FarkasEntry", "SliceWitness", "StatementHandles", "StatementPublic", "StatementShape",
     "StatementShapeError", "StatementWidths", "StatementWitness", "StatementWitnessError", "build_statement",
     "statement_relation",
     "commit", "commit_in_circuit", "preimage", "widths",

@@ -13,7 +13,9 @@ private witness (plain ints, see `statement.witness`):
   decision rows are indexed by o = j if j < y else j - 1, row H + o;
 - attainment 'cap' -> no designation; a neuron/decision attainment -> the
   designation (slice, slot of its code, row) and for a decision row the
-  boundary point P / D;
+  boundary point P / D (fast statements); a counterexample -> its slice,
+  class o and point P / D (exact statements, which also take FAR_CLASS
+  decision rows as pool entries with box multipliers);
 - FLIP -> `StatementWitness.flip` with the start codes of every slice.
 """
 from __future__ import annotations
@@ -23,7 +25,7 @@ import secrets
 from typing import Sequence
 
 from circuits.field import R
-from fairness.certificate import CERTIFIED, FLIP, Certificate
+from fairness.certificate import CAP, CERTIFIED, COUNTEREXAMPLE, COUNTEREXAMPLE_BITS, FLIP, Certificate
 from fairness.covers import CoverKind
 from fairness.farkas import MAX_MULTIPLIER_BITS
 from fairness.fixed_point import FixedPointModel
@@ -33,7 +35,8 @@ from fairness.regions import SliceGeometry, code_bits, code_from_str, code_to_st
 from .commitment import commit
 from .shape import StatementShape
 from .widths import widths
-from .witness import (STATUS_CERTIFIED, STATUS_FLIP, Designation, FarkasEntry, SliceWitness, StatementPublic,
+from .witness import (STATUS_CERTIFIED, STATUS_FLIP, Counterexample, Designation, FarkasEntry, SliceWitness,
+                      StatementPublic,
                       StatementWitness, StatementWitnessError)
 
 DEFAULT_FARKAS_BITS = MAX_MULTIPLIER_BITS  # the largest multiplier fairness.farkas issues is below 2^40
@@ -59,7 +62,10 @@ def parameter_bits(model: FixedPointModel) -> tuple[tuple[int, ...], tuple[int, 
 def statement_shape(model: FixedPointModel, *, region_slots: int, farkas_slots: int, eps_bits: int,
                     farkas_bits: int = DEFAULT_FARKAS_BITS, boundary_bits: int | None = None,
                     weight_bits: Sequence[int] | None = None,
-                    bias_bits: Sequence[int] | None = None) -> StatementShape:
+                    bias_bits: Sequence[int] | None = None, radius: str = "fast") -> StatementShape:
+    """The shape of `model`'s statement for one bucket. An exact-radius shape
+    ("exact") proves counterexample minimality; its point denominators default
+    to the certifier's 2^COUNTEREXAMPLE_BITS."""
     wb, bb = parameter_bits(model)
     net = model.net
     shape = StatementShape(
@@ -70,8 +76,10 @@ def statement_shape(model: FixedPointModel, *, region_slots: int, farkas_slots: 
         weight_bits=tuple(weight_bits) if weight_bits is not None else wb,
         bias_bits=tuple(bias_bits) if bias_bits is not None else bb,
         region_slots=region_slots, farkas_slots=farkas_slots, farkas_bits=farkas_bits,
-        boundary_bits=boundary_bits if boundary_bits is not None else 1)
-    if boundary_bits is None:
+        boundary_bits=boundary_bits if boundary_bits is not None else 1, radius=radius)
+    if boundary_bits is None and shape.exact:
+        shape = dataclasses.replace(shape, boundary_bits=COUNTEREXAMPLE_BITS)
+    elif boundary_bits is None:
         v = widths(dataclasses.replace(shape, boundary_bits=1)).decision.value
         shape = dataclasses.replace(shape, boundary_bits=v.bit_length() + BOUNDARY_MARGIN_BITS)
     return shape
@@ -160,10 +168,14 @@ def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate,
     if cert.status != CERTIFIED:
         raise StatementWitnessError(f"unknown certificate status {cert.status!r}")
 
-    if cert.radius_is_exact or any(c is not None and c.kind == CoverKind.FAR_CLASS
-                                   for sc in cert.slices for rc in sc.regions for c in rc.classes):
+    exact_cert = cert.radius_is_exact or any(c is not None and c.kind == CoverKind.FAR_CLASS
+                                             for sc in cert.slices for rc in sc.regions for c in rc.classes)
+    if exact_cert and not shape.exact:
         raise StatementWitnessError("this statement proves the fast (projection) radius; an exact-radius "
                                     "certificate (far class regions, a counterexample) needs the exact statement")
+    if shape.exact and cert.attainment is not None and cert.attainment.kind not in (CAP, COUNTEREXAMPLE):
+        raise StatementWitnessError("this statement proves the exact radius; a fast certificate (minimality by a "
+                                    "projection-distance row) needs the fast statement")
 
     def other(j: int) -> int:
         return j if j < y else j - 1
@@ -195,13 +207,17 @@ def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate,
                     pool.append(FarkasEntry(bits, k, tuple(c.farkas.multipliers), c.farkas.extra, c.farkas.box))
             for j, c in enumerate(rc.classes):
                 if c is not None and c.farkas is not None:
-                    pool.append(FarkasEntry(bits, H + other(j), tuple(c.farkas.multipliers), c.farkas.extra))
+                    pool.append(FarkasEntry(bits, H + other(j), tuple(c.farkas.multipliers), c.farkas.extra,
+                                            c.farkas.box if c.kind == CoverKind.FAR_CLASS else None))
         if len(pool) > shape.farkas_slots:
             raise StatementWitnessError(f"slice {si} needs {len(pool)} Farkas entries; the bucket holds {shape.farkas_slots}")
         nu_limit = 1 << widths(shape).nu_neuron_bits
+        lam_bits = shape.lambda_bits
         for e in pool:
-            if any(not 0 <= v < 1 << shape.farkas_bits for v in e.lambdas) or abs(e.mu) >= 1 << shape.farkas_bits:
-                raise StatementWitnessError(f"slice {si}: a Farkas multiplier exceeds {shape.farkas_bits} bits")
+            mu_bits = lam_bits[e.row] if e.row < H else shape.farkas_bits + (1 if e.row < shape.n_rows else 0)
+            if any(not 0 <= v < 1 << b for v, b in zip(e.lambdas, lam_bits)) or abs(e.mu) >= 1 << mu_bits:
+                raise StatementWitnessError(f"slice {si}: a Farkas multiplier exceeds the shape's bits "
+                                            f"({', '.join(map(str, sorted(set(lam_bits))))})")
             if e.box is not None and any(abs(v) >= nu_limit for v in e.box):
                 raise StatementWitnessError(f"slice {si}: a box multiplier exceeds the shape's bound")
         start = tuple(int(b) for b in code_bits(SliceGeometry(model, shape.slices[si]).code_of(u)))
@@ -229,7 +245,12 @@ def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate,
                 raise StatementWitnessError(f"boundary denominator has {w.denominator.bit_length()} bits; the shape "
                                             f"allows {shape.boundary_bits} (choose a larger boundary_bits)")
             designation = Designation(a.slice_index, slot, H + other(a.row), tuple(w.numerators), w.denominator)
-    elif a.kind != "cap":
+    elif a.kind == COUNTEREXAMPLE:
+        w = a.witness
+        if w is None or not 1 <= w.denominator <= 1 << shape.boundary_bits:
+            raise StatementWitnessError(f"the counterexample's denominator must lie in [1, 2^{shape.boundary_bits}]")
+        designation = Counterexample(a.slice_index, other(a.row), tuple(w.numerators), w.denominator)
+    elif a.kind != CAP:
         raise StatementWitnessError(f"unknown attainment kind {a.kind!r}")
     public = StatementPublic(commitment, y, cert.eps, STATUS_CERTIFIED, 0, tuple(cert.query))
     return public, StatementWitness(net.weights, net.biases, salt, tuple(slices), designation)

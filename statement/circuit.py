@@ -65,7 +65,7 @@ from .distance import assert_below_next_if, assert_distance_if, distance_at_leas
 from .farkas import check_farkas_entry, farkas_key
 from .membership import assert_lookup, challenge, multiplicities
 from .shape import StatementShape
-from .widths import StatementWidths, widths as shape_widths
+from .widths import StatementWidths, bits, widths as shape_widths
 from .witness import StatementPublic, StatementWitness, validate
 
 
@@ -220,8 +220,12 @@ def build_statement(cs, shape: StatementShape, public: StatementPublic | None = 
     # ------------------------------------------------------------ minimality and boundary
     with cs.scope("minimality"):
         query_vals = None if public is None else public.query
-        _minimality(cs, shape, wd, val, query_vals, gate_min, all_ids, all_kd, base, weights, biases, dec_rows,
-                    nsq0, e1_sq, box_lo_free, box_hi_free)
+        if shape.exact:
+            _counterexample(cs, shape, wd, val, query_vals, gate_min, [query[j] for j in free], weights, biases,
+                            dec_rows, e1_sq, box_lo_free, box_hi_free)
+        else:
+            _minimality(cs, shape, wd, val, query_vals, gate_min, all_ids, all_kd, base, weights, biases, dec_rows,
+                        nsq0, e1_sq, box_lo_free, box_hi_free)
     return StatementHandles([commitment, y, eps, status, flip_index, *query], wd)
 
 
@@ -294,18 +298,28 @@ def _slice(cs, shape, wd, si, base, weights, biases, dec_rows, val, e_sq, not_st
             cs.assert_equal(cs.sum(rbits), used)
             lams = cs.private_inputs(scoped(cs, "lambda"), H, None if not cs.with_values else
                                      (list(entry.lambdas) if entry else [0] * H))
-            for lam in lams:
-                cs.assert_range(lam, shape.farkas_bits)
+            lam_bits = shape.lambda_bits
+            for lam, lb in zip(lams, lam_bits):
+                cs.assert_range(lam, lb)
             mu = cs.private_input(scoped(cs, "mu"), None if not cs.with_values else (entry.mu if entry else 0))
             is_dec = cs.sum(rbits[H:Rr])
             assert_product_zero(cs, rbits[Rr], mu)  # a whole region takes no extra row
-            # decision rows: 0 <= mu < 2^(fb+1); neuron rows: -2^fb <= mu < 2^fb
-            cs.assert_range(mu + (1 - is_dec) * (1 << shape.farkas_bits), shape.farkas_bits + 1)
+            fb = shape.farkas_bits
+            if not shape.exact:
+                # decision rows: 0 <= mu < 2^(fb+1); neuron rows: -2^fb <= mu < 2^fb
+                cs.assert_range(mu + (1 - is_dec) * (1 << fb), fb + 1)
+            else:
+                # The same with neuron row r's own width b_r: mu 2^(top - b_r) + 2^top in [0, 2^(top+1))
+                # iff -2^b_r <= mu < 2^b_r; decision rows scale by 2^(top - fb): 0 <= mu < 2^(fb+1).
+                top = max(lam_bits)
+                factor = cs.lin_comb([(1 << (top - lb), rbits[r]) for r, lb in enumerate(lam_bits)]
+                                     + [(1 << (top - fb), rbits[r]) for r in range(H, Rr)])
+                cs.assert_range(cs.mul(mu, factor) + (1 - is_dec) * (1 << top), top + 1)
             neurons, decisions, _ = derive_region(
                 cs, weights, biases, dec_rows, [Form(b.normal, b.offset, None) for b in base],
                 lambda l, forms: ebits[offsets[l]:offsets[l + 1]], False)
             check_farkas_entry(cs, used, rbits, lams, mu, neurons, decisions, ebits, box_lo, box_hi, wd,
-                               query_free, e_sq, t_bits, None if entry is None else entry.box)
+                               query_free, e_sq, t_bits, None if entry is None else entry.box, shape.exact)
             eid = cs.lin_comb([(1 << i, b) for i, b in enumerate(ebits)])
             row_index = cs.lin_comb([(r, b) for r, b in enumerate(rbits)])
             pool_keys.append(cs.mul(used, farkas_key(cs, eid, row_index, H) + 1) - 1)
@@ -419,6 +433,62 @@ def _minimality(cs, shape, wd, val, query_vals, gate, all_ids, all_kd, base, wei
     is_decision = cs.sum(rbits[H:])
     check_boundary(cs, point, den, Form(dec_normal, dec_offset, None), neurons, own, is_decision,
                    box_lo, box_hi, shape.boundary_bits, wd)
+
+
+def _counterexample(cs, shape, wd, val, query_vals, gate, query_free, weights, biases, dec_rows, e1_sq,
+                    box_lo, box_hi):
+    """Exact minimality, when gated: a point P / D of a chosen slice, in the box, closer
+    than (E+1)/2^t, where a chosen class o at least ties y in the committed model.
+
+    The forward pass runs on the integers (P, D * slice) with every bias times D:
+    ReLU is positively homogeneous, so it yields D times the pre-activations at
+    the rational point (|D z| <= V D, `boundary_value`), and d_o = D (logit_y -
+    logit_j(o)) <= 0 is the tie or the loss. Ungated: P = u*, D = 1 and no
+    slice or class is chosen, which every constraint accepts."""
+    S, C, nf = shape.n_slices, shape.n_classes, shape.n_free
+    cx = val(lambda x: x.designation)
+    have = cs.with_values
+    sel = bool_inputs(cs, "slice", None if not have else
+                      [int(cx is not None and cx.slice_index == s) for s in range(S)], S)
+    cs.assert_equal(cs.sum(sel), gate)
+    o_bits = bool_inputs(cs, "class", None if not have else
+                         [int(cx is not None and cx.other_class == o) for o in range(C - 1)], C - 1)
+    cs.assert_equal(cs.sum(o_bits), gate)
+    if have:
+        p_vals, d_val = ((list(cx.point), cx.denominator) if cx is not None
+                         else ([query_vals[j] for j in shape.free_columns], 1))
+    else:
+        p_vals = d_val = None
+    point = cs.private_inputs(scoped(cs, "P"), nf, p_vals)
+    den = cs.private_input(scoped(cs, "D"), d_val)
+    cs.assert_range(den - 1, shape.boundary_bits)  # 1 <= D <= 2^boundary_bits
+    for p, lo, hi in zip(point, box_lo, box_hi):
+        span = (hi - lo) * (1 << shape.boundary_bits) + 1
+        assert_nonnegative(cs, p - den * lo, span)
+        assert_nonnegative(cs, den * hi - p, span)
+    # The input scaled by D: free columns P, sensitive columns D times the chosen slice's values.
+    sel_den = [cs.mul(b, den) for b in sel]
+    x: list = [None] * shape.n_inputs
+    for j, p in zip(shape.free_columns, point):
+        x[j] = p
+    for ci, c in enumerate(shape.sensitive_columns):
+        x[c] = cs.lin_comb([(sv[ci], sd) for sv, sd in zip(shape.slices, sel_den)])
+    width = bits(wd.boundary_value)
+    h = x
+    for l in range(shape.n_layers - 1):
+        with cs.scope(f"layer{l}"):
+            z = [cs.sum([cs.mul(w, v) for w, v in zip(weights[l][i], h)]) + cs.mul(biases[l][i], den)
+                 for i in range(len(weights[l]))]
+            h = [cs.mul(cs.is_less(0, zi, width), zi) for zi in z]
+    with cs.scope("class"):
+        d = [cs.sum([cs.mul(w, v) for w, v in zip(delta, h)]) + cs.mul(delta0, den) for delta, delta0 in dec_rows]
+        chosen = cs.sum([cs.mul(ob, do) for ob, do in zip(o_bits, d)])
+        assert_nonnegative(cs, -chosen, wd.boundary_value)  # logit_j(o) >= logit_y at P / D
+    with cs.scope("distance"):
+        diffs = [p - cs.mul(den, q) for p, q in zip(point, query_free)]
+        lhs = cs.sum([cs.square(v) for v in diffs]) * (1 << (2 * shape.eps_bits))
+        rhs = cs.mul(e1_sq, cs.square(den))
+        assert_nonnegative(cs, cs.mul(gate, rhs - lhs - 1), wd.counterexample_distance + 1)
 
 
 def statement_relation(shape: StatementShape) -> R1CS:

@@ -60,11 +60,13 @@ def _box_multipliers(cs, nu_values, r, widths):
 
 
 def check_farkas_entry(cs, used, row_bits, lambdas, mu, neurons, decisions, code_bits, box_lo, box_hi, widths,
-                       query_free, e_sq, t_bits: int, nu_values=None):
+                       query_free, e_sq, t_bits: int, nu_values=None, exact: bool = False):
     """Enforce validity when used = 1. row_bits: one-hot over all rows (zero when unused).
 
     query_free: the query's free coordinates; e_sq: E^2 2^(2s); nu_values:
-    the box multipliers (None: an emptiness certificate, nu = -r)."""
+    the box multipliers (None: an emptiness certificate, nu = -r). `exact`
+    statements accept separation on decision rows too (FAR_CLASS) and compare
+    truncated values (`_truncated_comparison`)."""
     H = len(neurons)
     with cs.scope("farkas_check"):
         coef = []
@@ -85,6 +87,9 @@ def check_farkas_entry(cs, used, row_bits, lambdas, mu, neurons, decisions, code
         support = cs.sum([cs.select(sign[j], nu[j] * box_lo[j], nu[j] * box_hi[j]) for j in range(dim)])
         h = cs.sum([cs.mul(r2[j], query_free[j]) for j in range(dim)]) + g0 - support
         assert_nonnegative(cs, cs.mul(used, h - 1), widths.separation_value + 1)
+        if exact:
+            _truncated_comparison(cs, used, h, r2, e_sq, t_bits, widths)
+            return
         neuron_gate = cs.mul(used, 1 - is_dec)
         for j in range(dim):
             assert_product_zero(cs, cs.mul(used, is_dec), r2[j])  # decision rows: emptiness only
@@ -93,3 +98,37 @@ def check_farkas_entry(cs, used, row_bits, lambdas, mu, neurons, decisions, code
         nsq = cs.sum([cs.square(x) for x in r2])
         slack = cs.square(h) * (1 << (2 * t_bits)) - cs.mul(e_sq, nsq)
         assert_nonnegative(cs, cs.mul(neuron_gate, slack), widths.separation_comparison)
+
+
+def _truncated_comparison(cs, used, h, r2, e_sq, t_bits: int, widths) -> None:
+    """used => h^2 2^(2t) >= E^2 2^(2s) ||r'||^2, on values truncated by k = separation_shift.
+
+    The prover gives H = floor(h / 2^k) and R_j = ceil(|r'_j| / 2^k) (with the
+    sign of r'_j); the circuit checks 0 <= h - 2^k H < 2^k, |r'_j| <= 2^k R_j
+    and H^2 2^(2t) >= E^2 2^(2s) sum_j R_j^2. Then h^2 >= 2^(2k) H^2 and
+    ||r'||^2 <= 2^(2k) sum_j R_j^2, so the exact comparison follows; with
+    h >= 1 (checked by the caller) the set lies at distance >= eps (r' = 0,
+    R = 0: it is empty). Nothing here is squared beyond `widths`."""
+    k = widths.separation_shift
+    have = cs.with_values
+    h_val = cs.signed_value_of(h) if have else None
+    r_vals = [cs.signed_value_of(x) for x in r2] if have else None
+    high = cs.private_input(scoped(cs, "h_high"), None if not have else max(h_val, 0) >> k)
+    cs.assert_range(high, bits(widths.separation_high))
+    if k:
+        assert_nonnegative(cs, cs.mul(used, h - high * (1 << k)), (1 << k) - 1)  # 0 <= h - 2^k H < 2^k
+    else:
+        cs.assert_equal(cs.mul(used, h - high), 0)
+    signs = bool_inputs(cs, "r_sign", None if not have else [int(v < 0) for v in r_vals], len(r2))
+    mags = cs.private_inputs(scoped(cs, "r_high"), len(r2),
+                             None if not have else [-(-abs(v) >> k) for v in r_vals])  # ceil(|r'_j| / 2^k)
+    residual_bits = bits(widths.separation_residual_high)
+    total = []
+    for x, sign, m in zip(r2, signs, mags):
+        magnitude = x - 2 * cs.mul(sign, x)  # |r'_j| when the sign bit is right; negative otherwise
+        assert_nonnegative(cs, magnitude, widths.separation_residual_high << k)
+        cs.assert_range(m, residual_bits)
+        assert_nonnegative(cs, m * (1 << k) - magnitude, widths.separation_residual_high << k)
+        total.append(cs.square(m))
+    slack = cs.square(high) * (1 << (2 * t_bits)) - cs.mul(e_sq, cs.sum(total))
+    assert_nonnegative(cs, cs.mul(used, slack), widths.separation_comparison)

@@ -13,7 +13,12 @@ Conventions (all ints):
   range-checks every private parameter against these: [-2^b, 2^b));
 - Farkas multipliers 0 <= lambda < 2^farkas_bits, |mu| < 2^(farkas_bits+1)
   (mu >= 0 on decision rows);
-- the boundary point P/D has 1 <= D < 2^boundary_bits;
+- the minimality point P/D (a boundary point in fast statements, a
+  counterexample in exact ones) has 1 <= D <= 2^boundary_bits;
+- `radius` is "fast" (minimality by a projection-distance row: GeoCert's
+  lower bound) or "exact" (minimality by a counterexample: E is the floor of
+  the true radius); exact statements also accept far-class covers and give
+  hidden layer l's multipliers s (L - l) more bits (`lambda_bits`);
 - hidden neurons are numbered flat, layer by layer; an activation code is
   one bit per hidden neuron, packed little-endian into id = sum bit_i 2^i;
 - rows of a region: index 0..H-1 the hidden neurons, H+o the decision row
@@ -27,6 +32,11 @@ from dataclasses import asdict, dataclass, field
 
 from circuits.errors import CircuitError
 from circuits.field import R
+from fairness.farkas import exact_multiplier_bits
+
+FAST_RADIUS = "fast"
+EXACT_RADIUS = "exact"
+RADIUS_KINDS = (FAST_RADIUS, EXACT_RADIUS)
 
 
 class StatementShapeError(CircuitError):
@@ -60,6 +70,7 @@ class StatementShape:
     farkas_slots: int  # F
     farkas_bits: int
     boundary_bits: int
+    radius: str = "fast"
     free_columns: tuple[int, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -105,6 +116,8 @@ class StatementShape:
             raise StatementShapeError("need at least one region slot and one Farkas slot")
         if self.boundary_bits < 1:
             raise StatementShapeError("boundary_bits must be at least 1")
+        if self.radius not in RADIUS_KINDS:
+            raise StatementShapeError(f"radius must be one of {', '.join(RADIUS_KINDS)}, not {self.radius!r}")
         object.__setattr__(self, "free_columns", tuple(i for i in range(n) if i not in set(cols)))
 
     # ----------------------------------------------------------------- sizes
@@ -134,8 +147,20 @@ class StatementShape:
         return (self.n_inputs, *self.hidden_sizes, self.n_classes)
 
     @property
+    def exact(self) -> bool:
+        """Whether the statement proves the exact radius (a counterexample) rather than the fast one."""
+        return self.radius == EXACT_RADIUS
+
+    @property
+    def lambda_bits(self) -> tuple[int, ...]:
+        """Bits of each hidden neuron's Farkas multiplier (flat order): 0 <= lambda < 2^bits."""
+        if self.exact:
+            return exact_multiplier_bits(self.hidden_sizes, self.scale_bits, self.farkas_bits)
+        return (self.farkas_bits,) * self.n_hidden
+
+    @property
     def bucket(self) -> str:
-        return f"k{self.region_slots}-f{self.farkas_slots}"
+        return f"k{self.region_slots}-f{self.farkas_slots}" + ("-exact" if self.exact else "")
 
     @property
     def n_public(self) -> int:
@@ -145,6 +170,8 @@ class StatementShape:
     def to_json(self) -> dict:
         d = asdict(self)
         d.pop("free_columns")
+        if not self.exact:
+            d.pop("radius")  # fast shapes keep the digests they had before exact statements existed
         return d
 
     @classmethod

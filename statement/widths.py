@@ -35,6 +35,12 @@ from circuits.field import MAX_SIGNED_BITS
 from .shape import StatementShape, StatementShapeError
 
 
+# Exact statements keep this many bits of a separation value h(u*) when
+# truncating it for the squared comparison (relative loss below 2^-90 for an
+# h near its bound; the prover scales multipliers up to their caps).
+SEPARATION_KEPT_BITS = 100
+
+
 def bits(bound: int) -> int:
     """Smallest b with |x| <= bound  =>  -2^b <= x < 2^b (comparison gadget width)."""
     return max(int(bound).bit_length(), 1)
@@ -63,10 +69,16 @@ class StatementWidths:
     nu_bits: int  # box multipliers: |nu_j| < 2^nu_bits
     nu_neuron_bits: int  # on neuron-row entries: |nu_j| < 2^nu_neuron_bits
     separation_value: int  # bound on h(u*)
-    separation_comparison: int  # bound on both sides of the neuron-row squared comparison
+    separation_comparison: int  # bound on both sides of the squared comparison (neuron rows; exact: all rows)
     boundary_point: int  # |P_j| bound
     boundary_value: int  # |a.P + c D| bound over all rows
     quantities: tuple[tuple[str, int], ...]
+    # Exact statements compare truncated separation values: h >> shift and the
+    # ceilings of |r'_j| >> shift (0 in fast statements, which square h itself).
+    separation_shift: int = 0
+    separation_high: int = 0  # bound on h >> shift
+    separation_residual_high: int = 0  # bound on ceil(|r'_j| / 2^shift)
+    counterexample_distance: int = 0  # bound on both sides of the counterexample's distance test
 
     @property
     def max_bits(self) -> int:
@@ -113,14 +125,15 @@ def widths(shape: StatementShape, limit_bits: int = MAX_SIGNED_BITS) -> Statemen
           ("decision |normal|^2", dec.norm_sq), ("decision distance comparison", dist(dec)),
           ("(E_cap+1)^2 2^(2s)", e2)]
 
-    # coef_k = lambda_k sigma_k + mu [row = k]: |lambda| < 2^fb on every neuron row, and
-    # |mu| <= 2^(fb+1) on the single extra row (decision rows carry mu only).
-    coef = 3 << shape.farkas_bits
+    # coef_k = lambda_k sigma_k + mu [row = k]: |lambda_k| < 2^lambda_bits[k] on neuron
+    # row k, and |mu| <= 2^(bits+1) on the single extra row (decision rows: farkas_bits).
     neuron_rows = [(lw.normal, lw.offset) for lw, h in zip(layers, shape.hidden_sizes) for _ in range(h)]
     all_rows = neuron_rows + [(dec.normal, dec.offset)]
-    lam, mu = 1 << shape.farkas_bits, 2 << shape.farkas_bits
-    r = lam * sum(x for x, _ in neuron_rows) + mu * max(x for x, _ in all_rows)
-    g0 = lam * sum(y for _, y in neuron_rows) + mu * max(y for _, y in all_rows)
+    lam_bits = shape.lambda_bits
+    coef = 3 << max(lam_bits)
+    row_bits = list(lam_bits) + [shape.farkas_bits]
+    r = sum(x << b for (x, _), b in zip(neuron_rows, lam_bits)) + max(x << (b + 1) for (x, _), b in zip(all_rows, row_bits))
+    g0 = sum(y << b for (_, y), b in zip(neuron_rows, lam_bits)) + max(y << (b + 1) for (_, y), b in zip(all_rows, row_bits))
     lower = g0 + sum(r * X[j] for j in free)
     q += [("Farkas coefficient", coef), ("Farkas residual r_j", r), ("Farkas offset g0", g0),
           ("Farkas lower bound", lower)]
@@ -129,20 +142,39 @@ def widths(shape: StatementShape, limit_bits: int = MAX_SIGNED_BITS) -> Statemen
     # |nu_j| < 2^nu_neuron_bits and are the only ones squared.
     nu_bits = bits(r)
     h_all = g0 + sum((r + (2 << nu_bits)) * X[j] for j in free)
-    r_n = lam * sum(x for x, _ in neuron_rows) + mu * max(x for x, _ in neuron_rows)
-    g0_n = lam * sum(y for _, y in neuron_rows) + mu * max(y for _, y in neuron_rows)
-    nu_neuron_bits = min(bits(r_n) + 1, nu_bits)
-    r2_n = r_n + (1 << nu_neuron_bits)
-    h_n = g0_n + sum((r2_n + (1 << nu_neuron_bits)) * X[j] for j in free)
-    sep_cmp = max((h_n ** 2) << (2 * t), e2 * nf * r2_n ** 2)
-    q += [("separation box multiplier", 1 << nu_bits), ("separation value h(u*)", h_all),
-          ("separation neuron-row r'_j", r2_n), ("separation neuron-row h(u*)", h_n),
-          ("separation distance comparison", sep_cmp)]
+    q += [("separation box multiplier", 1 << nu_bits), ("separation value h(u*)", h_all)]
+    shift = high = residual_high = 0
+    if not shape.exact:
+        r_n = sum(x << b for (x, _), b in zip(neuron_rows, lam_bits)) + max(x << (b + 1) for (x, _), b in zip(neuron_rows, lam_bits))
+        g0_n = sum(y << b for (_, y), b in zip(neuron_rows, lam_bits)) + max(y << (b + 1) for (_, y), b in zip(neuron_rows, lam_bits))
+        nu_neuron_bits = min(bits(r_n) + 1, nu_bits)
+        r2_n = r_n + (1 << nu_neuron_bits)
+        h_n = g0_n + sum((r2_n + (1 << nu_neuron_bits)) * X[j] for j in free)
+        sep_cmp = max((h_n ** 2) << (2 * t), e2 * nf * r2_n ** 2)
+        q += [("separation neuron-row r'_j", r2_n), ("separation neuron-row h(u*)", h_n),
+              ("separation distance comparison", sep_cmp)]
+    else:
+        # Every entry (decision rows too) is compared on values truncated by 2^shift:
+        # h >= 2^shift high and |r'_j| <= 2^shift R_j, so high^2 2^(2t) >= E^2 2^(2s) sum R_j^2
+        # implies the exact comparison; shift keeps SEPARATION_KEPT_BITS of h.
+        nu_neuron_bits = nu_bits
+        r2 = r + (1 << nu_bits)
+        shift = max(0, bits(h_all) - SEPARATION_KEPT_BITS)
+        high = h_all >> shift
+        residual_high = (r2 >> shift) + 1
+        sep_cmp = max((high ** 2) << (2 * t), e2 * nf * residual_high ** 2)
+        q += [("separation r'_j", r2), ("separation truncated h", high), ("separation truncated r'_j", residual_high),
+              ("separation distance comparison", sep_cmp)]
 
     den = 1 << shape.boundary_bits
     point = max(X) * den
     bval = max(max(lw.value for lw in layers), dec.value) * den
     q += [("boundary point", point), ("boundary denominator", den), ("boundary row value", bval)]
+    cx_dist = 0
+    if shape.exact:
+        # ||P - D u*||^2 2^(2t) < (E+1)^2 2^(2s) D^2 with P, D u* in the box scaled by D.
+        cx_dist = max((nf * (2 * max(X) * den) ** 2) << (2 * t), e2 * den * den)
+        q += [("counterexample distance comparison", cx_dist)]
 
     bad = [(name, b) for name, b in q if bits(b) >= limit_bits]
     if bad:
@@ -154,4 +186,6 @@ def widths(shape: StatementShape, limit_bits: int = MAX_SIGNED_BITS) -> Statemen
         farkas_coef=coef, farkas_residual=r, farkas_offset=g0, farkas_lower=lower,
         nu_bits=nu_bits, nu_neuron_bits=nu_neuron_bits, separation_value=h_all, separation_comparison=sep_cmp,
         boundary_point=point, boundary_value=bval, quantities=tuple(q),
+        separation_shift=shift, separation_high=high, separation_residual_high=residual_high,
+        counterexample_distance=cx_dist,
     )

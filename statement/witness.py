@@ -102,12 +102,25 @@ class Designation:
 
 
 @dataclass(frozen=True)
+class Counterexample:
+    """Minimality of an exact statement: a rational point P / D (free
+    coordinates, 1 <= D <= 2^boundary_bits) of slice `slice_index` in the
+    box, closer than (E+1)/2^t, at which the o-th class other than y
+    (`other_class`) at least ties y in the committed model's forward pass."""
+
+    slice_index: int
+    other_class: int
+    point: tuple[int, ...]
+    denominator: int
+
+
+@dataclass(frozen=True)
 class StatementWitness:
     weights: tuple[tuple[tuple[int, ...], ...], ...]  # weights[l][i][j]
     biases: tuple[tuple[int, ...], ...]
     salt: int
     slices: tuple[SliceWitness, ...]
-    designation: Designation | None  # None: E is the cap, or status FLIP
+    designation: Designation | Counterexample | None  # None: E is the cap, or status FLIP
 
     @classmethod
     def flip(cls, shape, weights, biases, salt: int, start_codes: Sequence[Bits]) -> "StatementWitness":
@@ -150,10 +163,12 @@ def validate(shape, public: StatementPublic, witness: StatementWitness) -> None:
              f"slice {si}: need {K} codes of {H} bits")
         need(len(sw.kinds) == K and all(len(k) == shape.n_rows for k in sw.kinds),
              f"slice {si}: need {K} x {shape.n_rows} cover kinds")
+        decision_kinds = DECISION_KINDS | ({CoverKind.FAR_CLASS} if shape.exact else set())
         for kinds in sw.kinds:
             need(all(k in NEURON_KINDS for k in kinds[:H]), f"slice {si}: neuron cover kind out of range")
-            need(all(k in DECISION_KINDS for k in kinds[H:]),
-                 f"slice {si}: decision rows take DISTANCE or a Farkas pool entry")
+            need(all(k in decision_kinds for k in kinds[H:]),
+                 f"slice {si}: decision rows take DISTANCE or a Farkas pool entry"
+                 + (" (or a far-class separation)" if shape.exact else ""))
         need(len(sw.farkas) == F, f"slice {si}: need {F} Farkas entries (None for unused)")
         for e in sw.farkas:
             if e is not None:
@@ -164,6 +179,15 @@ def validate(shape, public: StatementPublic, witness: StatementWitness) -> None:
                 need(e.box is None or (len(e.box) == shape.n_free and all(type(v) is int for v in e.box)),
                      f"slice {si}: box multipliers must be {shape.n_free} ints")
     d = witness.designation
+    if shape.exact:
+        need(d is None or isinstance(d, Counterexample), "an exact statement's minimality is a counterexample")
+        if d is not None:
+            need(0 <= d.slice_index < shape.n_slices and 0 <= d.other_class < shape.n_classes - 1,
+                 "counterexample index out of range")
+            need(len(d.point) == shape.n_free and all(type(v) is int for v in d.point)
+                 and type(d.denominator) is int, f"counterexample needs {shape.n_free} integer numerators")
+        return
+    need(d is None or isinstance(d, Designation), "a fast statement's minimality is a designated row")
     if d is not None:
         need(0 <= d.slice_index < shape.n_slices and 0 <= d.slot < K and 0 <= d.row < shape.n_rows,
              "designation index out of range")

@@ -63,6 +63,21 @@ def case(name: str) -> Case:
     return Case(model, cert, shape, public, witness)
 
 
+@lru_cache(maxsize=None)
+def exact_case(name: str) -> Case:
+    """The same model and query, certified with the exact radius and proved by the exact statement."""
+    qseed = CASES[name][3]
+    model = _model(name)
+    query = random_query(model, random.Random(qseed))
+    cert = certify(model, query, eps_bits=EPS_BITS, radius="exact")
+    check_certificate(model, cert)
+    k, f = bucket_sizes(cert)
+    shape = statement_shape(model, region_slots=max(k, 2), farkas_slots=max(f, 2), eps_bits=EPS_BITS,
+                            radius="exact")
+    public, witness = statement_inputs(model, SALT, cert, shape)
+    return Case(model, cert, shape, public, witness)
+
+
 def build(shape, public, witness, strict: bool = True) -> ConstraintSystem:
     cs = ConstraintSystem(with_values=True, strict=strict)
     build_statement(cs, shape, public, witness)
