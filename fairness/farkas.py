@@ -34,6 +34,8 @@ from typing import Sequence
 
 import numpy as np
 
+from fairness.multipliers import MAX_MULTIPLIER_BITS, exact_multiplier_bits  # noqa: F401 (re-exported)
+
 IntVector = tuple[int, ...]
 
 # Below this phase-1 value (real units) the system is treated as non-empty by the
@@ -186,7 +188,6 @@ def solve_phase1(rows: Sequence[HalfSpace], extra: HalfSpace | None, extra_is_eq
 # Every multiplier is at most 2^precision; the statement circuit range-checks
 # them against MAX_MULTIPLIER_BITS, so a certificate that would need more is
 # not issued (the facet is then crossed or left to the distance test: sound).
-MAX_MULTIPLIER_BITS = 40
 MULTIPLIER_PRECISIONS = (24, 32, MAX_MULTIPLIER_BITS - 1)
 
 
@@ -335,19 +336,6 @@ def nearest_point(rows: Sequence[HalfSpace], extra: HalfSpace, extra_is_equality
     if out is None:
         return None
     return np.array(u, dtype=float) / float(1 << scale_bits) + out[1]
-
-
-def exact_multiplier_bits(hidden_sizes: Sequence[int], scale_bits: int,
-                          base_bits: int = MAX_MULTIPLIER_BITS) -> tuple[int, ...]:
-    """Bit cap of each hidden neuron's multiplier (flat order) in exact-radius statements.
-
-    Layer l's rows are at scale 2^(s(l+2)), about 2^s per layer below the next
-    and 2^(s(L-l)) below the decision rows (L hidden layers), so the optimal
-    multipliers grow by about as much from the decision row down. Each layer
-    gets s (L - l) more bits than the decision row's `base_bits`: every
-    multiplier keeps ~base_bits significant bits of its own."""
-    n_layers = len(hidden_sizes)
-    return tuple(base_bits + scale_bits * (n_layers - l) for l, h in enumerate(hidden_sizes) for _ in range(h))
 
 
 def find_separation(rows: Sequence[HalfSpace], extra: HalfSpace, extra_is_equality: bool, box: Box,

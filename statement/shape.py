@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 
 from circuits.errors import CircuitError
 from circuits.field import R
-from fairness.farkas import exact_multiplier_bits
+from fairness.multipliers import exact_multiplier_bits
 
 FAST_RADIUS = "fast"
 EXACT_RADIUS = "exact"

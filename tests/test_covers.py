@@ -22,11 +22,11 @@ def test_members_and_values():
 
 
 def test_certificate_constants_are_the_members():
-    assert (fc.DISTANCE, fc.NEIGHBOR, fc.EMPTY_FACET, fc.FAR_FACET, fc.FAR_REGION, fc.NO_CLASS) == (
+    assert (fc.DISTANCE, fc.NEIGHBOR, fc.EMPTY_FACET, fc.FAR_FACET, fc.FAR_REGION, fc.FAR_CLASS, fc.NO_CLASS) == (
         CoverKind.DISTANCE, CoverKind.NEIGHBOR, CoverKind.EMPTY_FACET, CoverKind.FAR_FACET, CoverKind.FAR_REGION,
-        CoverKind.NO_CLASS)
+        CoverKind.FAR_CLASS, CoverKind.NO_CLASS)
     assert all(isinstance(k, CoverKind) for k in fc.COVER_KINDS)
-    assert CoverKind.FAR_CLASS not in fc.COVER_KINDS  # no certificate issues it yet
+    assert set(fc.COVER_KINDS) == set(CoverKind)
 
 
 def _plain(data):
