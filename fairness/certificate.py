@@ -365,8 +365,17 @@ def certify(model: FixedPointModel, query: Sequence[int], oracle: RegionOracle |
     for stop_early, separate_facets in attempts:
         cert = _certify_searches(model, query, y, slices, oracle, eps_bits, cap, max_regions, max_retries,
                                  separate_facets, stop_early)
-        if cert is not None:
-            return cert
+        if cert is None:
+            continue
+        if separate_facets and _deferred_stop(cert, model):
+            # A refined facet let the search enter a region only after its decision hyperplane,
+            # whose projection distance (below the entry) then bounds E: GeoCert without
+            # refinements enters in projection order and may stop later. Keep the larger E.
+            plain = _certify_searches(model, query, y, slices, oracle, eps_bits, cap, max_regions, max_retries,
+                                      False, True)
+            if plain is not None and plain.eps > cert.eps:
+                return plain
+        return cert
     raise CertificationError("no boundary witness can be produced for the attaining decision row "
                              "(degenerate class region touching the start region)")
 
@@ -488,6 +497,15 @@ def _dyadic(v, scale_bits: int, k: int, box) -> RationalPoint:
     nums = tuple(min(max(int(round(float(x) * (1 << scale_bits) * den)), lo * den), hi * den)
                  for x, lo, hi in zip(v, box.lower, box.upper))
     return RationalPoint(nums, den)
+
+
+def _deferred_stop(cert: Certificate, model: FixedPointModel) -> bool:
+    """Whether E is attained by a DISTANCE decision row of a region other than the start
+    region (its region was entered through a crossed facet, possibly a refined one)."""
+    a = cert.attainment
+    if a is None or a.kind != DECISION:
+        return False
+    return a.code != cert.slices[a.slice_index].regions[0].code
 
 
 def _stop_distance(search: SliceSearch) -> Fraction | None:

@@ -192,8 +192,17 @@ MULTIPLIER_PRECISIONS = (24, 32, MAX_MULTIPLIER_BITS - 1)
 
 
 def find_certificate(rows: Sequence[HalfSpace], extra: HalfSpace, extra_is_equality: bool, box: Box,
-                     scale_bits: int, phase1: Phase1 | None = None) -> FarkasCertificate | None:
-    """Integer Farkas multipliers proving emptiness, verified exactly, or None."""
+                     scale_bits: int, phase1: Phase1 | None = None,
+                     caps: Sequence[int] | None = None) -> FarkasCertificate | None:
+    """Integer Farkas multipliers proving emptiness, verified exactly, or None.
+
+    Multipliers are rounded with the largest one at each of
+    MULTIPLIER_PRECISIONS bits. With `caps` (bits, one per row and one for
+    the extra row; `multipliers.exact_multiplier_bits`) the scale may also
+    grow until some multiplier meets its own cap: rows of deeper layers are
+    at larger scales, so their multipliers are smaller, and a certificate
+    whose multipliers span more than the uniform precision can hold still
+    rounds exactly."""
     if phase1 is None:
         phase1 = solve_phase1(rows, extra, extra_is_equality, box, scale_bits)
     if not phase1.margin > 0:
@@ -206,8 +215,14 @@ def find_certificate(rows: Sequence[HalfSpace], extra: HalfSpace, extra_is_equal
     if not top > 0:
         return None
     m = len(rows)
-    for precision in MULTIPLIER_PRECISIONS:
-        shift = precision - math.frexp(top)[1]
+    shifts = [precision - math.frexp(top)[1] for precision in MULTIPLIER_PRECISIONS]
+    if caps is not None:
+        if len(caps) != m + 1:
+            raise ValueError(f"need {m + 1} multiplier caps, got {len(caps)}")
+        row_caps = list(caps) + [caps[m]] * (len(weights) - m - 1)
+        limit = min(cap - 1 - math.frexp(w)[1] for w, cap in zip(weights, row_caps) if w > 0)
+        shifts += [shift for shift in (limit - 16, limit - 8, limit) if shift > shifts[-1]]
+    for shift in shifts:
         lam = [_scaled_int(w, shift) for w in weights]
         if extra_is_equality:
             mu = lam[m] - lam[m + 1]

@@ -471,7 +471,9 @@ class LPRegionOracle:
         p1 = fk.solve_phase1(rows, extra, eq, self.box, self.scale_bits)
         self.lp_calls += 1
         if p1.margin > fk.FEASIBILITY_TOLERANCE:
-            return ClassInfo(False, fk.find_certificate(rows, extra, eq, self.box, self.scale_bits, p1), None)
+            # Logit rows sit at a far larger scale than first-layer rows: per-layer multiplier widths.
+            caps = fk.exact_multiplier_bits(self.model.net.hidden_sizes, self.scale_bits) + (fk.MAX_MULTIPLIER_BITS,)
+            return ClassInfo(False, fk.find_certificate(rows, extra, eq, self.box, self.scale_bits, p1, caps), None)
         minus = _exact_point(rows, extra, self.box, self.scale_bits, p1)
         form = region.decision_form(y, j)
         plus_row = HalfSpace(tuple(-a for a in form.normal), form.offset)  # z_y - z_j >= 0

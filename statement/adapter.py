@@ -212,12 +212,12 @@ def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate,
         if len(pool) > shape.farkas_slots:
             raise StatementWitnessError(f"slice {si} needs {len(pool)} Farkas entries; the bucket holds {shape.farkas_slots}")
         nu_limit = 1 << widths(shape).nu_neuron_bits
-        lam_bits = shape.lambda_bits
         for e in pool:
+            lam_bits = shape.lambda_bits if H <= e.row < shape.n_rows else shape.neuron_entry_lambda_bits
             mu_bits = lam_bits[e.row] if e.row < H else shape.farkas_bits + (1 if e.row < shape.n_rows else 0)
             if any(not 0 <= v < 1 << b for v, b in zip(e.lambdas, lam_bits)) or abs(e.mu) >= 1 << mu_bits:
-                raise StatementWitnessError(f"slice {si}: a Farkas multiplier exceeds the shape's bits "
-                                            f"({', '.join(map(str, sorted(set(lam_bits))))})")
+                raise StatementWitnessError(f"slice {si}: a Farkas multiplier of row {e.row} exceeds the shape's "
+                                            f"bits ({', '.join(map(str, sorted(set(lam_bits))))})")
             if e.box is not None and any(abs(v) >= nu_limit for v in e.box):
                 raise StatementWitnessError(f"slice {si}: a box multiplier exceeds the shape's bound")
         start = tuple(int(b) for b in code_bits(SliceGeometry(model, shape.slices[si]).code_of(u)))

@@ -299,10 +299,17 @@ def _slice(cs, shape, wd, si, base, weights, biases, dec_rows, val, e_sq, not_st
             lams = cs.private_inputs(scoped(cs, "lambda"), H, None if not cs.with_values else
                                      (list(entry.lambdas) if entry else [0] * H))
             lam_bits = shape.lambda_bits
-            for lam, lb in zip(lams, lam_bits):
-                cs.assert_range(lam, lb)
             mu = cs.private_input(scoped(cs, "mu"), None if not cs.with_values else (entry.mu if entry else 0))
             is_dec = cs.sum(rbits[H:Rr])
+            if shape.exact:
+                for lam, lb in zip(lams, lam_bits):
+                    cs.assert_range(lam, lb)
+            else:
+                # Decision entries (emptiness only): lambda < 2^lb. Neuron and region entries,
+                # whose separation values are squared whole: lambda 2^(lb - fb) < 2^lb, i.e. < 2^fb.
+                for lam, lb in zip(lams, lam_bits):
+                    widen = (1 << (lb - shape.farkas_bits)) - 1
+                    cs.assert_range(cs.mul(lam, 1 + widen - is_dec * widen), lb)
             assert_product_zero(cs, rbits[Rr], mu)  # a whole region takes no extra row
             fb = shape.farkas_bits
             if not shape.exact:

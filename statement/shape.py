@@ -17,8 +17,9 @@ Conventions (all ints):
   counterexample in exact ones) has 1 <= D <= 2^boundary_bits;
 - `radius` is "fast" (minimality by a projection-distance row: GeoCert's
   lower bound) or "exact" (minimality by a counterexample: E is the floor of
-  the true radius); exact statements also accept far-class covers and give
-  hidden layer l's multipliers s (L - l) more bits (`lambda_bits`);
+  the true radius); exact statements also accept far-class covers;
+- hidden layer l's multipliers have s (L - l) more bits than farkas_bits
+  (`lambda_bits`), except on fast statements' neuron-row entries;
 - hidden neurons are numbered flat, layer by layer; an activation code is
   one bit per hidden neuron, packed little-endian into id = sum bit_i 2^i;
 - rows of a region: index 0..H-1 the hidden neurons, H+o the decision row
@@ -153,10 +154,18 @@ class StatementShape:
 
     @property
     def lambda_bits(self) -> tuple[int, ...]:
-        """Bits of each hidden neuron's Farkas multiplier (flat order): 0 <= lambda < 2^bits."""
-        if self.exact:
-            return exact_multiplier_bits(self.hidden_sizes, self.scale_bits, self.farkas_bits)
-        return (self.farkas_bits,) * self.n_hidden
+        """Bits of each hidden neuron's Farkas multiplier (flat order): 0 <= lambda < 2^bits.
+
+        Layer l gets s (L - l) bits more than farkas_bits (`exact_multiplier_bits`):
+        its rows are at a scale that much below the decision rows'."""
+        return exact_multiplier_bits(self.hidden_sizes, self.scale_bits, self.farkas_bits)
+
+    @property
+    def neuron_entry_lambda_bits(self) -> tuple[int, ...]:
+        """The same for pool entries of neuron rows and regions. Fast statements square
+        those entries' separation values whole, so their multipliers stay below 2^farkas_bits;
+        exact statements compare truncated values and allow `lambda_bits`."""
+        return self.lambda_bits if self.exact else (self.farkas_bits,) * self.n_hidden
 
     @property
     def bucket(self) -> str:

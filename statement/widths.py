@@ -126,14 +126,15 @@ def widths(shape: StatementShape, limit_bits: int = MAX_SIGNED_BITS) -> Statemen
           ("(E_cap+1)^2 2^(2s)", e2)]
 
     # coef_k = lambda_k sigma_k + mu [row = k]: |lambda_k| < 2^lambda_bits[k] on neuron
-    # row k, and |mu| <= 2^(bits+1) on the single extra row (decision rows: farkas_bits).
+    # row k (2^farkas_bits on fast statements' neuron-row entries, `neuron_entry_lambda_bits`),
+    # and |mu| <= 2^(bits+1) on the single extra row (decision rows: farkas_bits).
     neuron_rows = [(lw.normal, lw.offset) for lw, h in zip(layers, shape.hidden_sizes) for _ in range(h)]
     all_rows = neuron_rows + [(dec.normal, dec.offset)]
-    lam_bits = shape.lambda_bits
+    lam_bits, narrow = shape.lambda_bits, shape.neuron_entry_lambda_bits
     coef = 3 << max(lam_bits)
-    row_bits = list(lam_bits) + [shape.farkas_bits]
-    r = sum(x << b for (x, _), b in zip(neuron_rows, lam_bits)) + max(x << (b + 1) for (x, _), b in zip(all_rows, row_bits))
-    g0 = sum(y << b for (_, y), b in zip(neuron_rows, lam_bits)) + max(y << (b + 1) for (_, y), b in zip(all_rows, row_bits))
+    mu_bits = list(narrow) + [shape.farkas_bits]
+    r = sum(x << b for (x, _), b in zip(neuron_rows, lam_bits)) + max(x << (b + 1) for (x, _), b in zip(all_rows, mu_bits))
+    g0 = sum(y << b for (_, y), b in zip(neuron_rows, lam_bits)) + max(y << (b + 1) for (_, y), b in zip(all_rows, mu_bits))
     lower = g0 + sum(r * X[j] for j in free)
     q += [("Farkas coefficient", coef), ("Farkas residual r_j", r), ("Farkas offset g0", g0),
           ("Farkas lower bound", lower)]
@@ -145,8 +146,8 @@ def widths(shape: StatementShape, limit_bits: int = MAX_SIGNED_BITS) -> Statemen
     q += [("separation box multiplier", 1 << nu_bits), ("separation value h(u*)", h_all)]
     shift = high = residual_high = 0
     if not shape.exact:
-        r_n = sum(x << b for (x, _), b in zip(neuron_rows, lam_bits)) + max(x << (b + 1) for (x, _), b in zip(neuron_rows, lam_bits))
-        g0_n = sum(y << b for (_, y), b in zip(neuron_rows, lam_bits)) + max(y << (b + 1) for (_, y), b in zip(neuron_rows, lam_bits))
+        r_n = sum(x << b for (x, _), b in zip(neuron_rows, narrow)) + max(x << (b + 1) for (x, _), b in zip(neuron_rows, narrow))
+        g0_n = sum(y << b for (_, y), b in zip(neuron_rows, narrow)) + max(y << (b + 1) for (_, y), b in zip(neuron_rows, narrow))
         nu_neuron_bits = min(bits(r_n) + 1, nu_bits)
         r2_n = r_n + (1 << nu_neuron_bits)
         h_n = g0_n + sum((r2_n + (1 << nu_neuron_bits)) * X[j] for j in free)

@@ -274,3 +274,20 @@ def test_exact_statement_proof_verifies_and_binds_public_inputs(mcl):
                     dataclasses.replace(c.public, eps=c.public.eps - 1),
                     dataclasses.replace(c.public, decision=(c.public.decision + 1) % c.shape.n_classes)):
         assert not verify(vk, changed.field_elements(), proof, mcl)
+
+
+# ------------------------------------------------------------ multiplier widths
+
+def test_fast_neuron_entry_multipliers_stay_narrow():
+    """A fast statement squares neuron-row separation values whole, so their multipliers stay below
+    2^farkas_bits, even for an otherwise valid certificate (scaled by 2^k, as emptiness allows)."""
+    c = case("two_sensitive")
+    si, fi = 0, 3
+    e = c.witness.slices[si].farkas[fi]
+    fb = c.shape.farkas_bits
+    assert e is not None and e.row < c.shape.n_hidden and e.box is None
+    k = fb - max(e.lambdas).bit_length() + 1  # the largest multiplier reaches 2^fb ...
+    assert abs(e.mu) << k < 1 << fb           # ... while mu stays inside its own range
+    scaled = dataclasses.replace(e, lambdas=tuple(v << k for v in e.lambdas), mu=e.mu << k)
+    labels = rejected(c, witness=_replace_entry(c, si, fi, scaled))
+    assert some(labels, f"farkas{fi}") and not some(labels, "farkas_check")
