@@ -103,32 +103,28 @@ def check_farkas_entry(cs, used, row_bits, lambdas, mu, neurons, decisions, code
 def _truncated_comparison(cs, used, h, r2, e_sq, t_bits: int, widths) -> None:
     """used => h^2 2^(2t) >= E^2 2^(2s) ||r'||^2, on values truncated by k = separation_shift.
 
-    The prover gives H = floor(h / 2^k) and R_j = ceil(|r'_j| / 2^k) (with the
-    sign of r'_j); the circuit checks 0 <= h - 2^k H < 2^k, |r'_j| <= 2^k R_j
-    and H^2 2^(2t) >= E^2 2^(2s) sum_j R_j^2. Then h^2 >= 2^(2k) H^2 and
-    ||r'||^2 <= 2^(2k) sum_j R_j^2, so the exact comparison follows; with
-    h >= 1 (checked by the caller) the set lies at distance >= eps (r' = 0,
-    R = 0: it is empty). Nothing here is squared beyond `widths`."""
+    The prover gives H = floor(h / 2^k) and N = ceil(||r'||^2 / 2^(2k)); the
+    circuit checks 0 <= h - 2^k H < 2^k, 0 <= 2^(2k) N - ||r'||^2 < 2^(2k)
+    and H^2 2^(2t) >= E^2 2^(2s) N. Then h^2 >= 2^(2k) H^2 and ||r'||^2 <=
+    2^(2k) N, so the exact comparison follows; with h >= 1 (checked by the
+    caller) the set lies at distance >= eps (r' = 0, N = 0: it is empty).
+    ||r'||^2 itself fits the field (`widths`); only h^2 2^(2t) would not."""
     k = widths.separation_shift
     have = cs.with_values
     h_val = cs.signed_value_of(h) if have else None
-    r_vals = [cs.signed_value_of(x) for x in r2] if have else None
     high = cs.private_input(scoped(cs, "h_high"), None if not have else max(h_val, 0) >> k)
     cs.assert_range(high, bits(widths.separation_high))
     if k:
         assert_nonnegative(cs, cs.mul(used, h - high * (1 << k)), (1 << k) - 1)  # 0 <= h - 2^k H < 2^k
     else:
         cs.assert_equal(cs.mul(used, h - high), 0)
-    signs = bool_inputs(cs, "r_sign", None if not have else [int(v < 0) for v in r_vals], len(r2))
-    mags = cs.private_inputs(scoped(cs, "r_high"), len(r2),
-                             None if not have else [-(-abs(v) >> k) for v in r_vals])  # ceil(|r'_j| / 2^k)
-    residual_bits = bits(widths.separation_residual_high)
-    total = []
-    for x, sign, m in zip(r2, signs, mags):
-        magnitude = x - 2 * cs.mul(sign, x)  # |r'_j| when the sign bit is right; negative otherwise
-        assert_nonnegative(cs, magnitude, widths.separation_residual_high << k)
-        cs.assert_range(m, residual_bits)
-        assert_nonnegative(cs, m * (1 << k) - magnitude, widths.separation_residual_high << k)
-        total.append(cs.square(m))
-    slack = cs.square(high) * (1 << (2 * t_bits)) - cs.mul(e_sq, cs.sum(total))
+    nsq = cs.sum([cs.square(x) for x in r2])
+    nsq_val = cs.value_of(nsq) if have else None
+    n_high = cs.private_input(scoped(cs, "norm_high"), None if not have else -(-nsq_val >> (2 * k)))
+    cs.assert_range(n_high, bits(widths.separation_residual_high))
+    if k:
+        assert_nonnegative(cs, n_high * (1 << (2 * k)) - nsq, (1 << (2 * k)) - 1)  # 0 <= 2^(2k) N - ||r'||^2 < 2^(2k)
+    else:
+        cs.assert_equal(n_high, nsq)
+    slack = cs.square(high) * (1 << (2 * t_bits)) - cs.mul(e_sq, n_high)
     assert_nonnegative(cs, cs.mul(used, slack), widths.separation_comparison)

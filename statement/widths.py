@@ -77,7 +77,7 @@ class StatementWidths:
     # ceilings of |r'_j| >> shift (0 in fast statements, which square h itself).
     separation_shift: int = 0
     separation_high: int = 0  # bound on h >> shift
-    separation_residual_high: int = 0  # bound on ceil(|r'_j| / 2^shift)
+    separation_residual_high: int = 0  # bound on ceil(||r'||^2 / 2^(2 shift))
     counterexample_distance: int = 0  # bound on both sides of the counterexample's distance test
 
     @property
@@ -155,17 +155,18 @@ def widths(shape: StatementShape, limit_bits: int = MAX_SIGNED_BITS) -> Statemen
         q += [("separation neuron-row r'_j", r2_n), ("separation neuron-row h(u*)", h_n),
               ("separation distance comparison", sep_cmp)]
     else:
-        # Every entry (decision rows too) is compared on values truncated by 2^shift:
-        # h >= 2^shift high and |r'_j| <= 2^shift R_j, so high^2 2^(2t) >= E^2 2^(2s) sum R_j^2
-        # implies the exact comparison; shift keeps SEPARATION_KEPT_BITS of h.
+        # Every entry (decision rows too) is compared on truncated values: h >= 2^shift H and
+        # ||r'||^2 <= 2^(2 shift) N, so H^2 2^(2t) >= E^2 2^(2s) N implies the exact comparison;
+        # shift keeps SEPARATION_KEPT_BITS of h. ||r'||^2 itself must fit.
         nu_neuron_bits = nu_bits
         r2 = r + (1 << nu_bits)
+        norm_sq = nf * r2 ** 2
         shift = max(0, bits(h_all) - SEPARATION_KEPT_BITS)
         high = h_all >> shift
-        residual_high = (r2 >> shift) + 1
-        sep_cmp = max((high ** 2) << (2 * t), e2 * nf * residual_high ** 2)
-        q += [("separation r'_j", r2), ("separation truncated h", high), ("separation truncated r'_j", residual_high),
-              ("separation distance comparison", sep_cmp)]
+        residual_high = (norm_sq >> (2 * shift)) + 1
+        sep_cmp = max((high ** 2) << (2 * t), e2 * residual_high)
+        q += [("separation r'_j", r2), ("separation ||r'||^2", norm_sq), ("separation truncated h", high),
+              ("separation truncated ||r'||^2", residual_high), ("separation distance comparison", sep_cmp)]
 
     den = 1 << shape.boundary_bits
     point = max(X) * den
