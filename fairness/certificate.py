@@ -44,9 +44,10 @@ from fairness import farkas as fk
 from fairness.farkas import FarkasCertificate
 from fairness.fixed_point import FixedPointModel, IntVector
 from fairness.geocert import DECISION, DEFAULT_MAX_REGIONS, NEURON, SliceSearch, geocert_slice
+from fairness.codes import ActivationCode
 from fairness.regions import (LPRegionOracle, RationalPoint, Region, RegionOracle, SliceGeometry, class_system,
-                              code_from_str, code_to_str, counterexample_error, exact_point,
-                              distance_at_least, distance_sq, eps_cap, facet_system, flip, free_box, max_eps)
+                              counterexample_error, exact_point, distance_at_least, distance_sq, eps_cap,
+                              facet_system, free_box, max_eps)
 
 FORMAT = "fairproof.fairness-certificate"
 VERSION = 1
@@ -392,7 +393,7 @@ def _certify_searches(model, query, y, slices, oracle, eps_bits, cap, max_region
         if attainment is not None:
             pruned = [_prune(model, si, search, cov, e, eps_bits, attainment)
                       for si, (search, cov) in enumerate(zip(searches, covers))]
-            whole = [([code_to_str(c) for c in search.codes], cov) for search, cov in zip(searches, covers)]
+            whole = [([c.key for c in search.codes], cov) for search, cov in zip(searches, covers)]
             # Same E either way; prove the smaller statement (pool entries cost more than regions).
             kept = min((pruned, whole), key=lambda option: _statement_cost(option, model))
             return _assemble(query, y, e, eps_bits, searches, kept, attainment, model)
@@ -400,7 +401,7 @@ def _certify_searches(model, query, y, slices, oracle, eps_bits, cap, max_region
         # out of those regions and stop at the facet leading into them instead.
         progress = False
         for si, key in failed:
-            if key != code_to_str(searches[si].codes[0]) and key not in banned[si]:
+            if key != searches[si].codes[0].key and key not in banned[si]:
                 banned[si].add(key)
                 progress = True
         if not progress:
@@ -426,7 +427,7 @@ def _certify_exact(model, query, y, slices, oracle, eps_bits, cap, max_regions) 
             return None
     pruned = [_prune(model, si, search, cov, e, eps_bits, attainment)
               for si, (search, cov) in enumerate(zip(searches, covers))]
-    whole = [([code_to_str(c) for c in search.codes], cov) for search, cov in zip(searches, covers)]
+    whole = [([c.key for c in search.codes], cov) for search, cov in zip(searches, covers)]
     kept = min((pruned, whole), key=lambda option: _statement_cost(option, model))
     return _assemble(query, y, e, eps_bits, searches, kept, attainment, model)
 
@@ -439,7 +440,7 @@ def _counterexample(model: FixedPointModel, searches: list[SliceSearch], y: int,
     rows: list[tuple[Fraction, int, str, int]] = []
     for si, search in enumerate(searches):
         if search.stop.reason == "decision" and search.stop.distance_sq is not None:
-            rows.append((search.stop.distance_sq, si, code_to_str(search.stop.code), search.stop.row))
+            rows.append((search.stop.distance_sq, si, search.stop.code.key, search.stop.row))
         for (key, j), (_, d2) in search.class_separations.items():
             if d2 < bound:
                 rows.append((d2, si, key, j))
@@ -559,14 +560,14 @@ RowKey = tuple[str, str, int]  # (code, 'neuron' | 'decision', row)
 def _assign_covers(model: FixedPointModel, search: SliceSearch, oracle: RegionOracle) -> dict[RowKey, Cover]:
     covers: dict[RowKey, Cover] = {}
     box = free_box(model)
-    keys = {code_to_str(c) for c in search.codes}
+    keys = {c.key for c in search.codes}
     y = search.decision
     for code in search.codes:
-        key = code_to_str(code)
+        key = code.key
         region = search.regions[key]
         for k, form in enumerate(region.neurons):
             info = search.facets.get((key, k))
-            if (key, NEURON, k) not in search.forced_distance and code_to_str(flip(code, k)) in keys:
+            if (key, NEURON, k) not in search.forced_distance and code.flip(k).key in keys:
                 cover = Cover(NEIGHBOR)
             elif info is not None and info.farkas is not None:
                 cover = Cover(EMPTY_FACET, info.farkas)
@@ -673,7 +674,7 @@ def _statement_cost(kept: list[tuple[list[str], dict[RowKey, Cover]]], model: Fi
             if key not in codes or cover.farkas is None:
                 continue
             if cover.kind == FAR_REGION:
-                far.add(code_to_str(flip(code_from_str(key, hidden), row)))
+                far.add(ActivationCode.parse(key, hidden).flip(row).key)
             else:
                 rows += 1
         regions, entries = max(regions, len(codes)), max(entries, rows + len(far))
@@ -690,7 +691,7 @@ def separated_system(geometry: SliceGeometry, region: Region, k: int, kind: str,
     if kind == FAR_FACET:
         rows, extra, _ = facet_system(region, k)
         return rows, extra
-    nb = geometry.region(flip(region.code, k))
+    nb = geometry.region(region.code.flip(k))
     return nb.rows(), fk.no_row(len(region.neurons[0].normal))
 
 
@@ -711,7 +712,7 @@ def _prune(model: FixedPointModel, si: int, search: SliceSearch, covers: dict[Ro
     u = search.query_u
     box = free_box(model)
     eps_sq = Fraction(e * e, 1 << (2 * eps_bits))
-    start = code_to_str(search.codes[0])
+    start = search.codes[0].key
     keep = {start} | {k for k, d in search.entered_at.items() if d < eps_sq}
     if attainment.kind in (NEURON, DECISION) and attainment.slice_index == si:
         keep.add(attainment.code)
@@ -734,8 +735,8 @@ def _prune(model: FixedPointModel, si: int, search: SliceSearch, covers: dict[Ro
         region = search.regions[key]
         for k, form in enumerate(region.neurons):
             rk = (key, NEURON, k)
-            nb = flip(region.code, k)
-            nb_key = code_to_str(nb)
+            nb = region.code.flip(k)
+            nb_key = nb.key
             old = covers[rk]
             if old.kind in (DISTANCE, EMPTY_FACET) or (old.kind == NEIGHBOR and nb_key in keep):
                 out[rk] = old
@@ -764,7 +765,7 @@ def _prune(model: FixedPointModel, si: int, search: SliceSearch, covers: dict[Ro
         for j in range(model.net.n_classes):
             if j != search.decision:
                 out[(key, DECISION, j)] = covers[(key, DECISION, j)]
-    codes = [code_to_str(c) for c in search.codes if code_to_str(c) in keep]
+    codes = [c.key for c in search.codes if c.key in keep]
     return codes, out
 
 

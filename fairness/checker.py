@@ -88,9 +88,9 @@ from fairness.certificate import (CAP, CERTIFIED, COUNTEREXAMPLE, DISTANCE, EMPT
 from fairness.errors import CertificationError
 from fairness.fixed_point import FixedPointModel
 from fairness.geocert import DECISION, NEURON
-from fairness.regions import (RationalPoint, SliceGeometry, class_system, code_from_str, code_to_str,
-                              counterexample_error, distance_at_least, distance_below_next, eps_cap, facet_system,
-                              flip, free_box, free_part)
+from fairness.codes import ActivationCode
+from fairness.regions import (RationalPoint, SliceGeometry, class_system, counterexample_error, distance_at_least,
+                              distance_below_next, eps_cap, facet_system, free_box, free_part)
 
 __all__ = ["check_certificate"]
 
@@ -196,13 +196,13 @@ def _check_slice(model, index, sc, slice_values, u, y, e, t, box) -> dict:
         if not isinstance(rc.code, str):
             _fail(f"slice {index}: activation codes must be strings")
         try:
-            code = code_from_str(rc.code, hidden)
+            code = ActivationCode.parse(rc.code, hidden)
         except ValueError as exc:
             _fail(f"slice {index}: {exc}")
         if rc.code in codes:
             _fail(f"slice {index}: code {rc.code} repeated")
         codes[rc.code] = code
-    start = code_to_str(geom.code_of(u))
+    start = geom.code_of(u).key
     if start not in codes:
         _fail(f"slice {index}: the query's region {start} is not in the covering set")
 
@@ -217,7 +217,7 @@ def _check_slice(model, index, sc, slice_values, u, y, e, t, box) -> dict:
                 if not distance_at_least(form.value(u), form.norm_sq, e, t, s):
                     _fail(f"{where}, neuron {k}: hyperplane closer than eps")
             elif cover.kind == NEIGHBOR:
-                if code_to_str(flip(region.code, k)) not in codes:
+                if region.code.flip(k).key not in codes:
                     _fail(f"{where}, neuron {k}: neighbour region is not in the covering set")
             elif cover.kind == EMPTY_FACET:
                 rows, extra, eq = facet_system(region, k)
@@ -228,7 +228,7 @@ def _check_slice(model, index, sc, slice_values, u, y, e, t, box) -> dict:
                 if not _separation_ok(rows, extra, box, cover.farkas, u, e, t, s):
                     _fail(f"{where}, neuron {k}: invalid separation certificate for a far facet")
             elif cover.kind == FAR_REGION:
-                rows = geom.region(flip(region.code, k)).rows()
+                rows = geom.region(region.code.flip(k)).rows()
                 if cover.farkas is None or cover.farkas.extra != 0 or \
                         not _separation_ok(rows, fk.no_row(box.dim), box, cover.farkas, u, e, t, s):
                     _fail(f"{where}, neuron {k}: invalid separation certificate for a far neighbouring region")

@@ -21,7 +21,8 @@ import numpy as np
 from fairness import farkas as fk
 from fairness.certificate import CERTIFIED, Certificate
 from fairness.fixed_point import FixedPointModel
-from fairness.regions import SliceGeometry, class_system, code_from_str, free_box, free_part
+from fairness.codes import ActivationCode
+from fairness.regions import SliceGeometry, class_system, free_box, free_part
 
 __all__ = ["ExactRadius", "exact_radius"]
 
@@ -78,7 +79,7 @@ def exact_radius(model: FixedPointModel, cert: Certificate) -> ExactRadius:
     for si, sc in enumerate(cert.slices):
         geom = SliceGeometry(model, sc.slice_values)
         for rc in sc.regions:
-            region = geom.region(code_from_str(rc.code, model.net.hidden_sizes))
+            region = geom.region(ActivationCode.parse(rc.code, model.net.hidden_sizes))
             for j in range(model.net.n_classes):
                 if j == y:
                     continue

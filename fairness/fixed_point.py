@@ -18,9 +18,10 @@ from typing import Sequence
 
 import numpy as np
 
+from fairness.codes import ActivationCode
+
 IntVector = tuple[int, ...]
 IntMatrix = tuple[IntVector, ...]
-ActivationCode = tuple[tuple[bool, ...], ...]  # one tuple of on/off bits per hidden layer
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,7 @@ class QuantisedMLP:
 
     def activation_code(self, x: Sequence[int]) -> ActivationCode:
         """On/off bit of every hidden ReLU (on means pre-activation > 0)."""
-        return tuple(tuple(v > 0 for v in z) for z in self.pre_activations(x)[:-1])
+        return ActivationCode(tuple(tuple(v > 0 for v in z) for z in self.pre_activations(x)[:-1]))
 
     def decision(self, x: Sequence[int]) -> int:
         """Index of the largest logit (the lowest index on a tie; see `is_tie`)."""

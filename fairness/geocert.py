@@ -57,8 +57,9 @@ from typing import Sequence
 from fairness.fixed_point import ActivationCode, FixedPointModel, IntVector
 from fairness import farkas as fk
 from fairness.farkas import Box, FarkasCertificate
-from fairness.regions import (ClassInfo, FacetInfo, Region, RegionOracle, SliceGeometry, class_system, code_to_str,
-                              distance_sq, facet_system, flip, free_box, free_part)
+from fairness.codes import ActivationCode
+from fairness.regions import (ClassInfo, FacetInfo, Region, RegionOracle, SliceGeometry, class_system, distance_sq,
+                              facet_system, free_box, free_part)
 
 NEURON = "neuron"
 DECISION = "decision"
@@ -147,7 +148,7 @@ def _refine(geom: SliceGeometry, region: Region, k: int, box: Box, u: Sequence[i
     exact = search.caps is not None
     precisions = fk.EXACT_SEPARATION_PRECISIONS if exact else fk.SEPARATION_PRECISIONS
     # The region first: its certificate can be shared by every row leading into it.
-    whole = fk.find_region_separation(geom.region(flip(region.code, k)).rows(), box, u, scale_bits, precisions,
+    whole = fk.find_region_separation(geom.region(region.code.flip(k)).rows(), box, u, scale_bits, precisions,
                                       search.separation_caps(None))
     best = None if whole is None else (whole[0], whole[1], FAR_REGION)
     if exact or best is None or best[1] <= _priority(region, NEURON, k, u, -1, scale_bits):
@@ -183,7 +184,7 @@ def geocert_slice(model: FixedPointModel, query: Sequence[int], decision: int, s
     y = decision
     n_classes = model.net.n_classes
     start = geom.code_of(u)
-    start_key = code_to_str(start)
+    start_key = start.key
     if start_key in banned:
         raise ValueError("the start region cannot be banned")
     search = SliceSearch(tuple(slice_values), u, y, [start], {}, geometry=geom,
@@ -194,7 +195,7 @@ def geocert_slice(model: FixedPointModel, query: Sequence[int], decision: int, s
     counter = itertools.count()
 
     def visit(code: ActivationCode) -> None:
-        key = code_to_str(code)
+        key = code.key
         region = geom.region(code)
         visited.add(key)
         search.regions[key] = region
@@ -220,8 +221,8 @@ def geocert_slice(model: FixedPointModel, query: Sequence[int], decision: int, s
         search.steps += 1
         region = search.regions[key]
         if kind == NEURON:
-            nb = flip(region.code, row)
-            nb_key = code_to_str(nb)
+            nb = region.code.flip(row)
+            nb_key = nb.key
             if nb_key in visited:
                 continue
             if sep is None:

@@ -6,7 +6,7 @@ A *slice* fixes the sensitive columns of the input to one combination of
 domain values (`FixedPointModel.slices()`); the remaining coordinates
 u = x[free_columns] (integers at scale 2^s, order `FixedPointModel.free_columns`)
 are the variables. For an activation code R (one on/off bit per hidden ReLU,
-`ActivationCode`, as `QuantisedMLP.activation_code` returns: on means z > 0),
+`fairness.codes.ActivationCode`, as `QuantisedMLP.activation_code` returns: on means z > 0),
 the network is affine in u. Composing the layers under R:
 
     z^0(u) = W0[:, free] u + (W0[:, sens] . slice + b0)
@@ -54,7 +54,7 @@ GeoCert asks, per region, only two questions; both go through a `RegionOracle`:
 Systems for the Farkas certificates: `facet_system(region, k)` and
 `class_system(region, y, j)` return (rows, extra_row, extra_is_equality);
 `fairness.farkas.verify(rows, extra, eq, free_box(model), cert)` checks them.
-Codes serialise with `code_to_str` / `code_from_str` ("1011.01": one group of
+Codes serialise with `ActivationCode.key` / `ActivationCode.parse` ("1011.01": one group of
 bits per hidden layer).
 """
 from __future__ import annotations
@@ -69,12 +69,13 @@ import numpy as np
 
 from fairness import farkas as fk
 from fairness.farkas import Box, FarkasCertificate, HalfSpace
-from fairness.fixed_point import ActivationCode, FixedPointModel, IntVector
+from fairness.codes import ActivationCode
+from fairness.fixed_point import FixedPointModel, IntVector
 
 __all__ = [
     "AffineForm", "Region", "SliceGeometry", "RationalPoint", "FacetInfo", "ClassInfo",
-    "RegionOracle", "LPRegionOracle", "neuron_ids", "code_to_str", "code_from_str", "code_bits",
-    "flip", "free_box", "free_part", "distance_at_least", "distance_below_next", "max_eps", "eps_cap",
+    "RegionOracle", "LPRegionOracle", "neuron_ids", "free_box", "free_part", "distance_at_least",
+    "distance_below_next", "max_eps", "eps_cap",
     "distance_sq", "facet_system", "class_system", "lp_representative", "counterexample_error", "exact_point",
 ]
 
@@ -84,33 +85,6 @@ __all__ = [
 def neuron_ids(hidden_sizes: Sequence[int]) -> list[tuple[int, int]]:
     """(layer, index) of every hidden neuron, in the flat order used everywhere."""
     return [(l, i) for l, size in enumerate(hidden_sizes) for i in range(size)]
-
-
-def code_bits(code: ActivationCode) -> tuple[bool, ...]:
-    return tuple(b for layer in code for b in layer)
-
-
-def code_to_str(code: ActivationCode) -> str:
-    return ".".join("".join("1" if b else "0" for b in layer) for layer in code)
-
-
-def code_from_str(text: str, hidden_sizes: Sequence[int]) -> ActivationCode:
-    groups = text.split(".")
-    if len(groups) != len(hidden_sizes) or any(len(g) != n for g, n in zip(groups, hidden_sizes)) \
-            or any(ch not in "01" for g in groups for ch in g):
-        raise ValueError(f"activation code {text!r} does not match hidden sizes {tuple(hidden_sizes)}")
-    return tuple(tuple(ch == "1" for ch in g) for g in groups)
-
-
-def flip(code: ActivationCode, k: int) -> ActivationCode:
-    """The code with flat neuron k's bit flipped."""
-    out = [list(layer) for layer in code]
-    for layer in out:
-        if k < len(layer):
-            layer[k] = not layer[k]
-            return tuple(tuple(x) for x in out)
-        k -= len(layer)
-    raise IndexError("neuron index out of range")
 
 
 # ---------------------------------------------------------------- geometry
@@ -171,11 +145,11 @@ class Region:
 
     @property
     def key(self) -> tuple[IntVector, str]:
-        return (self.slice_values, code_to_str(self.code))
+        return (self.slice_values, self.code.key)
 
     @property
     def bits(self) -> tuple[bool, ...]:
-        return code_bits(self.code)
+        return self.code.bits
 
     def row(self, k: int) -> HalfSpace:
         """Neuron k's constraint as n.u <= b (on: z_k >= 0; off: z_k <= 0)."""
@@ -235,7 +209,7 @@ class SliceGeometry:
         return free_box(self.model)
 
     def region(self, code: ActivationCode) -> Region:
-        key = code_to_str(code)
+        key = code.key
         hit = self._cache.get(key)
         if hit is not None:
             return hit
@@ -262,7 +236,7 @@ class SliceGeometry:
             layer_forms = new
             if l < net.n_layers - 1:
                 neurons.extend(new)
-        region = Region(self.slice_values, tuple(tuple(bool(b) for b in layer) for layer in code),
+        region = Region(self.slice_values, code,
                         tuple(neurons), tuple(layer_forms))
         self._cache[key] = region
         return region

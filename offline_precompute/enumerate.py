@@ -35,17 +35,8 @@ import numpy as np
 
 from fairness import farkas as fk
 from fairness.fixed_point import FixedPointModel, IntVector
-from fairness.regions import (
-    LPRegionOracle,
-    RationalPoint,
-    Region,
-    SliceGeometry,
-    code_from_str,
-    code_to_str,
-    flip,
-    free_box,
-    lp_representative,
-)
+from fairness.codes import ActivationCode
+from fairness.regions import LPRegionOracle, RationalPoint, Region, SliceGeometry, free_box, lp_representative
 from offline_precompute import store as st
 from offline_precompute.db import Database
 
@@ -170,14 +161,14 @@ class RegionComputer:
     def seed_code(self, slice_index: int) -> str:
         """Code of the (integer) centre of the free box on this slice."""
         centre = [(lo + hi) // 2 for lo, hi in zip(self.box.lower, self.box.upper)]
-        return code_to_str(self.geometry(slice_index).code_of(centre))
+        return self.geometry(slice_index).code_of(centre).key
 
     def region(self, slice_index: int, code: str) -> Region:
-        return self.geometry(slice_index).region(code_from_str(code, self.model.net.hidden_sizes))
+        return self.geometry(slice_index).region(ActivationCode.parse(code, self.model.net.hidden_sizes))
 
     def facet_entry(self, slice_index: int, region: Region, k: int) -> st.FacetEntry:
         info = self.oracle.facet(region, k)
-        code = code_to_str(region.code)
+        code = region.code.key
         if info.nonempty:
             self.extra_lps += 1
             p = facet_point(region, k, self.box, self.model.scale_bits)
@@ -188,7 +179,7 @@ class RegionComputer:
     def claim_entry(self, slice_index: int, region: Region, y: int, j: int) -> st.ClassClaimEntry:
         info = self.oracle.no_class(region, y, j)
         return st.ClassClaimEntry(
-            slice_index, code_to_str(region.code), y, j, info.reachable,
+            slice_index, region.code.key, y, j, info.reachable,
             point=None if info.tie_point is None else info.tie_point.to_json(),
             certificate=None if info.farkas is None else info.farkas.to_json(),
         )
@@ -203,7 +194,7 @@ class RegionComputer:
         classes = range(self.model.net.n_classes)
         claims = tuple(self.claim_entry(slice_index, region, y, j) for y in classes for j in classes if j != y)
         # a sanity link between the two encodings of codes used across the codebase
-        assert all(f.neighbor_code == code_to_str(flip(region.code, f.neuron)) for f in facets if f.nonempty)
+        assert all(f.neighbor_code == region.code.flip(f.neuron).key for f in facets if f.nonempty)
         return RegionResult(code, point, facets, claims, self.lps - before)
 
 

@@ -24,16 +24,7 @@ from typing import Any
 from fairness import farkas as fk
 from fairness.farkas import FarkasCertificate
 from fairness.fixed_point import FixedPointModel
-from fairness.regions import (
-    ClassInfo,
-    FacetInfo,
-    RationalPoint,
-    Region,
-    class_system,
-    code_to_str,
-    facet_system,
-    free_box,
-)
+from fairness.regions import ClassInfo, FacetInfo, RationalPoint, Region, class_system, facet_system, free_box
 from offline_precompute import store as st
 from offline_precompute.db import Database
 from offline_precompute.enumerate import RegionComputer
@@ -162,7 +153,7 @@ class StoreRegionOracle:
         si = self._slice_index.get(tuple(region.slice_values))
         if si is None:
             raise ValueError(f"region of slice {region.slice_values} is not a slice of this model")
-        key = (si, code_to_str(region.code))
+        key = (si, region.code.key)
         rows = self._rows.get(key)
         if rows is None:
             self.stats.loads += 1

@@ -28,7 +28,7 @@ Alembic autogenerate can take over schema changes later):
   holds none.
 
 Activation codes are stored as text: one ``0``/``1`` per hidden neuron, layers
-separated by ``.`` (`fairness.regions.code_to_str`). Neurons are numbered flat
+separated by ``.`` (`fairness.codes.ActivationCode.key`). Neurons are numbered flat
 across hidden layers (layer 0 first). Points and certificates are JSON as produced by the
 plaintext layer's serialisers; the store does not interpret them.
 """
@@ -62,8 +62,9 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
+from fairness.codes import ActivationCode
 from fairness.fixed_point import FixedPointModel
-from fairness.regions import code_from_str, code_to_str, flip
+
 from offline_precompute.errors import StoreError
 
 DIGEST_FORMAT = "fairproof-fixed-point-model-v1"
@@ -212,7 +213,7 @@ class FacetEntry:
         if not self.nonempty:
             return None
         sizes = tuple(len(layer) for layer in self.code.split("."))
-        return code_to_str(flip(code_from_str(self.code, sizes), self.neuron))
+        return ActivationCode.parse(self.code, sizes).flip(self.neuron).key
 
 
 @dataclass(frozen=True)

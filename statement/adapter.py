@@ -30,7 +30,8 @@ from fairness.covers import CoverKind
 from fairness.farkas import MAX_MULTIPLIER_BITS
 from fairness.fixed_point import FixedPointModel
 from fairness.geocert import DECISION, NEURON
-from fairness.regions import SliceGeometry, code_bits, code_from_str, code_to_str, eps_cap, flip, free_part
+from fairness.codes import ActivationCode
+from fairness.regions import SliceGeometry, eps_cap, free_part
 
 from .commitment import commit
 from .shape import StatementShape
@@ -86,7 +87,7 @@ def statement_shape(model: FixedPointModel, *, region_slots: int, farkas_slots: 
 
 
 def _far_region_code(code: str, k: int, hidden_sizes) -> str:
-    return code_to_str(flip(code_from_str(code, hidden_sizes), k))
+    return ActivationCode.parse(code, hidden_sizes).flip(k).key
 
 
 def _pool_size(sc, hidden_sizes) -> int:
@@ -163,7 +164,7 @@ def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate,
         if cert.flip is None:
             raise StatementWitnessError("FLIP certificate without a flip slice")
         public = StatementPublic(commitment, y, 0, STATUS_FLIP, cert.flip.slice_index, tuple(cert.query))
-        starts = [tuple(int(b) for b in code_bits(SliceGeometry(model, sv).code_of(u))) for sv in shape.slices]
+        starts = [SliceGeometry(model, sv).code_of(u).bit_ints for sv in shape.slices]
         return public, StatementWitness.flip(shape, net.weights, net.biases, salt, starts)
     if cert.status != CERTIFIED:
         raise StatementWitnessError(f"unknown certificate status {cert.status!r}")
@@ -189,7 +190,7 @@ def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate,
         far_regions: dict[str, FarkasEntry] = {}
         index: dict[str, int] = {}
         for rc in sc.regions:
-            bits = tuple(int(b) for b in code_bits(code_from_str(rc.code, shape.hidden_sizes)))
+            bits = ActivationCode.parse(rc.code, shape.hidden_sizes).bit_ints
             index.setdefault(rc.code, len(codes))
             codes.append(bits)
             row_kinds = [CoverKind(c.kind) for c in rc.neurons]
@@ -200,7 +201,7 @@ def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate,
                     nb = _far_region_code(rc.code, k, shape.hidden_sizes)
                     if nb not in far_regions:  # one entry per neighbouring region, shared by its rows
                         far_regions[nb] = FarkasEntry(
-                            tuple(int(b) for b in code_bits(code_from_str(nb, shape.hidden_sizes))), shape.n_rows,
+                            ActivationCode.parse(nb, shape.hidden_sizes).bit_ints, shape.n_rows,
                             tuple(c.farkas.multipliers), c.farkas.extra, c.farkas.box)
                         pool.append(far_regions[nb])
                 elif c.farkas is not None:
@@ -220,7 +221,7 @@ def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate,
                                             f"bits ({', '.join(map(str, sorted(set(lam_bits))))})")
             if e.box is not None and any(abs(v) >= nu_limit for v in e.box):
                 raise StatementWitnessError(f"slice {si}: a box multiplier exceeds the shape's bound")
-        start = tuple(int(b) for b in code_bits(SliceGeometry(model, shape.slices[si]).code_of(u)))
+        start = SliceGeometry(model, shape.slices[si]).code_of(u).bit_ints
         if codes[0] != start:
             raise StatementWitnessError(f"slice {si}: the first region of the certificate is not the query's region")
         pad = shape.region_slots - len(codes)

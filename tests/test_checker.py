@@ -10,7 +10,8 @@ from hypothesis import given, settings, strategies as st
 from fairness.certificate import CERTIFIED, FLIP, Certificate, certify
 from fairness.checker import check_certificate
 from fairness.errors import CertificationError
-from fairness.regions import LPRegionOracle, SliceGeometry, code_from_str, distance_sq, flip, free_part, code_to_str
+from fairness.codes import ActivationCode
+from fairness.regions import LPRegionOracle, SliceGeometry, distance_sq, free_part
 from tests.fairness_toy_models import random_model, random_query
 from tests.test_geocert import ONE, line_model
 
@@ -125,7 +126,7 @@ def test_farkas_certificate_moved_to_a_crossed_facet_is_refused(model, certs):
     geom = SliceGeometry(model, tuple(data["slices"][si]["slice_values"]))
     moved = 0
     for rj, r in enumerate(data["slices"][si]["regions"]):
-        region = geom.region(code_from_str(r["code"], model.net.hidden_sizes))
+        region = geom.region(ActivationCode.parse(r["code"], model.net.hidden_sizes))
         for n, cov in enumerate(r["neurons"]):
             if cov["kind"] == "neighbor" and oracle.facet(region, n).nonempty:
                 bad = copy.deepcopy(data)
@@ -158,7 +159,7 @@ def test_distance_cover_on_a_close_hyperplane_is_refused(model, certs):
         for si, s in enumerate(c.slices):
             geom = SliceGeometry(model, s.slice_values)
             for ri, r in enumerate(s.regions):
-                region = geom.region(code_from_str(r.code, model.net.hidden_sizes))
+                region = geom.region(ActivationCode.parse(r.code, model.net.hidden_sizes))
                 for k, cov in enumerate(r.neurons):
                     d2 = distance_sq(region.neurons[k], u, model.scale_bits)
                     if cov.kind == "neighbor" and d2 is not None and d2 * (1 << 2 * c.eps_bits) < c.eps ** 2:
@@ -354,7 +355,7 @@ def test_far_facet_cover_is_checked_against_eps(model, certs):
 
     c, si, ri, k = _far_region_site(certs)
     geom = SliceGeometry(model, c.slices[si].slice_values)
-    region = geom.region(code_from_str(c.slices[si].regions[ri].code, model.net.hidden_sizes))
+    region = geom.region(ActivationCode.parse(c.slices[si].regions[ri].code, model.net.hidden_sizes))
     u = free_part(model, c.query)
     rows, extra, eq = facet_system(region, k)
     found = fk.find_separation(rows, extra, eq, free_box(model), u, model.scale_bits)

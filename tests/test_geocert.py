@@ -14,7 +14,7 @@ from fairness.errors import CertificationError
 from fairness.exact_radius import exact_radius
 from fairness.fixed_point import FixedPointModel, QuantisedMLP, SensitiveDomain
 from fairness.geocert import geocert_slice
-from fairness.regions import LPRegionOracle, code_to_str
+from fairness.regions import LPRegionOracle
 from tests.fairness_toy_models import random_model, random_query
 
 S = 8          # model scale 2^8
@@ -110,7 +110,7 @@ def test_random_models_certify_check_and_stay_below_the_exact_radius(seed, hidde
         check_certificate(model, again)
         if cert.status == CERTIFIED:
             for sc, sv in zip(cert.slices, model.slices()):
-                start = code_to_str(model.net.activation_code(model.with_slice(x, sv)))
+                start = (model.net.activation_code(model.with_slice(x, sv))).key
                 assert sc.regions[0].code == start
             ref = exact_radius(model, cert)
             assert float(cert.eps_value) <= ref.radius + 1e-9
@@ -136,7 +136,7 @@ def test_geocert_pops_in_distance_order_and_visits_the_start_first():
     y = model.net.decision(x)
     search = geocert_slice(model, x, y, model.slices()[0], LPRegionOracle(model))
     assert search.codes[0] == model.net.activation_code(model.with_slice(x, model.slices()[0]))
-    assert search.steps >= 1 and len(set(map(code_to_str, search.codes))) == len(search.codes)
+    assert search.steps >= 1 and len({c.key for c in search.codes}) == len(search.codes)
     if search.stop.reason == "decision":
         assert search.stop.distance_sq is not None and search.stop.distance_sq >= 0
 
@@ -173,18 +173,20 @@ def test_forged_oracle_answers_cost_radius_not_validity():
         assert lied.farkas_count == 0 and lied.eps <= honest.eps
 
 
-def test_unwitnessable_start_row_falls_back_to_unstopped_searches():
+def test_degenerate_class_region_is_certified_empty_with_per_layer_widths():
     """German (2,4) unfair, test customer #14: slice 0 stops at a decision row of its start
-    region whose class region the LP finds empty but whose Farkas certificate cannot be
-    rounded, so it has no boundary witness and no ban can avoid it. Searching the other
-    slice only up to that stop leaves it as the attaining row; the fallback searches every
-    slice to its own stop, where a smaller, witnessed E exists."""
+    region whose class region the LP finds empty, but whose Farkas multipliers span more
+    than 2^34 (logit rows at a far larger scale than first-layer rows). At a uniform 40
+    bits they cannot be rounded, and the certificate had no attaining row to offer; with
+    per-layer widths the emptiness certificate rounds exactly, the fast statement takes it
+    on its decision entry, and the stopped search certifies at once."""
     pytest.importorskip("torch")
     from fairness import certificate as fc
     from fairness.errors import DataError
     from fairness.fixed_point import to_fixed_point
     from fairness.training import load_or_train
     from offline_precompute.certify import query_from_index
+    from statement.adapter import bucket_sizes, statement_inputs, statement_shape
 
     try:
         artifact = load_or_train("german", (2, 4), "unfair")
@@ -196,7 +198,16 @@ def test_unwitnessable_start_row_falls_back_to_unstopped_searches():
     y = model.net.decision(query)
     stopped = fc._certify_searches(model, query, y, model.slices(), oracle, fc.DEFAULT_EPS_BITS,
                                    fc.eps_cap(model, fc.DEFAULT_EPS_BITS), 4096, 8, True, True)
-    assert stopped is None  # the case the fallback exists for
+    assert stopped is not None
+    wide = [c.farkas for sc in stopped.slices for r in sc.regions for c in r.classes
+            if c is not None and c.kind == fc.NO_CLASS and max(c.farkas.multipliers) >= 1 << 40]
+    assert wide  # the certificate the uniform width could not hold
+    shape = statement_shape(model, region_slots=max(bucket_sizes(stopped)[0], 4),
+                            farkas_slots=max(bucket_sizes(stopped)[1], 4), eps_bits=fc.DEFAULT_EPS_BITS)
+    statement_inputs(model, 1, stopped, shape)  # within the fast statement's widths
+    exact = certify(model, query, oracle, radius="exact")
+    check_certificate(model, exact)
+    assert exact.radius_is_exact and exact.eps >= stopped.eps
     for separate in (True, False):
         cert = certify(model, query, oracle, separate=separate)
         assert cert.status == CERTIFIED and cert.attainment.kind == "decision" and cert.eps > 0

@@ -7,10 +7,8 @@ import random
 import pytest
 
 from fairness import farkas as fk
-from fairness.regions import (
-    LPRegionOracle, RationalPoint, SliceGeometry, class_system, code_from_str, code_to_str, facet_system, flip,
-    free_box,
-)
+from fairness.codes import ActivationCode
+from fairness.regions import LPRegionOracle, RationalPoint, SliceGeometry, class_system, facet_system, free_box
 from fairness_toy_models import random_model
 from offline_precompute import store as st
 from offline_precompute.db import open_database
@@ -60,14 +58,14 @@ def test_stored_facts_are_exact(reference):
     geos = [SliceGeometry(MODEL, v) for v in MODEL.slices()]
     for si, code, expanded, point in regions:
         assert expanded
-        region = geos[si].region(code_from_str(code, hidden))
+        region = geos[si].region(ActivationCode.parse(code, hidden))
         p = RationalPoint.from_json(json.loads(point))
         assert p.in_box(box) and region.contains_rational(p)
     n_certs = 0
     for si, code, k, nonempty, point, cert in facets:
-        region = geos[si].region(code_from_str(code, hidden))
+        region = geos[si].region(ActivationCode.parse(code, hidden))
         if nonempty:
-            neighbour = code_to_str(flip(code_from_str(code, hidden), k))
+            neighbour = ActivationCode.parse(code, hidden).flip(k).key
             assert (si, neighbour, True) in {(r[0], r[1], r[2]) for r in regions}  # adjacency closed
             if point != "null":
                 p = RationalPoint.from_json(json.loads(point))
@@ -76,7 +74,7 @@ def test_stored_facts_are_exact(reference):
             n_certs += 1
             assert fk.verify(*facet_system(region, k), box, fk.FarkasCertificate.from_json(json.loads(cert)))
     for si, code, y, j, holds, point, cert in claims:
-        region = geos[si].region(code_from_str(code, hidden))
+        region = geos[si].region(ActivationCode.parse(code, hidden))
         if not holds and cert != "null":
             n_certs += 1
             assert fk.verify(*class_system(region, y, j), box, fk.FarkasCertificate.from_json(json.loads(cert)))
@@ -93,7 +91,7 @@ def test_enumeration_is_complete(reference):
         geo = SliceGeometry(MODEL, values)
         for _ in range(300):
             u = [rng.randint(lo, hi) for lo, hi in zip(box.lower, box.upper)]
-            assert (si, code_to_str(geo.code_of(u))) in stored
+            assert (si, geo.code_of(u).key) in stored
 
 
 def test_agrees_with_the_lp_oracle(reference):
@@ -103,9 +101,9 @@ def test_agrees_with_the_lp_oracle(reference):
     geos = [SliceGeometry(MODEL, v) for v in MODEL.slices()]
     hidden = MODEL.net.hidden_sizes
     for si, code, k, nonempty, *_ in sorted(facets)[:60]:
-        assert lp.facet(geos[si].region(code_from_str(code, hidden)), k).nonempty == nonempty
+        assert lp.facet(geos[si].region(ActivationCode.parse(code, hidden)), k).nonempty == nonempty
     for si, code, y, j, holds, *_ in sorted(claims)[:30]:
-        assert lp.no_class(geos[si].region(code_from_str(code, hidden)), y, j).reachable == holds
+        assert lp.no_class(geos[si].region(ActivationCode.parse(code, hidden)), y, j).reachable == holds
 
 
 @pytest.mark.parametrize("batch_size, stop_after", [(2, 3), (3, 5)])
@@ -194,7 +192,7 @@ def test_store_oracle_rejects_corrupt_rows(database):
         victim.certificate = cert
         key = (victim.slice_index, victim.code, victim.neuron)
     oracle = StoreRegionOracle(database, MODEL)
-    region = SliceGeometry(MODEL, MODEL.slices()[key[0]]).region(code_from_str(key[1], MODEL.net.hidden_sizes))
+    region = SliceGeometry(MODEL, MODEL.slices()[key[0]]).region(ActivationCode.parse(key[1], MODEL.net.hidden_sizes))
     info = oracle.facet(region, key[2])
     assert oracle.stats.rejected == 1 and oracle.stats.misses == 1
     assert info.farkas is not None and fk.verify(*facet_system(region, key[2]), free_box(MODEL), info.farkas)

@@ -8,9 +8,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from fairness import farkas as fk
-from fairness.regions import (AffineForm, LPRegionOracle, RationalPoint, SliceGeometry, class_system, code_from_str,
-                              code_to_str, distance_at_least, distance_below_next, distance_sq, eps_cap,
-                              facet_system, flip, free_box, free_part, max_eps, tie_point)
+from fairness.codes import ActivationCode
+from fairness.regions import (AffineForm, LPRegionOracle, RationalPoint, SliceGeometry, class_system,
+                              distance_at_least, distance_below_next, distance_sq, eps_cap, facet_system, free_box,
+                              free_part, max_eps, tie_point)
 from tests.fairness_toy_models import random_model, random_query
 
 
@@ -33,22 +34,29 @@ def test_affine_forms_equal_the_integer_forward_pass(hidden):
         # Flipping a bit whose neuron is non-zero excludes the point.
         k = next((k for k, f in enumerate(region.neurons) if f.value(u) != 0), None)
         if k is not None:
-            assert not geom.region(flip(code, k)).contains(u)
+            assert not geom.region(code.flip(k)).contains(u)
 
 
 def test_codes_round_trip_and_reject_bad_text():
-    code = ((True, False, True, True), (False, True))
-    assert code_to_str(code) == "1011.01"
-    assert code_from_str("1011.01", (4, 2)) == code
-    assert flip(code, 4) == ((True, False, True, True), (True, True))
+    code = ActivationCode(((True, False, True, True), (False, True)))
+    assert code.key == str(code) == "1011.01"
+    assert ActivationCode.parse("1011.01", (4, 2)) == code
+    assert code.flip(4) == ActivationCode(((True, False, True, True), (True, True)))
+    assert code.bits == (True, False, True, True, False, True) and code.bit_ints == (1, 0, 1, 1, 0, 1)
+    assert code.id == 0b101101 and ActivationCode.from_bits(code.bit_ints, (4, 2)) == code
+    assert code.hidden_sizes == (4, 2) and list(code) == [(True, False, True, True), (False, True)]
     for bad in ("1011", "1011.012", "10x1.01", "101.01"):
         with pytest.raises(ValueError):
-            code_from_str(bad, (4, 2))
+            ActivationCode.parse(bad, (4, 2))
+    with pytest.raises(ValueError):
+        ActivationCode.from_bits((1, 0, 1), (4, 2))
+    with pytest.raises(IndexError):
+        code.flip(6)
     model = random_model(0)
     with pytest.raises(ValueError):
         SliceGeometry(model, (12345,))
     with pytest.raises(ValueError):
-        SliceGeometry(model, (0,)).region(((True,), (False,)))
+        SliceGeometry(model, (0,)).region(ActivationCode(((True,), (False,))))
 
 
 @settings(max_examples=300, deadline=None)

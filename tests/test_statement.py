@@ -123,12 +123,13 @@ def test_widths_bound_the_honest_values():
     c = case("two_layer_farkas")
     wd = widths(c.shape)
     from fairness import farkas as fk
-    from fairness.regions import SliceGeometry, class_system, code_from_str, facet_system, free_part
+    from fairness.codes import ActivationCode
+    from fairness.regions import SliceGeometry, class_system, facet_system, free_part
     u = free_part(c.model, c.cert.query)
     for sv, sc in zip(c.model.slices(), c.cert.slices):
         geom = SliceGeometry(c.model, sv)
         for rc in sc.regions:
-            region = geom.region(code_from_str(rc.code, c.shape.hidden_sizes))
+            region = geom.region(ActivationCode.parse(rc.code, c.shape.hidden_sizes))
             for k, f in enumerate(region.neurons):
                 lw = wd.layers[0 if k < c.shape.hidden_sizes[0] else 1]
                 assert abs(f.value(u)) <= lw.value and f.norm_sq <= lw.norm_sq

@@ -185,7 +185,8 @@ def test_far_class_entry_the_checker_refuses_is_refused_by_the_circuit():
     """Perturbations of an honest far-class entry: each one the exact checker refuses, the circuit refuses."""
     from fairness import farkas as fk
     from fairness.farkas import FarkasCertificate
-    from fairness.regions import SliceGeometry, class_system, code_from_str, free_box, free_part
+    from fairness.codes import ActivationCode
+    from fairness.regions import SliceGeometry, class_system, free_box, free_part
 
     c = _with_far_class()
     si, fi, e = _far_class_entry(c)
@@ -196,7 +197,7 @@ def test_far_class_entry_the_checker_refuses_is_refused_by_the_circuit():
     for h in c.shape.hidden_sizes:
         groups.append("".join(str(b) for b in bits[:h]))
         bits = bits[h:]
-    region = SliceGeometry(c.model, c.shape.slices[si]).region(code_from_str(".".join(groups), c.shape.hidden_sizes))
+    region = SliceGeometry(c.model, c.shape.slices[si]).region(ActivationCode.parse(".".join(groups), c.shape.hidden_sizes))
     rows, extra, _ = class_system(region, y, j)
     u = free_part(c.model, c.public.query)
 

@@ -18,7 +18,8 @@ from fairness.checker import check_certificate
 from fairness.covers import CoverKind
 from fairness.errors import CertificationError
 from fairness.fixed_point import FixedPointModel, QuantisedMLP
-from fairness.regions import SliceGeometry, class_system, code_from_str, facet_system, free_part
+from fairness.codes import ActivationCode
+from fairness.regions import SliceGeometry, class_system, facet_system, free_part
 from statement import FarkasEntry
 from statement.adapter import bucket_sizes, model_commitment, statement_inputs
 from statement_cases import SALT, build, case, unsatisfied_labels
@@ -166,7 +167,7 @@ def _farkas_case(kind: str = "facet", name: str = "one_layer"):
 def _native_valid(c, si, e: FarkasEntry) -> bool:
     geom = SliceGeometry(c.model, c.model.slices()[si])
     hidden = c.shape.hidden_sizes
-    code = code_from_str(".".join("".join(str(b) for b in e.code[sum(hidden[:l]):sum(hidden[:l + 1])])
+    code = ActivationCode.parse(".".join("".join(str(b) for b in e.code[sum(hidden[:l]):sum(hidden[:l + 1])])
                                   for l in range(len(hidden))), hidden)
     region = geom.region(code)
     H = c.shape.n_hidden
