@@ -8,6 +8,14 @@ system, its verifying key and the record of its key setup. It never holds a
 weight or the salt. Its digest (SHA-256 of the canonical JSON, every bucket
 included) is what bundles name and customers pin.
 
+A bucket's shape says which radius its statement proves (`radius`): "fast",
+GeoCert's projection radius, a lower bound on the true one; or "exact", the
+true radius rounded down to 2^-t, made minimal by a counterexample
+(docs/STATEMENT.md). The bucket's name carries it ("k4-f4" or
+"k4-f4-exact"), its R1CS digest and verifying key are those of that
+statement, and a verifier labels eps from it alone. Fast buckets are written
+without the field, so cards made before exact statements keep their digests.
+
 This module depends on pydantic only: the verifier client imports it.
 """
 from __future__ import annotations
@@ -17,13 +25,23 @@ import itertools
 import json
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from .bundle import G1Json, G2Json
 from .canonical import FrDecimal, Sha256Hex, hex_string
 
 CARD_VERSION = 2
 Blake2bHex = hex_string(128, "BLAKE2b-512 hash")
+
+# Which radius a bucket's statement proves (statement.shape: FAST_RADIUS, EXACT_RADIUS).
+RadiusKind = Literal["fast", "exact"]
+FAST_RADIUS: RadiusKind = "fast"
+EXACT_RADIUS: RadiusKind = "exact"
+
+
+def bucket_name(region_slots: int, farkas_slots: int, radius: RadiusKind = FAST_RADIUS) -> str:
+    """A bucket's name: k<K>-f<F>, with -exact for an exact-radius statement (as statement.StatementShape.bucket)."""
+    return f"k{region_slots}-f{farkas_slots}" + ("-exact" if radius == EXACT_RADIUS else "")
 
 
 class _Frozen(BaseModel):
@@ -98,6 +116,14 @@ class BucketShape(_Frozen):
     boundary_bits: int = Field(ge=1, le=250)
     weight_bits: tuple[int, ...]
     bias_bits: tuple[int, ...]
+    radius: RadiusKind = FAST_RADIUS  # the minimality the statement proves: what eps is (see the module docstring)
+
+    @model_serializer(mode="wrap")
+    def _fast_unwritten(self, handler: SerializerFunctionWrapHandler) -> dict:
+        data = handler(self)
+        if self.radius == FAST_RADIUS:
+            data.pop("radius", None)  # fast shapes keep the spelling (and digests) they had before exact ones
+        return data
 
 
 class ContributionRecord(_Frozen):
@@ -140,7 +166,7 @@ class SetupRecord(_Frozen):
 class CircuitBucket(_Frozen):
     """One circuit shape, its constraint system's digest, its verifying key and where the key came from."""
 
-    bucket: str = Field(pattern=r"^k[0-9]{1,6}-f[0-9]{1,6}$")  # "k<K>-f<F>"
+    bucket: str = Field(pattern=r"^k[0-9]{1,6}-f[0-9]{1,6}(-exact)?$")  # "k<K>-f<F>", "-exact" for exact radius
     shape: BucketShape
     n_constraints: int = Field(ge=0)
     n_public: int = Field(ge=0)
@@ -151,9 +177,9 @@ class CircuitBucket(_Frozen):
 
     @model_validator(mode="after")
     def _named_by_shape(self) -> "CircuitBucket":
-        if self.bucket != f"k{self.shape.region_slots}-f{self.shape.farkas_slots}":
-            raise ValueError(f"bucket {self.bucket!r} does not name its shape "
-                             f"(k{self.shape.region_slots}-f{self.shape.farkas_slots})")
+        named = bucket_name(self.shape.region_slots, self.shape.farkas_slots, self.shape.radius)
+        if self.bucket != named:
+            raise ValueError(f"bucket {self.bucket!r} does not name its shape ({named})")
         if self.verifying_key.nPublic != self.n_public:
             raise ValueError("the verifying key's nPublic differs from the bucket's n_public")
         return self
@@ -191,6 +217,14 @@ class ModelCard(_Frozen):
         buckets = [c.bucket for c in self.circuits]
         if len(set(buckets)) != len(buckets):
             raise ValueError("circuit bucket names must be unique")
+        # One circuit, one key: a verifying key (or constraint system, or initial key) listed under two
+        # shapes is the key of at most one of them, e.g. a fast statement's key relabelled as exact.
+        for what, values in (("verifying key", [c.verifying_key_digest for c in self.circuits]),
+                             ("R1CS digest", [c.r1cs_digest for c in self.circuits]),
+                             ("circuit hash", [c.setup.circuit_hash for c in self.circuits
+                                               if c.setup.circuit_hash is not None])):
+            if len(set(values)) != len(values):
+                raise ValueError(f"two circuit buckets share one {what}: each bucket's statement has its own")
         return self
 
     def canonical_json(self) -> str:
@@ -228,6 +262,7 @@ class ModelCard(_Frozen):
             "weight_bits": list(bucket.shape.weight_bits), "bias_bits": list(bucket.shape.bias_bits),
             "region_slots": bucket.shape.region_slots, "farkas_slots": bucket.shape.farkas_slots,
             "farkas_bits": bucket.shape.farkas_bits, "boundary_bits": bucket.shape.boundary_bits,
+            **({"radius": bucket.shape.radius} if bucket.shape.radius != FAST_RADIUS else {}),
         }
 
     def with_bucket(self, bucket: "CircuitBucket") -> "ModelCard":

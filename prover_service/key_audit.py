@@ -20,6 +20,7 @@ audit but the bank's word.
 """
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,7 +60,9 @@ def find_bucket_key(keys_dir: Path, bucket: str) -> Path:
     direct = keys_dir / f"{bucket}.zkey"
     if direct.is_file():
         return direct
-    candidates = sorted(keys_dir.glob(f"{bucket}-*/{ZKEY_FILE}"))
+    # <bucket>-<12 hex digits of the shape digest>: "k4-f4" never matches k4-f4-exact's directory.
+    candidates = sorted(p for p in keys_dir.glob(f"{bucket}-*/{ZKEY_FILE}")
+                        if re.fullmatch(re.escape(bucket) + "-[0-9a-f]{12}", p.parent.name))
     if len(candidates) == 1:
         return candidates[0]
     raise AuditFailure(f"no final key for bucket {bucket} in {keys_dir} (expected {bucket}.zkey)"

@@ -21,7 +21,7 @@ from bank_fixtures import FakeService, forged, run_cli
 from circuits.backends import get_backend
 from circuits.errors import MalformedArtifact
 from circuits.field import Q, R
-from circuits.groth16 import Proof, VerifyingKey, check_proof, proof_to_bytes, prove, setup, vk_digest
+from circuits.groth16 import Proof, VerifyingKey, check_proof, proof_to_bytes, prove, r1cs_digest, setup, vk_digest
 from circuits.groth16.verify import check_verifying_key
 from circuits.relation import R1CS, Constraint
 from circuits.snarkjs.json_formats import proof_to_json, verifying_key_from_json, verifying_key_to_json
@@ -288,7 +288,7 @@ def test_an_honest_key_for_a_trivial_circuit_added_after_pinning_is_refused(bank
     n_public = bank.card.circuits[0].n_public
     r1cs, pk, vk = _trivial_circuit_key(n_public)
     shape = bank.card.circuits[0].shape.model_copy(update={"region_slots": 1, "farkas_slots": 1})
-    card = _card_with_key(bank.card, "k1-f1", vk, shape=shape)
+    card = _card_with_key(bank.card, "k1-f1", vk, shape=shape, r1cs_digest=r1cs_digest(r1cs))
     draft = _forged_claim(bank, card, "k1-f1", None)
     public = _public(draft)
     proof = prove(pk, r1cs, [1, *public, 1], backend)
