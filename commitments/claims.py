@@ -12,6 +12,12 @@ printed.
 Signals, in order (docs/STATEMENT.md):
     commitment, decision, E, status, flip slice index, query[0..n-1]
 
+Whether eps is exact is not a signal: it is what the statement the proof
+verified under proves, i.e. the `radius` of the bucket whose verifying key
+accepted the proof, read from the pinned card (the card binds each bucket's
+shape to its R1CS digest and verifying key; `fairproof audit-keys` and the
+ceremony's contributors check that binding). No other field says it.
+
 Depends on pydantic only: the verifier client imports it.
 """
 from __future__ import annotations
@@ -24,7 +30,7 @@ from circuits.field import R
 
 from .bundle import STATUS_CERTIFIED, STATUS_FLIP, STATUS_NAMES, CertificateBundle, FlipSlice, radius_decimal
 from .canonical import NonCanonical, parse_decimal
-from .card import CircuitBucket, ModelCard
+from .card import EXACT_RADIUS, CircuitBucket, ModelCard, RadiusKind
 
 HEAD_SIGNALS = 5  # commitment, decision, E, status, flip index
 _HALF_R = (R - 1) // 2
@@ -49,10 +55,28 @@ class Claims:
     capped: bool  # E equals the bucket's cap: no decision boundary inside the box within it
     flip: FlipSlice | None
     query: tuple[int, ...]
+    # The bucket's statement: "exact" proves eps = floor(true radius * 2^t) / 2^t (a counterexample
+    # makes it minimal), "fast" proves eps <= the true radius (GeoCert's projection radius).
+    radius: RadiusKind
 
     @property
     def eps(self) -> Fraction:
         return Fraction(self.eps_numerator, 1 << self.eps_scale_bits)
+
+    @property
+    def eps_exact(self) -> bool:
+        """eps is the true radius rounded down to 2^-t (below the cap), not only a lower bound."""
+        return self.radius == EXACT_RADIUS
+
+    @property
+    def eps_statement(self) -> str:
+        """What eps is, in words, for a certified radius (e.g. "eps = 0.5 (exact: ...)")."""
+        t = self.eps_scale_bits
+        if self.capped:
+            return f"eps >= {self.eps_decimal}, the whole input domain (the cap; {self.radius} statement)"
+        if self.eps_exact:
+            return f"eps = {self.eps_decimal} (exact: the true radius rounded down to 2^-{t})"
+        return f"eps >= {self.eps_decimal} is a lower bound (fast: the true radius may be larger)"
 
     @property
     def eps_decimal(self) -> str:
@@ -117,7 +141,7 @@ def claims_from_signals(signals: Sequence[str], card: ModelCard, bucket: Circuit
                   decision_label=labels[decision], status=STATUS_NAMES[status],
                   eps_numerator=eps_numerator, eps_scale_bits=card.eps_scale_bits,
                   capped=status == STATUS_CERTIFIED and eps_numerator == bucket.shape.eps_cap,
-                  flip=flip, query=query)
+                  flip=flip, query=query, radius=bucket.shape.radius)
 
 
 def contradiction(bundle: CertificateBundle, claims: Claims) -> str | None:

@@ -15,7 +15,9 @@ file) requires that the bucket's keys came from a ceremony in which one of
 these contributors took part.
 
 Everything printed about the certificate is derived from the proof's public
-signals and the card, never read from the bundle's own fields.
+signals and the card, never read from the bundle's own fields; whether eps is
+exact ("eps = ... (exact: ...)") or a lower bound ("eps >= ... is a lower
+bound (fast ...)") is the radius of the bucket whose key verified the proof.
 
 Exit status 0 when the certificate is valid (a summary in plain words is
 printed), 1 when it is not (one line says why; a model other than the pinned
@@ -39,7 +41,7 @@ from commitments.record import RecordError, describe_query, encode_record
 from .log_check import LogRefused, check_log_evidence, parse_witness_key
 from .pins import PIN_FILE_ENV, PinFileError, PinMismatch, PinStore
 from .service_client import DEFAULT_TIMEOUT, DEFAULT_WAIT, ServiceClient, ServiceError, request_certificate
-from .verify import Verdict, explain, setup_summary, verify_bundle
+from .verify import Verdict, explain, radius_summary, setup_summary, verify_bundle
 
 MAX_INPUT_BYTES = 64 * 1024 * 1024
 
@@ -227,8 +229,7 @@ def _file_log_check(args: argparse.Namespace, bundle: CertificateBundle, card: M
 def _print_valid(verdict: Verdict, card: ModelCard) -> None:
     claims = verdict.claims
     print("VALID certificate")
-    print(f"Radius: eps = {claims.eps_decimal} (exactly {claims.eps_numerator} / 2^{claims.eps_scale_bits}"
-          f"{', capped at the input domain' if claims.capped else ''})")
+    print(radius_summary(claims))
     print(explain(claims, card))
     print(setup_summary(card.bucket(claims.bucket)))
 

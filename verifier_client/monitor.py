@@ -24,7 +24,9 @@ they are exactly the signed tree:
 Statistics per model: cards published and commitment changes, decision
 requests, certificates and the share of requests answered by one (matched by
 request id), flips, and eps min/median/max as exact rationals. A
-counterfactual flip certifies radius 0 and counts as eps = 0.
+counterfactual flip certifies radius 0 and counts as eps = 0. Each certified
+radius is counted as exact or fast (a lower bound) by the radius of the
+bucket its leaf names on its card, as a customer's verifier labels it.
 
 What counts as what:
 
@@ -177,6 +179,7 @@ class ModelStats(_Model):
     certificates_without_request: int = 0
     flips: int = 0
     capped: int = 0
+    exact_radius: int = 0  # certified radii proved by an exact-radius bucket (the rest are fast: lower bounds)
     decisions: dict[str, int] = {}  # decision label proven -> certificates
     eps: list[tuple[int, int]] = []  # (E, t) of every certificate in log order: eps = E / 2^t
 
@@ -606,6 +609,7 @@ def count_certificate(stats: ModelStats, claims: Claims) -> None:
     stats.decisions[claims.decision_label] = stats.decisions.get(claims.decision_label, 0) + 1
     stats.flips += claims.status == "counterfactual_flip"
     stats.capped += claims.capped
+    stats.exact_radius += claims.status == "certified" and claims.eps_exact
     stats.eps.append((claims.eps_numerator, claims.eps_scale_bits))
 
 
@@ -744,6 +748,8 @@ def model_report(stats: ModelStats) -> dict:
         "decisions": dict(sorted(stats.decisions.items())),
         "flips": stats.flips,
         "capped": stats.capped,
+        # certified radii by what they are: exact (the true radius rounded down) or fast (a lower bound)
+        "radius": {"exact": stats.exact_radius, "fast": stats.certificates - stats.flips - stats.exact_radius},
         "eps": eps_summary(eps),
         "eps_values": [exact_decimal(v) for v in eps],
     }
@@ -782,7 +788,7 @@ def render_report(report: dict, new_flags: Sequence[str] = ()) -> str:
     verdict = "consistent" if report["consistent"] else "NOT ADVANCED (violation)"
     lines.append(f"log {report['origin']} at {report['service']}: {where}; "
                  f"{report['new_entries']} new entries verified; {verdict}")
-    header = ("model", "cards", "recommits", "requests", "certificates", "answered", "flips",
+    header = ("model", "cards", "recommits", "requests", "certificates", "answered", "flips", "exact",
               "eps min", "eps median", "eps max")
     rows = [header]
     for model_id, m in report["models"].items():
@@ -790,7 +796,7 @@ def render_report(report: dict, new_flags: Sequence[str] = ()) -> str:
         rows.append((model_id, str(m["cards_published"]), str(len(m["commitment_changes"])),
                      str(m["decision_requests"]), str(m["certificates"]),
                      _share(m["answered_requests"], m["decision_requests"]), str(m["flips"]),
-                     eps["min"], eps["median"], eps["max"]))
+                     str(m.get("radius", {}).get("exact", 0)), eps["min"], eps["median"], eps["max"]))
     if len(rows) > 1:
         widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
         for row in rows:  # the model id left-aligned, numbers right-aligned

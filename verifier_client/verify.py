@@ -9,7 +9,9 @@ circuit bucket, so no key outside it is used), the bucket's key setup (a
 contributor the customer trusts, when they name one), and the Groth16 proof
 over the public signals. Everything the verdict reports (`Verdict.claims`) is
 derived from those signals and the card (commitments/claims.py); the
-bundle's readable fields are only compared with them, never shown.
+bundle's readable fields are only compared with them, never shown. Whether
+eps is exact (`Verdict.radius`, `Claims.radius`) is the radius of the bucket
+whose verifying key accepted the proof, as the pinned card states it.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from circuits.groth16 import VerifyingKey, check_proof, proof_from_bytes, vk_dig
 from circuits.groth16.verify import check_verifying_key
 from circuits.snarkjs.json_formats import proof_from_json, verifying_key_from_json
 from commitments.bundle import CertificateBundle
-from commitments.card import CircuitBucket, ModelCard
+from commitments.card import CircuitBucket, ModelCard, RadiusKind
 from commitments.claims import ClaimError, Claims, bundle_claims
 
 
@@ -36,6 +38,12 @@ class Verdict:
 
     def __bool__(self) -> bool:
         return self.valid
+
+    @property
+    def radius(self) -> RadiusKind | None:
+        """On a valid verdict, "exact" (eps is the true radius rounded down to 2^-t) or "fast" (a lower
+        bound): the statement of the bucket whose key verified the proof. None on an invalid one."""
+        return None if self.claims is None else self.claims.radius
 
 
 def _refuse(reason: str) -> Verdict:
@@ -154,8 +162,25 @@ def explain(claims: Claims, card: ModelCard) -> str:
             f"{bound} (Euclidean distance in standardised units, inside the model's input domain), "
             "the decision would have been the same."
         )
+        if claims.capped:
+            pass
+        elif claims.eps_exact:
+            lines.append(f"This eps is exact (the true radius rounded down to 2^-{claims.eps_scale_bits}): the proof "
+                         f"also exhibits a change of {sensitive} and of your other features by less than "
+                         f"eps + 2^-{claims.eps_scale_bits} at which another decision at least ties yours.")
+        else:
+            lines.append("This eps is a lower bound (fast radius): the decision may stay the same for larger "
+                         "changes too.")
     lines.append("The proof shows this was computed from the weights the bank committed to.")
     return "\n".join(lines)
+
+
+def radius_summary(claims: Claims) -> str:
+    """The radius line of a valid certificate: its value and whether it is exact (from the verified bucket)."""
+    fraction = f"{claims.eps_numerator} / 2^{claims.eps_scale_bits}"
+    if claims.status == "counterfactual_flip":
+        return f"Radius: eps = {claims.eps_decimal} (a counterfactual flip)"
+    return f"Radius: {claims.eps_statement} [eps = {fraction}]"
 
 
 def setup_summary(bucket: CircuitBucket) -> str:
