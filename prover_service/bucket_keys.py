@@ -48,12 +48,19 @@ def shape_from_card(card: ModelCard, bucket: CircuitBucket) -> StatementShape:
     return StatementShape.from_json(card.statement_shape_json(bucket))
 
 
-def parse_bucket_name(name: str) -> tuple[int, int]:
-    """(K, F) of a bucket name "k<K>-f<F>"."""
-    match = re.fullmatch(r"k([1-9][0-9]{0,5})-f([1-9][0-9]{0,5})", name)
+def parse_bucket(name: str) -> tuple[int, int, str]:
+    """(K, F, radius) of a bucket name: "k<K>-f<F>" (fast radius) or "k<K>-f<F>-exact"."""
+    match = re.fullmatch(r"k([1-9][0-9]{0,5})-f([1-9][0-9]{0,5})(-exact)?", name)
     if not match:
-        raise ModelError(f"{name!r} is not a bucket name (k<regions>-f<entries>, e.g. k4-f4)")
-    return int(match.group(1)), int(match.group(2))
+        raise ModelError(f"{name!r} is not a bucket name (k<regions>-f<entries>, e.g. k4-f4, or k4-f4-exact "
+                         "for the exact-radius statement)")
+    return int(match.group(1)), int(match.group(2)), "exact" if match.group(3) else "fast"
+
+
+def parse_bucket_name(name: str) -> tuple[int, int]:
+    """(K, F) of a bucket name (either radius; `parse_bucket` also says which)."""
+    k, f, _ = parse_bucket(name)
+    return k, f
 
 
 def ceremony_relation(ceremony: Ceremony) -> R1CS:

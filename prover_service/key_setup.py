@@ -1,8 +1,11 @@
 """Offline key setup for the circuit buckets the first customers will need.
 
 Which bucket a query needs depends on its covering sets, so the bank certifies
-the first N customers of the test split (plaintext only, no proof) and sets
-up the keys of every bucket they land in, smallest first.
+the first N customers of the test split (plaintext only, no proof, with the
+prover's radius) and sets up the keys of every bucket they land in, smallest
+first: exact buckets for an exact-radius prover. A customer whose exact
+certification falls back to a fast certificate that the card would not prove
+(`ExactRadiusUnavailable`) is reported and skipped.
 """
 from __future__ import annotations
 
@@ -12,11 +15,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 from offline_precompute.certify import query_from_index, test_inputs
-from statement import statement_relation
-from statement.adapter import bucket_sizes
+from statement import StatementShape, statement_relation
 
 from .bucket_keys import NoKeySetup
-from .proving import Prover
+from .proving import ExactRadiusUnavailable, Prover
 
 
 @dataclass(frozen=True)
@@ -31,15 +33,18 @@ def setup_keys_for_test_customers(prover: Prover, n_customers: int, data_dir: st
                                   say: Callable[[str], None] = lambda _: None) -> list[BucketSetup]:
     artifact = prover.workspace.artifact
     X, _ = test_inputs(artifact, data_dir)
-    needed: dict[str, tuple[int, int]] = {}
+    needed: dict[str, StatementShape] = {}
     for index in range(min(n_customers, len(X))):
         certificate = prover.certify(query_from_index(artifact, prover.model, index, data_dir))
-        k, f = bucket_sizes(certificate)
-        needed.setdefault(f"k{k}-f{f}", (k, f))
+        try:
+            shape = prover.shape_for_certificate(certificate)
+        except ExactRadiusUnavailable as exc:
+            say(f"test customer {index}: no bucket: {exc}")
+            continue
+        needed.setdefault(shape.bucket, shape)
     say(f"buckets needed by the first {n_customers} test customers: {', '.join(sorted(needed))}")
     done = []
-    for name, (k, f) in sorted(needed.items(), key=lambda kv: kv[1]):
-        shape = prover.shape_for(k, f)
+    for name, shape in sorted(needed.items(), key=lambda kv: (kv[1].region_slots, kv[1].farkas_slots, kv[1].radius)):
         fresh = not prover.bucket_dir(shape).is_dir()
         if fresh and isinstance(prover.key_setup, NoKeySetup):
             # Nobody may set keys up here: name the ceremony to run instead of failing the whole job.

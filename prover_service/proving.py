@@ -5,6 +5,15 @@ is built without values, its Groth16 keys are set up once and cached under
 the model directory, and the bucket's verifying key is added to the card.
 Online (per query): plaintext certification from the precompute store, the
 checker's approval, the statement witness, one Groth16 proof, the bundle.
+
+A prover certifies with one radius (`Prover.radius`, the deployment's choice
+for the model): "fast" proves GeoCert's projection radius with the fast
+statement; "exact" proves the true radius rounded down to 2^-t with the
+exact statement (its own buckets, "k4-f4-exact", keys and card entries).
+When exact certification falls back to a fast certificate (no counterexample
+could be exhibited), the fast statement proves it only if the card publishes
+fast buckets, i.e. the bank has chosen to issue lower bounds for this model;
+otherwise `ExactRadiusUnavailable`.
 """
 from __future__ import annotations
 
@@ -30,7 +39,7 @@ from circuits.snarkjs.ceremony import Ceremony
 from commitments.bundle import CertificateBundle, FlipSlice, Radius
 from commitments.claims import ClaimError, bundle_claims
 from commitments.card import BucketShape, CircuitBucket, ModelCard, SetupRecord
-from fairness.certificate import FLIP, Certificate
+from fairness.certificate import CAP, CERTIFIED, COUNTEREXAMPLE, FAST, FLIP, RADIUS_MODES, Certificate
 from fairness.checker import check_certificate
 from fairness.errors import CertificationError, ModelError
 from fairness.fixed_point import FixedPointModel, IntVector
@@ -52,6 +61,18 @@ def _quiet(_: str) -> None:
 
 def _no_stage(_: str, __: float) -> None:
     pass
+
+
+class ExactRadiusUnavailable(CertificationError):
+    """An exact-radius prover got a fast certificate (no counterexample could be exhibited for the
+    query) and the model's card publishes no fast bucket to prove a lower bound with."""
+
+
+def needs_fast_statement(certificate: Certificate) -> bool:
+    """Whether only the fast statement can prove `certificate`: its minimality is a projection-distance
+    row (a fast certificate), not a counterexample, the cap or a flip."""
+    return (certificate.status == CERTIFIED and certificate.attainment is not None
+            and certificate.attainment.kind not in (CAP, COUNTEREXAMPLE))
 
 
 @dataclass(frozen=True)
@@ -90,11 +111,14 @@ class Prover:
     backend: object = None
     progress: Progress = _quiet
     key_setup: KeySetup = field(default_factory=NoKeySetup)  # for buckets nobody has set up yet
+    radius: str = FAST  # "fast" or "exact": how this model's certificates are certified and proved
     _model: FixedPointModel | None = field(default=None, init=False)
     _certifier: Certifier | None = field(default=None, init=False)
     _keys: dict[str, BucketKeys] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
+        if self.radius not in RADIUS_MODES:
+            raise ModelError(f"radius must be one of {', '.join(RADIUS_MODES)}, not {self.radius!r}")
         if self.backend is None:
             self.backend = get_backend()
         self.card = self.workspace.card()
@@ -109,13 +133,32 @@ class Prover:
     @property
     def certifier(self) -> Certifier:
         if self._certifier is None:
-            self._certifier = Certifier(self.db, self.model, eps_bits=self.card.eps_scale_bits, keep_memo=True)
+            self._certifier = Certifier(self.db, self.model, eps_bits=self.card.eps_scale_bits, keep_memo=True,
+                                        radius=self.radius)
         return self._certifier
 
     # ------------------------------------------------------------------ keys
-    def shape_for(self, region_slots: int, farkas_slots: int) -> StatementShape:
+    def shape_for(self, region_slots: int, farkas_slots: int, radius: str | None = None) -> StatementShape:
+        """The statement shape of bucket (K, F) of `radius` (default: the prover's)."""
         return statement_shape(self.model, region_slots=region_slots, farkas_slots=farkas_slots,
-                               eps_bits=self.card.eps_scale_bits)
+                               eps_bits=self.card.eps_scale_bits, radius=radius or self.radius)
+
+    def statement_radius(self, certificate: Certificate) -> str:
+        """The statement that proves `certificate`: the prover's radius, except a fast certificate
+        from exact certification (its fallback), which the fast statement proves if the card
+        publishes fast buckets; ExactRadiusUnavailable otherwise."""
+        if self.radius == FAST or not needs_fast_statement(certificate):
+            return self.radius
+        if any(b.shape.radius == FAST for b in self.card.circuits):
+            return FAST
+        raise ExactRadiusUnavailable(
+            f"model {self.card.model_id} proves exact radii only (its card publishes no fast bucket), and no "
+            "counterexample could be exhibited for this query, so its radius is only known as a lower bound")
+
+    def shape_for_certificate(self, certificate: Certificate) -> StatementShape:
+        """The shape of the smallest bucket, of the right statement, that holds `certificate`."""
+        region_slots, farkas_slots = bucket_sizes(certificate)
+        return self.shape_for(region_slots, farkas_slots, self.statement_radius(certificate))
 
     def keys(self, shape: StatementShape) -> BucketKeys:
         """The bucket's keys: from memory, from the model directory, or set up now by `key_setup`."""
@@ -150,7 +193,7 @@ class Prover:
     def install_ceremony(self, ceremony: Ceremony, *, ptau: Path | None = None) -> BucketKeys:
         """Verify a finished ceremony for one of this model's buckets and use its final key."""
         shape = ceremony_shape(ceremony)
-        expected = self.shape_for(shape.region_slots, shape.farkas_slots)
+        expected = self.shape_for(shape.region_slots, shape.farkas_slots, shape.radius)
         if shape != expected:
             raise ModelError(f"{ceremony.directory} is for another circuit than bucket {shape.bucket} of this model")
         r1cs = statement_relation(shape)
@@ -193,7 +236,7 @@ class Prover:
             shape=BucketShape(region_slots=shape.region_slots, farkas_slots=shape.farkas_slots,
                               eps_cap=shape.eps_cap, farkas_bits=shape.farkas_bits,
                               boundary_bits=shape.boundary_bits, weight_bits=shape.weight_bits,
-                              bias_bits=shape.bias_bits),
+                              bias_bits=shape.bias_bits, radius=shape.radius),
             n_constraints=r1cs.n_constraints,
             n_public=r1cs.n_public,
             r1cs_digest=r1cs_digest(r1cs),
@@ -228,9 +271,9 @@ class Prover:
         on_stage("certifying (plaintext, from the precompute store)", 0.05)
         certificate = self.certify(query)
         t1 = time.perf_counter()
-        region_slots, farkas_slots = bucket_sizes(certificate)
-        on_stage(f"loading the keys of bucket k{region_slots}-f{farkas_slots}", 0.2)
-        keys = self.keys(self.shape_for(region_slots, farkas_slots))
+        shape = self.shape_for_certificate(certificate)
+        on_stage(f"loading the keys of bucket {shape.bucket}", 0.2)
+        keys = self.keys(shape)
         t2 = time.perf_counter()  # key setup is offline work: not counted online
         on_stage("building the statement witness", 0.35)
         public, witness = statement_inputs(self.model, self.salt, certificate, keys.shape)

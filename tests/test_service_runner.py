@@ -76,3 +76,12 @@ def test_unexpected_errors_hand_the_job_back_for_a_retry(ledger):
     outcome, job = _run(ledger, ConnectionResetError("database went away"))
     assert outcome == "queued" and job.status == "queued" and job.attempts == 1
     assert ledger.resumable() == [job.id]
+
+
+def test_an_exact_radius_the_card_cannot_prove_fails_the_job_with_the_reason(ledger):
+    from prover_service.proving import ExactRadiusUnavailable
+
+    outcome, job = _run(ledger, ExactRadiusUnavailable("model m proves exact radii only (its card publishes no "
+                                                       "fast bucket) ... /srv/bank/keys"))
+    assert outcome == "failed" and job.status == "failed" and job.attempts == 1
+    assert "exact radii only" in job.error and "no exact-radius certificate" in job.error and "/srv" not in job.error

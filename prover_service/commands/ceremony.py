@@ -30,7 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = commands.add_parser("init", help="start a ceremony for one bucket of a committed model (the bank)")
     p.add_argument("--model", required=True, type=Path, metavar="DIR", help="committed model directory")
-    p.add_argument("--bucket", required=True, help="bucket name, k<regions>-f<entries> (e.g. k4-f4)")
+    p.add_argument("--bucket", required=True, help="bucket name, k<regions>-f<entries> (e.g. k4-f4), with -exact "
+                                                   "for the exact-radius statement (k4-f4-exact)")
     p.add_argument("--ptau", required=True, type=Path, metavar="FILE", help="phase-1 file (snarkjs .ptau, prepared)")
     p.add_argument("--out", required=True, type=Path, metavar="CEREMONY", help="ceremony directory to create")
     _backend_option(p)
@@ -95,15 +96,16 @@ def _open(path: Path):
 
 def _init(args: argparse.Namespace) -> int:
     from circuits.snarkjs.ceremony import Ceremony
-    from prover_service.bucket_keys import ceremony_metadata, parse_bucket_name
+    from prover_service.bucket_keys import ceremony_metadata, parse_bucket
     from prover_service.workspace import ModelWorkspace
     from statement import statement_relation
     from statement.adapter import statement_shape
 
     workspace = ModelWorkspace.open(args.model)
     card = workspace.card()
-    k, f = parse_bucket_name(args.bucket)
-    shape = statement_shape(workspace.fixed_point(), region_slots=k, farkas_slots=f, eps_bits=card.eps_scale_bits)
+    k, f, radius = parse_bucket(args.bucket)
+    shape = statement_shape(workspace.fixed_point(), region_slots=k, farkas_slots=f, eps_bits=card.eps_scale_bits,
+                            radius=radius)
     _say(f"building the statement of bucket {shape.bucket}")
     r1cs = statement_relation(shape)
     ceremony = Ceremony.init(args.out, r1cs, args.ptau, _backend(args), label=f"{card.model_id} {shape.bucket}",

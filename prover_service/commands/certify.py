@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from prover_service.commands.precompute import STORE_HELP
+from prover_service.commands.radius_option import add_radius_argument
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,9 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scale-bits", type=int, default=None, metavar="N",
                    help="fixed-point scale exponent (default 16; must match the precompute)")
     p.add_argument("--data-dir", metavar="DIR", help="dataset directory for --index (default: $FAIRPROOF_DATA_DIR)")
-    p.add_argument("--radius", choices=("fast", "exact"), default="fast",
-                   help="fast: GeoCert's projection-distance radius, a lower bound; exact: floor(true radius * 2^t), "
-                        "proved minimal by a counterexample (default: fast)")
+    add_radius_argument(p)
     p.add_argument("--out", metavar="CERT.json", help="write the certificate JSON here")
     p.set_defaults(handler=run)
 

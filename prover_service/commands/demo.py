@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from .radius_option import add_radius_argument
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -32,6 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--variant", choices=("fair", "unfair"), default="fair")
     p.add_argument("--data-dir", metavar="DIR", help="dataset directory (default: see README)")
     p.add_argument("--store", metavar="URL", help="precompute store URL (default: SQLite in the model directory)")
+    add_radius_argument(p)
     p.set_defaults(handler=run)
 
 
@@ -50,10 +53,10 @@ def run(args: argparse.Namespace) -> int:
     from offline_precompute.db import open_database, resolve_store_url
     from offline_precompute.enumerate import precompute
     from prover_service.commands.precompute import ProgressPrinter
-    from prover_service.proving import Prover
+    from prover_service.proving import ExactRadiusUnavailable, Prover
     from prover_service.publishing import commit_model
     from prover_service.workspace import ModelWorkspace
-    from verifier_client.verify import explain, verify_bundle
+    from verifier_client.verify import explain, radius_summary, verify_bundle
 
     if args.customers < 1:
         raise DataError("--customers must be at least 1")
@@ -78,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     _say("[3/6] precompute regions")
     db = open_database(resolve_store_url(args.store, model_dir))
     try:
-        prover = Prover(workspace, db, backend, progress=_say)
+        prover = Prover(workspace, db, backend, progress=_say, radius=args.radius)
         summary = precompute(db, prover.model, progress=ProgressPrinter(interval=2.0))
         _say(f"      {summary.regions} regions, {summary.facets} facets, {summary.lps} new LPs, "
              f"{summary.seconds:.1f} s")
@@ -92,18 +95,26 @@ def run(args: argparse.Namespace) -> int:
         bundles_dir = workdir / "bundles"
         bundles_dir.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(workspace.card_path, workdir / "card.json")
-        print(f"{'customer':>8}  {'decision':<10} {'status':<20} {'eps':>10}  {'constraints':>11}  "
+        print(f"{'customer':>8}  {'decision':<10} {'status':<20} {'eps':>12}  {'constraints':>11}  "
               f"{'online s':>8}  {'prove s':>7}  {'verify ms':>9}  proof")
         failures = 0
+        verdict = None
         for index, query in enumerate(queries):
-            result = prover.prove(query)
+            try:
+                result = prover.prove(query)
+            except ExactRadiusUnavailable as exc:
+                print(f"{index:>8}  not proved: {exc}", flush=True)
+                continue
             bundle = result.bundle
             (bundles_dir / f"customer-{index}.json").write_text(bundle.model_dump_json(indent=1) + "\n")
             t0 = time.perf_counter()
             verdict = verify_bundle(bundle, prover.card, backend, trusted_contributors=auditor_hashes)
             verify_ms = (time.perf_counter() - t0) * 1000
             failures += not verdict
-            print(f"{index:>8}  {bundle.decision_label:<10} {bundle.status:<20} {bundle.eps.decimal:>10}  "
+            # "=" for an exact radius, ">=" for a lower bound: what the verified bucket's statement proves.
+            relation = "" if not verdict or bundle.status != "certified" else (
+                "= " if verdict.claims.eps_exact and not verdict.claims.capped else ">= ")
+            print(f"{index:>8}  {bundle.decision_label:<10} {bundle.status:<20} {relation + bundle.eps.decimal:>12}  "
                   f"{result.n_constraints:>11}  {result.timings.online:>8.2f}  {result.timings.prove:>7.2f}  "
                   f"{verify_ms:>9.1f}  {len(bytes.fromhex(bundle.proof_hex))} B "
                   + ("VALID" if verdict else "INVALID: " + "; ".join(verdict.reasons)), flush=True)
@@ -112,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
         db.dispose()
     print()
     if verdict:
+        print(radius_summary(verdict.claims))
         print(explain(verdict.claims, prover.card))
     trust = " ".join(f"--trust-contributor {h}" for h in auditor_hashes)
     print(f"\nbundles in {bundles_dir}/, card in {workdir / 'card.json'}; check one as a customer who trusts the "
@@ -138,13 +150,18 @@ def _ceremonies(prover, queries, workdir: Path, backend) -> list[str]:
     from circuits.snarkjs.ptau_dev import write_dev_ptau
     from circuits.snarkjs.zkey_new import circuit_power
     from prover_service.bucket_keys import ceremony_metadata
+    from prover_service.proving import ExactRadiusUnavailable
     from statement import statement_relation
-    from statement.adapter import bucket_sizes
 
     shapes = {}
     for query in queries:
-        shape = prover.shape_for(*bucket_sizes(prover.certify(query)))
+        try:
+            shape = prover.shape_for_certificate(prover.certify(query))
+        except ExactRadiusUnavailable:
+            continue  # reported when the customer is proved
         shapes.setdefault(shape.bucket, shape)
+    if not shapes:
+        return []
     relations = {name: statement_relation(shape) for name, shape in shapes.items()}
     power = max(circuit_power(r) for r in relations.values())
     ptau = _phase1_path(workdir)

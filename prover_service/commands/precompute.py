@@ -6,6 +6,7 @@ import sys
 import time
 
 from .key_options import add_key_setup_arguments, key_setup_from_args
+from .radius_option import add_radius_argument
 
 STORE_HELP = ("store URL: sqlite:///PATH or postgresql+psycopg://USER@HOST:PORT/DB "
               "(default: $FAIRPROOF_STORE_URL, else sqlite:///MODEL_DIR/precompute.sqlite)")
@@ -25,10 +26,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="fixed-point scale exponent (default: the model's default, 16)")
     p.add_argument("--batch", type=int, default=16, metavar="N", help="regions per committed transaction (default 16)")
     p.add_argument("--key-queries", type=int, default=20, metavar="N",
-                   help="for a committed model: certify the first N test customers and set up the Groth16 keys "
-                        "of every circuit bucket they need (default 20; 0 skips key setup)")
+                   help="for a committed model: certify the first N test customers (with --radius) and set up the "
+                        "Groth16 keys of every circuit bucket they need (default 20; 0 skips key setup)")
     p.add_argument("--data-dir", metavar="DIR", help="dataset directory (for --key-queries)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_radius_argument(p)
     add_key_setup_arguments(p)
     p.set_defaults(handler=run)
 
@@ -105,6 +107,7 @@ def _setup_keys(args: argparse.Namespace, db) -> list[tuple[str, int, float]]:
     from prover_service.workspace import ModelWorkspace
 
     say = (lambda m: None) if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
-    prover = Prover(ModelWorkspace.open(args.model), db, progress=say, key_setup=key_setup_from_args(args))
+    prover = Prover(ModelWorkspace.open(args.model), db, progress=say, key_setup=key_setup_from_args(args),
+                    radius=args.radius)
     done = setup_keys_for_test_customers(prover, args.key_queries, args.data_dir, say)
     return [(d.bucket, d.n_constraints, d.seconds, d.status) for d in done]

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from .key_options import add_key_setup_arguments, key_setup_from_args
 from .precompute import STORE_HELP
+from .radius_option import add_radius_argument
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,6 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--store", metavar="URL", help=STORE_HELP)
     p.add_argument("--data-dir", metavar="DIR", help="dataset directory (for --index)")
     p.add_argument("--backend", choices=("mcl", "reference"), help="curve backend (default: fastest available)")
+    add_radius_argument(p)
     add_key_setup_arguments(p)
     p.set_defaults(handler=run)
 
@@ -40,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
     db = open_database(resolve_store_url(args.store, workspace.root))
     try:
         prover = Prover(workspace, db, get_backend(args.backend),
-                        progress=lambda m: print(m, file=sys.stderr, flush=True), key_setup=key_setup_from_args(args))
+                        progress=lambda m: print(m, file=sys.stderr, flush=True), key_setup=key_setup_from_args(args),
+                        radius=args.radius)
         model = prover.model
         if args.index is not None:
             query = query_from_index(workspace.artifact, model, args.index, args.data_dir)
@@ -52,8 +55,10 @@ def run(args: argparse.Namespace) -> int:
     bundle = result.bundle
     write_atomically(Path(args.out), bundle.model_dump_json(indent=1) + "\n")
     t = result.timings
+    radius = prover.card.bucket(bundle.bucket).shape.radius
+    kind = "cap" if bundle.eps.capped else ("exact" if radius == "exact" else "fast: a lower bound")
     print(f"decision: {bundle.decision_label}   status: {bundle.status}   eps: {bundle.eps.decimal}"
-          + (" (cap)" if bundle.eps.capped else ""))
+          + ("" if bundle.status != "certified" else f" ({kind})"))
     print(f"bucket {bundle.bucket}: {result.n_constraints} constraints; online {t.online:.2f} s "
           f"(certify {t.certify:.2f}, witness {t.witness:.2f}, prove {t.prove:.2f}); proof 128 bytes")
     print(f"bundle written to {args.out}")

@@ -220,7 +220,8 @@ class ModelRegistry:
         if prover is None:
             loaded = self.get(model_id)
             prover = Prover(loaded.workspace, self.store(model_id), self.backend,
-                            key_setup=key_setup_for(self.settings.ptau, self.settings.single_party_setup))
+                            key_setup=key_setup_for(self.settings.ptau, self.settings.single_party_setup),
+                            radius=self.settings.radius)
             if prover.card.commitment != loaded.commitment:
                 raise Unavailable(f"model {model_id}: its directory was recommitted; an admin must publish the "
                                   "new card before it is proved against")

@@ -30,8 +30,13 @@ PERMANENT_ERRORS: tuple[type[Exception], ...] = (FairnessError, CircuitError, Se
 def public_reason(exc: Exception, job_id: str) -> str:
     """What the customer reads. Problems with their record are explained; anything about the
     bank's side (paths, keys, stores) stays in the bank's logs."""
+    from prover_service.proving import ExactRadiusUnavailable  # loaded already wherever jobs are proved
+
     if isinstance(exc, DataError):
         return f"the record cannot be certified: {exc}"
+    if isinstance(exc, ExactRadiusUnavailable):
+        return ("no exact-radius certificate could be computed for this record (no decision-changing point could "
+                "be exhibited to make its radius exact), and this model issues exact radii only")
     if isinstance(exc, CertificationError):
         return "no fairness certificate could be computed for this record; the bank has been notified"
     return f"internal error while proving (job {job_id}); the bank has been notified"

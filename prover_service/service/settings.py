@@ -30,6 +30,10 @@ class Settings(BaseModel):
     queue: Literal["inprocess", "procrastinate"] = "inprocess"
     workers: int = Field(default=1, ge=0, le=32)  # in-process worker threads
     backend: str | None = None  # curve backend: mcl, reference, or fastest available
+    # How the models' certificates are certified and proved: "fast" (GeoCert's projection radius, a lower
+    # bound; the fast statement's buckets) or "exact" (the true radius rounded down to 2^-t, proved minimal
+    # by a counterexample; the exact statement's buckets).
+    radius: Literal["fast", "exact"] = "fast"
     data_dir: str | None = None  # datasets, for precompute key setup on test customers
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
     lease_seconds: float = Field(default=30.0, gt=1.0)  # a job whose worker went silent this long is resumed
