@@ -227,6 +227,38 @@ def test_audit_refuses_a_card_that_lies(bank, ptau, ceremony, proved, lie):
     assert not result.ok, lie
 
 
+@pytest.mark.parametrize("lie", ["radius", "radius and circuit"])
+def test_audit_refuses_a_fast_key_relabelled_as_exact(bank, ptau, ceremony, proved, lie):
+    """A customer labels eps exact from the bucket's shape on the card. A card that relabels the fast
+    bucket as exact (name and shape; with its R1CS digest and size made the exact statement's too) is
+    a well-formed card, but its key is not the exact statement's: the audit refuses it."""
+    from circuits.groth16 import r1cs_digest
+    from circuits.snarkjs.ceremony import file_sha256
+    from circuits.snarkjs.ptau import read_ptau
+    from prover_service.bucket_keys import shape_from_card
+    from prover_service.key_audit import audit_bucket, find_bucket_key
+    from statement import statement_relation
+
+    card = proved["card_model"]
+    fast = card.bucket(bank["bucket"])
+    relabelled = fast.model_copy(update={"bucket": fast.bucket + "-exact",
+                                         "shape": fast.shape.model_copy(update={"radius": "exact"})})
+    if lie == "radius and circuit":
+        exact = statement_relation(shape_from_card(card, relabelled))
+        relabelled = relabelled.model_copy(update={"r1cs_digest": r1cs_digest(exact),
+                                                   "n_constraints": exact.n_constraints})
+    lying = ModelCard.from_json(card.model_copy(update={"circuits": (relabelled,)}).canonical_json())  # parses
+    assert lying.bucket(relabelled.bucket).shape.radius == "exact"
+    zkey = find_bucket_key(bank["model"] / "keys", bank["bucket"]).read_bytes()
+    result = audit_bucket(lying, lying.bucket(relabelled.bucket), read_ptau(ptau), file_sha256(ptau), zkey,
+                          get_backend())
+    assert not result.ok
+    if lie == "radius":
+        assert "R1CS digest is not the digest of the statement" in result.reason
+    else:  # the exact circuit's initial key: another circuit hash (or more powers than the fast one's phase 1)
+        assert "circuit hash" in result.reason or "too small" in result.reason, result.reason
+
+
 # -- the auditor ---------------------------------------------------------------------------------------------
 
 
