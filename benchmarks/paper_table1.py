@@ -1,18 +1,26 @@
-"""Zero-knowledge fairness certificates per model, beside the FairProof paper's Table 1.
+"""Zero-knowledge fairness certificates per model, beside the FairProof paper's Table 1, in both radius modes.
 
 Per model (dataset, hidden sizes, fair/unfair): train or load it, commit,
-precompute its regions into a fresh SQLite store, then for the first N test
-customers prove a certificate and verify it as a customer does. Reported:
-online prove time (everything after the query arrives: plaintext
-certification from the warm store, witness, Groth16 proof) median and mean,
-key setup time per circuit bucket (offline), constraints per query, proof
-size, verify time, and whether every proved eps equals the plaintext one.
-A sample of bundles is also checked with snarkjs. ezkl's inference-only proof
-is measured when the `ezkl` package is importable (it is not a dependency).
+precompute its regions into a fresh SQLite store. Then, per radius mode
+(`--radius fast,exact`, default both), a copy of that committed model is a
+deployment of its own (its card publishes that mode's buckets only) and for
+the first N test customers the benchmark proves a certificate and verifies
+it as a customer does. Reported per mode, side by side: online prove time
+(everything after the query arrives: plaintext certification from the warm
+store, witness, Groth16 proof) median and mean, key setup time per circuit
+bucket (offline), constraints per query, peak memory of the key setup and of
+the proving (each phase in a process of its own), verify time, proof size,
+and whether every proved eps equals the eps of a separate plaintext
+certification in the same mode. In exact mode every bundle must verify as
+exact (the verified bucket's radius) with the plaintext exact eps; a
+customer whose exact certification falls back to a fast certificate is
+listed (an exact-only card does not prove it). A sample of bundles is also
+checked with snarkjs. ezkl's inference-only proof is measured when the
+`ezkl` package is importable (it is not a dependency).
 
     .venv/bin/python benchmarks/paper_table1.py [--models german:4x2,adult:8x2] [--variants fair,unfair]
-                                                [--queries 20] [--snarkjs-sample 2] [--workdir DIR]
-                                                [--max-constraints N]
+                                                [--radius fast,exact] [--queries 20] [--snarkjs-sample 2]
+                                                [--workdir DIR] [--max-constraints N]
 
 Writes benchmarks/results/paper_table1.json and prints a table.
 """
@@ -20,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import resource
 import shutil
@@ -28,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -35,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 RESULTS = Path(__file__).resolve().parent / "results"
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_MODELS = "german:2x4,german:4x2,credit:4x2,credit:2x4,adult:4x2,adult:8x2"
+RADIUS_MODES = ("fast", "exact")
 # FairProof (Yadav et al., ICML 2024), Table 1: online proof generation, minutes; proof size 43.5 KB.
 PAPER_ONLINE_MINUTES = {("german", (4, 2)): 4.90, ("german", (2, 4)): 1.17, ("credit", (4, 2)): 3.52,
                         ("credit", (2, 4)): 2.08, ("adult", (4, 2)): 3.94, ("adult", (8, 2)): 3.94}
@@ -45,6 +56,16 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def isolated(fn, *args):
+    """fn(*args) in a fresh process (spawned): its peak memory is its own, and is freed afterwards."""
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(fn, *args).result()
+
+
 def snarkjs_verifies(bundle, card, tmp: Path, public: list | None = None) -> bool | None:
     """snarkjs's verdict on the bundle's proof, against `public` if given (a tampered twin)."""
     exe = ROOT / "node_modules" / ".bin" / "snarkjs"
@@ -52,8 +73,8 @@ def snarkjs_verifies(bundle, card, tmp: Path, public: list | None = None) -> boo
         return None
     from circuits.snarkjs.json_formats import dump_json
 
-    dump_json(tmp / "vk.json", card.bucket(bundle.bucket).verifying_key)
-    dump_json(tmp / "proof.json", bundle.proof)
+    dump_json(tmp / "vk.json", card.bucket(bundle.bucket).verifying_key.model_dump(mode="json"))
+    dump_json(tmp / "proof.json", bundle.proof.model_dump(mode="json"))
     dump_json(tmp / "public.json", list(bundle.public_signals) if public is None else public)
     run = subprocess.run([str(exe), "groth16", "verify", str(tmp / "vk.json"), str(tmp / "public.json"),
                           str(tmp / "proof.json")], capture_output=True, text=True, timeout=300)
@@ -69,9 +90,9 @@ def ezkl_available() -> bool:
 
 
 def constraint_model(prover) -> tuple[int, int, int]:
-    """(fixed, per region slot, per pool entry) constraints of this model's statement, all slices
-    together, from two small builds without values (the statement is linear in K and F up to
-    a few lookup bits)."""
+    """(fixed, per region slot, per pool entry) constraints of this model's statement in the prover's
+    radius, all slices together, from two small builds without values (the statement is linear in K
+    and F up to a few lookup bits)."""
     from circuits.builder import ConstraintSystem
     from statement import build_statement
 
@@ -85,22 +106,15 @@ def constraint_model(prover) -> tuple[int, int, int]:
     return base - 4 * per_k - 4 * per_f, per_k, per_f
 
 
-def bench_model(dataset: str, hidden: tuple[int, ...], variant: str, n_queries: int, n_snarkjs: int,
-                workdir: Path, max_constraints: int | None = None) -> dict:
-    from circuits.backends import get_backend
-    from fairness.errors import CertificationError
+# ---------------------------------------------------------------------------- the committed model
+def prepare_model(dataset: str, hidden: tuple[int, ...], variant: str, workdir: Path) -> dict:
+    """Train or load, commit and precompute the model once: the template every radius mode copies."""
     from fairness.model import save_artifact
     from fairness.training import load_or_train
-    from offline_precompute.certify import certify as certify_plaintext
-    from offline_precompute.certify import query_from_index, test_inputs
     from offline_precompute.db import open_database, resolve_store_url
     from offline_precompute.enumerate import precompute
-    from prover_service.bucket_keys import SinglePartyKeySetup
-    from prover_service.proving import Prover
     from prover_service.publishing import commit_model
     from prover_service.workspace import ModelWorkspace
-    from statement.adapter import bucket_sizes
-    from verifier_client.verify import verify_bundle
 
     name = f"{dataset}-{'x'.join(map(str, hidden))}-{variant}"
     root = workdir / name
@@ -110,126 +124,238 @@ def bench_model(dataset: str, hidden: tuple[int, ...], variant: str, n_queries: 
     save_artifact(artifact, root)
     workspace = ModelWorkspace.open(root)
     commit_model(workspace, model_id=name)
+    db = open_database(resolve_store_url(None, root))
+    try:
+        t0 = time.perf_counter()
+        summary = precompute(db, workspace.fixed_point())
+        seconds = time.perf_counter() - t0
+    finally:
+        db.dispose()
+    return {"model": name, "root": str(root), "dataset": dataset, "hidden": list(hidden), "variant": variant,
+            "precompute_s": seconds, "regions": summary.regions}
+
+
+# ---------------------------------------------------------------------------- one radius mode, two processes
+def setup_phase(root: str, radius: str, n_queries: int, max_constraints: int | None) -> dict:
+    """Offline: certify the customers, the plaintext reference eps, and the keys of every bucket they need,
+    timed per bucket. Each bucket is set up by a prover of its own, dropped afterwards."""
+    from circuits.backends import get_backend
+    from fairness.errors import CertificationError
+    from offline_precompute.certify import certify as certify_plaintext
+    from offline_precompute.certify import query_from_index, test_inputs
+    from offline_precompute.db import open_database, resolve_store_url
+    from prover_service.bucket_keys import SinglePartyKeySetup
+    from prover_service.proving import ExactRadiusUnavailable, Prover
+    from prover_service.workspace import ModelWorkspace
+
+    workspace = ModelWorkspace.open(root)
+    name = workspace.card().model_id
     backend = get_backend()
     db = open_database(resolve_store_url(None, root))
-    row: dict = {"model": name, "dataset": dataset, "hidden": list(hidden), "variant": variant,
-                 "loadavg_start": list(os.getloadavg())}
+    out: dict = {"uncertifiable": [], "not_exact": [], "beyond_cap": [], "indices": [], "plaintext_eps": [],
+                 "plaintext_exact": [], "bucket_of": [], "buckets": {}}
     try:
-        prover = Prover(workspace, db, backend, key_setup=SinglePartyKeySetup())
-        t0 = time.perf_counter()
-        summary = precompute(db, prover.model)
-        row["precompute_s"] = time.perf_counter() - t0
-        row["regions"] = summary.regions
-        X, _ = test_inputs(artifact)
-        queries = [query_from_index(artifact, prover.model, i) for i in range(min(n_queries, len(X)))]
-
-        # Offline: the keys of every bucket these customers need, timed per bucket. Each bucket is
-        # set up by a prover of its own, dropped afterwards: one bucket's keys in memory at a time.
-        setups, uncertifiable, too_large = {}, [], []
-        certifiable, indices, plaintext_eps, bucket_of = [], [], [], []
+        prover = Prover(workspace, db, backend, key_setup=SinglePartyKeySetup(), radius=radius)
+        X, _ = test_inputs(workspace.artifact)
         fixed, per_k, per_f = constraint_model(prover) if max_constraints else (0, 0, 0)
-        for i, q in enumerate(queries):
+        for i in range(min(n_queries, len(X))):
+            q = query_from_index(workspace.artifact, prover.model, i)
             try:
                 cert = prover.certify(q)
-                k, f = bucket_sizes(cert)
-            except CertificationError as exc:  # reported, never silently dropped
-                uncertifiable.append({"index": i, "reason": str(exc)})
-                log(f"  {name}: customer {i}: not certifiable: {exc}")
+                shape = prover.shape_for_certificate(cert)
+            except ExactRadiusUnavailable as exc:  # a fast fallback an exact-only card does not prove
+                out["not_exact"].append({"index": i, "reason": str(exc)})
+                log(f"  {name} [{radius}]: customer {i}: no exact certificate: {exc}")
                 continue
+            except CertificationError as exc:  # reported, never silently dropped
+                out["uncertifiable"].append({"index": i, "reason": str(exc)})
+                log(f"  {name} [{radius}]: customer {i}: not certifiable: {exc}")
+                continue
+            k, f = shape.region_slots, shape.farkas_slots
             estimate = fixed + per_k * k + per_f * f
             if max_constraints and estimate > max_constraints:  # reported with its size, never silently dropped
-                too_large.append({"index": i, "bucket": [k, f], "estimated_constraints": estimate,
-                                  "regions_per_slice": list(cert.regions_per_slice), "eps": float(cert.eps_value)})
-                log(f"  {name}: customer {i}: bucket k{k}-f{f} ~{estimate} constraints exceeds the cap: not proved")
+                out["beyond_cap"].append({"index": i, "bucket": shape.bucket, "estimated_constraints": estimate,
+                                          "regions_per_slice": list(cert.regions_per_slice),
+                                          "eps": float(cert.eps_value)})
+                log(f"  {name} [{radius}]: customer {i}: bucket {shape.bucket} ~{estimate} constraints exceeds "
+                    "the cap: not proved")
                 continue
-            certifiable.append(q)
-            indices.append(i)
-            # The reference eps for the proved one: a separate plaintext certification with its own
-            # oracle (not the prover's memo), so the comparison below is not the prover against itself.
-            plaintext_eps.append(certify_plaintext(db, prover.model, q, eps_bits=prover.card.eps_scale_bits)
-                                 .certificate.eps)
-            shape = prover.shape_for(k, f)
-            bucket_of.append(shape.bucket)
-            if shape.bucket not in setups:
+            # The reference eps: a separate plaintext certification in the same mode with its own oracle
+            # (not the prover's memo), so the comparison is not the prover against itself.
+            reference = certify_plaintext(db, prover.model, q, eps_bits=prover.card.eps_scale_bits,
+                                          radius=radius).certificate
+            out["indices"].append(i)
+            out["plaintext_eps"].append(reference.eps)
+            out["plaintext_exact"].append(reference.radius_is_exact)
+            out["bucket_of"].append(shape.bucket)
+            if shape.bucket not in out["buckets"]:
                 t0 = time.perf_counter()
-                keys = Prover(workspace, db, backend, key_setup=SinglePartyKeySetup()).keys(shape)
-                setups[shape.bucket] = {"seconds": time.perf_counter() - t0, "constraints": keys.r1cs.n_constraints}
-                log(f"  {name}: bucket {shape.bucket} {keys.r1cs.n_constraints} constraints, "
-                    f"setup {setups[shape.bucket]['seconds']:.1f} s")
+                keys = Prover(workspace, db, backend, key_setup=SinglePartyKeySetup(), radius=radius).keys(shape)
+                out["buckets"][shape.bucket] = {"seconds": time.perf_counter() - t0,
+                                                "constraints": keys.r1cs.n_constraints}
+                log(f"  {name} [{radius}]: bucket {shape.bucket} {keys.r1cs.n_constraints} constraints, "
+                    f"setup {out['buckets'][shape.bucket]['seconds']:.1f} s")
                 del keys
-        row["buckets"] = setups
-        row["uncertifiable"] = uncertifiable
-        row["beyond_cap"] = too_large
-        row["max_constraints"] = max_constraints
-        queries = certifiable
+    finally:
+        db.dispose()
+    out["peak_rss_mib"] = peak_rss_mib()
+    return out
 
-        online, proves, constraints, verify_ms, eps_equal, valid, statuses = [], [], [], [], 0, 0, {}
-        snark_ok, snark_checked, snark_tamper_refused = 0, 0, 0
-        # Customers grouped by bucket (first-seen order), each group by a fresh prover holding
-        # only that bucket's keys. Loading them is not online time (Prover.prove times around it),
-        # and the certifier is opened before the first timed query.
+
+def prove_phase(root: str, radius: str, indices: list[int], bucket_of: list[str], plaintext_eps: list[int],
+                n_snarkjs: int) -> dict:
+    """Online: prove and verify each customer. Customers are grouped by bucket (first-seen order), each
+    group by a fresh prover holding only that bucket's keys; loading them is not online time
+    (Prover.prove times around it), and the certifier is opened before the first timed query."""
+    from circuits.backends import get_backend
+    from fairness.fixed_point import quantise_query
+    from offline_precompute.certify import test_inputs
+    from offline_precompute.db import open_database, resolve_store_url
+    from prover_service.proving import Prover
+    from prover_service.workspace import ModelWorkspace
+    from verifier_client.verify import verify_bundle
+
+    workspace = ModelWorkspace.open(root)
+    X, _ = test_inputs(workspace.artifact)
+    model = workspace.fixed_point()
+    queries = [quantise_query(model, [float(v) for v in X[i]]) for i in indices]
+    name = workspace.card().model_id
+    backend = get_backend()
+    db = open_database(resolve_store_url(None, root))
+    online, proves, witnesses, constraints, verify_ms, statuses = [], [], [], [], [], {}
+    valid = eps_equal = labelled_exact = 0
+    snark_ok = snark_checked = snark_tamper_refused = 0
+    try:
         first_seen = {b: n for n, b in reversed(list(enumerate(bucket_of)))}
-        current = None
-        for i in sorted(range(len(queries)), key=lambda j: (first_seen[bucket_of[j]], j)):
-            q = queries[i]
-            if bucket_of[i] != current:
-                current, prover = bucket_of[i], None
-                prover = Prover(workspace, db, backend, key_setup=SinglePartyKeySetup())
-                prover.certifier  # noqa: B018 (opened here, not inside the first timed query)
-            result = prover.prove(q)
+        current, prover = None, None
+        for j in sorted(range(len(indices)), key=lambda j: (first_seen[bucket_of[j]], j)):
+            if bucket_of[j] != current:
+                current = bucket_of[j]
+                prover = Prover(workspace, db, backend, radius=radius)  # keys were set up offline
+                prover.certifier  # noqa: B018
+            result = prover.prove(queries[j])
             bundle = result.bundle
             online.append(result.timings.online)
             proves.append(result.timings.prove)
+            witnesses.append(result.timings.witness)
             constraints.append(result.n_constraints)
             t0 = time.perf_counter()
-            ok = verify_bundle(bundle, prover.card, backend)  # binds bundle.eps to the proof's public signals
+            verdict = verify_bundle(bundle, prover.card, backend)  # binds eps and its radius to the proof
             verify_ms.append((time.perf_counter() - t0) * 1000)
-            valid += bool(ok)
-            eps_equal += bool(ok) and bundle.eps.numerator == plaintext_eps[i]
+            valid += bool(verdict)
+            eps_equal += bool(verdict) and verdict.claims.eps_numerator == plaintext_eps[j]
+            labelled_exact += bool(verdict) and verdict.radius == "exact"
             statuses[bundle.status] = statuses.get(bundle.status, 0) + 1
             if snark_checked < n_snarkjs:
                 with tempfile.TemporaryDirectory() as tmp:
-                    verdict = snarkjs_verifies(bundle, prover.card, Path(tmp))
+                    ok = snarkjs_verifies(bundle, prover.card, Path(tmp))
                     tampered = list(bundle.public_signals)
                     tampered[-1] = str(int(tampered[-1]) + 1)
-                    tamper_verdict = snarkjs_verifies(bundle, prover.card, Path(tmp), public=tampered)
-                if verdict is not None:
+                    tamper_ok = snarkjs_verifies(bundle, prover.card, Path(tmp), public=tampered)
+                if ok is not None:
                     snark_checked += 1
-                    snark_ok += verdict
-                    snark_tamper_refused += not tamper_verdict
-            log(f"  {name}: customer {indices[i]}: {bundle.status} eps {bundle.eps.decimal} online "
-                f"{result.timings.online:.2f} s ({result.n_constraints} constraints) {'VALID' if ok else 'INVALID'}")
+                    snark_ok += ok
+                    snark_tamper_refused += not tamper_ok
+            label = "" if not verdict else f" ({verdict.radius})"
+            log(f"  {name} [{radius}]: customer {indices[j]}: {bundle.status} eps {bundle.eps.decimal}{label} online "
+                f"{result.timings.online:.2f} s ({result.n_constraints} constraints) "
+                f"{'VALID' if verdict else 'INVALID: ' + '; '.join(verdict.reasons)}")
+    finally:
+        db.dispose()
+    return {"online": online, "prove": proves, "witness": witnesses, "constraints": constraints,
+            "verify_ms": verify_ms, "statuses": statuses, "valid": valid, "eps_equal_plaintext": eps_equal,
+            "labelled_exact": labelled_exact, "snarkjs_checked": snark_checked, "snarkjs_ok": snark_ok,
+            "snarkjs_tampered_refused": snark_tamper_refused, "peak_rss_mib": peak_rss_mib()}
+
+
+def bench_radius(model: dict, radius: str, n_queries: int, n_snarkjs: int, workdir: Path,
+                 max_constraints: int | None) -> dict:
+    root = workdir / f"{model['model']}-{radius}"
+    if root.exists():
+        shutil.rmtree(root)
+    shutil.copytree(model["root"], root)  # a deployment of its own: its card lists this mode's buckets only
+    loads = [list(os.getloadavg())]
+    setup = isolated(setup_phase, str(root), radius, n_queries, max_constraints)
+    proved = isolated(prove_phase, str(root), radius, setup["indices"], setup["bucket_of"], setup["plaintext_eps"],
+                      n_snarkjs)
+    loads.append(list(os.getloadavg()))
+    n = len(setup["indices"])
+    row = {
+        "radius": radius, "queries": n, "buckets": setup["buckets"], "uncertifiable": setup["uncertifiable"],
+        "not_exact": setup["not_exact"], "beyond_cap": setup["beyond_cap"], "max_constraints": max_constraints,
+        "plaintext_exact": sum(setup["plaintext_exact"]), "proof_bytes": 128,
+        "peak_rss_setup_mib": setup["peak_rss_mib"], "peak_rss_prove_mib": proved["peak_rss_mib"],
+        "loadavg_start": loads[0], "loadavg_end": loads[1],
+        **{k: proved[k] for k in ("valid", "eps_equal_plaintext", "labelled_exact", "statuses", "snarkjs_checked",
+                                  "snarkjs_ok", "snarkjs_tampered_refused")},
+    }
+    if n:
         row.update({
-            "queries": len(queries), "online_median_s": statistics.median(online), "online_mean_s": statistics.mean(online),
-            "prove_median_s": statistics.median(proves), "constraints_median": statistics.median(constraints),
-            "constraints_max": max(constraints), "verify_median_ms": statistics.median(verify_ms),
-            "verify_max_ms": max(verify_ms), "proof_bytes": 128, "eps_equal_plaintext": eps_equal,
-            "valid": valid, "statuses": statuses, "snarkjs_checked": snark_checked, "snarkjs_ok": snark_ok,
-            "snarkjs_tampered_refused": snark_tamper_refused, "loadavg_end": list(os.getloadavg()),
-            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "online_median_s": statistics.median(proved["online"]), "online_mean_s": statistics.mean(proved["online"]),
+            "prove_median_s": statistics.median(proved["prove"]), "prove_mean_s": statistics.mean(proved["prove"]),
+            "witness_median_s": statistics.median(proved["witness"]),
+            "constraints_median": statistics.median(proved["constraints"]),
+            "constraints_max": max(proved["constraints"]),
+            "verify_median_ms": statistics.median(proved["verify_ms"]), "verify_max_ms": max(proved["verify_ms"]),
+            "online_s": proved["online"], "constraints": proved["constraints"],
         })
-        paper = PAPER_ONLINE_MINUTES.get((dataset, hidden))
+        paper = PAPER_ONLINE_MINUTES.get((model["dataset"], tuple(model["hidden"])))
         if paper is not None:
             row["paper_online_s"] = paper * 60
             row["speedup_vs_paper"] = paper * 60 / row["online_median_s"]
-    finally:
-        db.dispose()
     return row
 
 
+def bench_model(dataset: str, hidden: tuple[int, ...], variant: str, radii: list[str], n_queries: int,
+                n_snarkjs: int, workdir: Path, max_constraints: int | None = None) -> dict:
+    model = prepare_model(dataset, hidden, variant, workdir)
+    row = {k: model[k] for k in ("model", "dataset", "hidden", "variant", "precompute_s", "regions")}
+    row["modes"] = {}
+    for radius in radii:
+        log(f"== {model['model']}: {radius} radius")
+        row["modes"][radius] = bench_radius(model, radius, n_queries, n_snarkjs, workdir, max_constraints)
+    fast, exact = row["modes"].get("fast"), row["modes"].get("exact")
+    if fast and exact and fast.get("online_median_s") and exact.get("online_median_s"):
+        row["exact_over_fast"] = {
+            "online_median": exact["online_median_s"] / fast["online_median_s"],
+            "online_mean": exact["online_mean_s"] / fast["online_mean_s"],
+            "prove_median": exact["prove_median_s"] / fast["prove_median_s"],
+            "constraints_median": exact["constraints_median"] / fast["constraints_median"],
+        }
+    return row
+
+
+def mode_ok(mode: dict) -> bool:
+    """Every customer proved verifies with the plaintext eps; in exact mode every one verifies as exact."""
+    n = mode["queries"]
+    ok = mode["valid"] == n and mode["eps_equal_plaintext"] == n
+    return ok and (mode["radius"] != "exact" or mode["labelled_exact"] == n)
+
+
 def print_table(rows: list[dict]) -> None:
-    head = (f"{'model':<22} {'regions':>7} {'online med':>10} {'mean':>6} {'paper':>7} {'speedup':>8} "
-            f"{'constraints':>11} {'setup/bucket':>12} {'proof':>6} {'verify ms':>9} {'eps=plain':>9} {'snarkjs':>7}")
+    head = (f"{'model':<22} {'radius':<6} {'proved':>6} {'online med':>10} {'mean':>6} {'prove med':>9} "
+            f"{'paper':>6} {'constraints med (max)':>21} {'setup/bucket':>12} {'peak MiB setup/prove':>20} "
+            f"{'proof':>6} {'verify ms':>9} {'eps=plain':>9} {'exact':>5} {'snarkjs':>7}")
     print(head)
     print("-" * len(head))
     for r in rows:
-        setup = statistics.median(b["seconds"] for b in r["buckets"].values()) if r["buckets"] else 0.0
-        paper = f"{r['paper_online_s']:.0f} s" if "paper_online_s" in r else "-"
-        speed = f"{r['speedup_vs_paper']:.0f}x" if "speedup_vs_paper" in r else "-"
-        print(f"{r['model']:<22} {r['regions']:>7} {r['online_median_s']:>9.2f}s {r['online_mean_s']:>6.2f} {paper:>7} "
-              f"{speed:>8} {int(r['constraints_median']):>11} {setup:>11.1f}s {r['proof_bytes']:>5}B "
-              f"{r['verify_median_ms']:>9.1f} {r['eps_equal_plaintext']:>4}/{r['queries']:<4} "
-              f"{r['snarkjs_ok']:>3}/{r['snarkjs_checked']:<3}")
+        for radius, m in r["modes"].items():
+            if not m["queries"]:
+                print(f"{r['model']:<22} {radius:<6} {0:>6}  (nothing proved)")
+                continue
+            setup = statistics.median(b["seconds"] for b in m["buckets"].values()) if m["buckets"] else 0.0
+            paper = f"{m['paper_online_s']:.0f}s" if "paper_online_s" in m else "-"
+            cons = f"{int(m['constraints_median'])} ({m['constraints_max']})"
+            peak = f"{m['peak_rss_setup_mib']:.0f}/{m['peak_rss_prove_mib']:.0f}"
+            print(f"{r['model']:<22} {radius:<6} {m['queries']:>6} {m['online_median_s']:>9.2f}s "
+                  f"{m['online_mean_s']:>6.2f} {m['prove_median_s']:>8.2f}s {paper:>6} {cons:>21} {setup:>11.1f}s "
+                  f"{peak:>20} {m['proof_bytes']:>5}B {m['verify_median_ms']:>9.1f} "
+                  f"{m['eps_equal_plaintext']:>4}/{m['queries']:<4} {m['labelled_exact']:>5} "
+                  f"{m['snarkjs_ok']:>3}/{m['snarkjs_checked']:<3}")
+        ratio = r.get("exact_over_fast")
+        if ratio:
+            print(f"{'':<22} exact/fast: online median {ratio['online_median']:.2f}x, mean {ratio['online_mean']:.2f}x, "
+                  f"prove {ratio['prove_median']:.2f}x, constraints {ratio['constraints_median']:.2f}x")
     print(f"paper: proof size {PAPER_PROOF_KB} KB (ours 128 B); ezkl inference-only proof: "
           + ("measured separately" if ezkl_available() else "not installed, not measured"))
 
@@ -238,33 +364,45 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=DEFAULT_MODELS)
     parser.add_argument("--variants", default="fair,unfair")
+    parser.add_argument("--radius", default="fast,exact",
+                        help="radius modes to measure, comma-separated: fast, exact (default both, side by side)")
     parser.add_argument("--queries", type=int, default=20)
-    parser.add_argument("--snarkjs-sample", type=int, default=2, help="bundles per model also checked with snarkjs")
+    parser.add_argument("--snarkjs-sample", type=int, default=2, help="bundles per model and mode also checked "
+                                                                      "with snarkjs")
     parser.add_argument("--workdir", default=None, help="where models, keys and stores go (default: a temp dir)")
     parser.add_argument("--max-constraints", type=int, default=None,
                         help="do not set up or prove buckets estimated above this many constraints; such customers "
                              "are listed (bucket, estimated size) under beyond_cap")
+    parser.add_argument("--out", default=str(RESULTS / "paper_table1.json"), help="results JSON")
     args = parser.parse_args()
+    radii = [r.strip() for r in args.radius.split(",") if r.strip()]
+    if not radii or any(r not in RADIUS_MODES for r in radii) or len(set(radii)) != len(radii):
+        parser.error(f"--radius takes distinct modes among {', '.join(RADIUS_MODES)}")
 
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="fairproof-table1-"))
+    out = Path(args.out)
     rows = []
     for item in args.models.split(","):
         dataset, _, shape = item.strip().partition(":")
         hidden = tuple(int(h) for h in shape.split("x"))
         for variant in args.variants.split(","):
             log(f"== {dataset} {hidden} {variant}")
-            rows.append(bench_model(dataset, hidden, variant, args.queries, args.snarkjs_sample, workdir,
+            rows.append(bench_model(dataset, hidden, variant, radii, args.queries, args.snarkjs_sample, workdir,
                                     args.max_constraints))
-            RESULTS.mkdir(exist_ok=True)
-            (RESULTS / "paper_table1.json").write_text(json.dumps({"rows": rows}, indent=1))
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps({"radius_modes": radii, "queries": args.queries, "rows": rows}, indent=1))
     print_table(rows)
-    log(f"results: {RESULTS / 'paper_table1.json'}; artifacts: {workdir}")
+    log(f"results: {out}; artifacts: {workdir}")
     for r in rows:
-        if r.get("beyond_cap"):
-            log(f"{r['model']}: {len(r['beyond_cap'])} customers beyond the {r['max_constraints']}-constraint cap: "
-                + ", ".join(f"#{c['index']} k{c['bucket'][0]}-f{c['bucket'][1]} ~{c['estimated_constraints']}"
-                            for c in r["beyond_cap"]))
-    return 0 if all(r["valid"] == r["queries"] and r["eps_equal_plaintext"] == r["queries"] for r in rows) else 1
+        for radius, m in r["modes"].items():
+            if m.get("beyond_cap"):
+                log(f"{r['model']} [{radius}]: {len(m['beyond_cap'])} customers beyond the {m['max_constraints']}-"
+                    "constraint cap: " + ", ".join(f"#{c['index']} {c['bucket']} ~{c['estimated_constraints']}"
+                                                  for c in m["beyond_cap"]))
+            if m.get("not_exact"):
+                log(f"{r['model']} [{radius}]: {len(m['not_exact'])} customers without an exact certificate: "
+                    + ", ".join(f"#{c['index']}" for c in m["not_exact"]))
+    return 0 if all(mode_ok(m) for r in rows for m in r["modes"].values()) else 1
 
 
 if __name__ == "__main__":
