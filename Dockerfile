@@ -12,6 +12,7 @@ COPY fairness fairness
 COPY offline_precompute offline_precompute
 COPY prover_service prover_service
 COPY statement statement
+COPY transparency transparency
 COPY verifier_client verifier_client
 RUN pip install --no-cache-dir ".[prover]"
 

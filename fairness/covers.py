@@ -34,7 +34,7 @@ class CoverKind(str, enum.Enum):
     """A neuron row whose whole neighbouring region lies at distance >= eps: a separation certificate for it."""
 
     FAR_CLASS = "far_class"
-    """A decision row whose points where class j at least ties y lie at distance >= eps: a separation certificate."""
+    """A decision row whose points where class j at least ties y are at distance >= eps: a separation certificate."""
 
     NO_CLASS = "no_class"
     """A decision row with no point of the region and box where class j at least ties y: a Farkas certificate."""

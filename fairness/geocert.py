@@ -54,18 +54,19 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Sequence
 
-from fairness.fixed_point import ActivationCode, FixedPointModel, IntVector
 from fairness import farkas as fk
-from fairness.farkas import Box, FarkasCertificate
 from fairness.codes import ActivationCode
+from fairness.covers import CoverKind
+from fairness.farkas import Box, FarkasCertificate
+from fairness.fixed_point import FixedPointModel, IntVector
 from fairness.regions import (ClassInfo, FacetInfo, Region, RegionOracle, SliceGeometry, class_system, distance_sq,
                               facet_system, free_box, free_part)
 
 NEURON = "neuron"
 DECISION = "decision"
-# Separation kinds (the cover names of `fairness.certificate`).
-FAR_FACET = "far_facet"
-FAR_REGION = "far_region"
+# Separation kinds of refined neuron rows.
+FAR_FACET = CoverKind.FAR_FACET
+FAR_REGION = CoverKind.FAR_REGION
 
 DEFAULT_MAX_REGIONS = 4096
 

@@ -29,8 +29,9 @@ Alembic autogenerate can take over schema changes later):
 
 Activation codes are stored as text: one ``0``/``1`` per hidden neuron, layers
 separated by ``.`` (`fairness.codes.ActivationCode.key`). Neurons are numbered flat
-across hidden layers (layer 0 first). Points and certificates are JSON as produced by the
-plaintext layer's serialisers; the store does not interpret them.
+across hidden layers (layer 0 first). Points and certificates are JSON as
+produced by the plaintext layer's serialisers; the store does not interpret
+them.
 """
 from __future__ import annotations
 

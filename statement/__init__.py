@@ -1,18 +1,20 @@
 """The fairness statement: between the plain arithmetic of `fairness` and the proof machinery of `circuits`.
 
-The circuit modules take plain ints and tuples only. This package imports
-nothing of the fairness prover (no numpy-heavy code, no torch or scipy), so
-the public model card and the customer's verifier can rebuild a shape; the
-bank-side adapter `statement.adapter`, imported explicitly and never from
-here, converts a `FixedPointModel`, a salt and a checked fairness
-certificate into (`StatementShape`, `StatementPublic`, `StatementWitness`).
+The circuit modules take plain ints and tuples (and the cover kinds of
+`fairness.covers`) only. Importing this package loads nothing of the fairness
+prover (no numpy-heavy code, no torch or scipy), so the public model card and
+the customer's verifier can rebuild a shape. Two modules are imported
+explicitly, never from here: the bank-side adapter `statement.adapter`
+converts a `FixedPointModel`, a salt and a checked fairness certificate into
+(`StatementShape`, `StatementPublic`, `StatementWitness`), and
+`statement.proof_system` is the seam to the proof system (`Groth16`).
 
 Modules: `shape` (public constants, digests, bucket name), `widths` (the
 no-wrap analysis from the shape alone), `witness` (public-input order and
 private witness), `commitment` (salted Poseidon commitment, native and
 in-circuit), `affine` (region forms from weights and codes), `distance`,
 `membership`, `farkas`, `boundary` (the rule gadgets), `circuit`
-(`build_statement`), `adapter` (certificate -> statement inputs).
+(`build_statement`), `adapter` and `proof_system`.
 
 Cost model (constraints; w_x = bit width of x from `widths`, nf free inputs,
 H hidden neurons, h_l layer sizes, C classes, K slots, F pool entries):

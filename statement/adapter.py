@@ -3,7 +3,7 @@
 `statement_shape` derives the public shape of a model for a bucket (K region
 slots, F Farkas slots per slice); `statement_inputs` turns a checked
 `fairness.certificate.Certificate` into the circuit's public inputs and
-private witness (plain ints, see `statement.witness`):
+private witness (plain ints and cover kinds, see `statement.witness`):
 
 - slot 0 of every slice is the start region (the certificate lists it
   first); padding repeats it, with the same cover kinds;

@@ -1,4 +1,4 @@
-"""Public inputs and private witness of the fairness statement, as plain ints.
+"""Public inputs and private witness of the fairness statement: plain ints and cover kinds.
 
 Public inputs, in this order (the bundle and the verifier rely on it):
 
