@@ -168,6 +168,19 @@ def test_a_tampered_public_input_of_the_exact_bundle_is_refused(exact, tmp_path,
     assert code == 1 and "proof rejected" in err
 
 
+def test_export_snarkjs_says_what_the_buckets_key_proves(exact, tmp_path, capsys):
+    from prover_service.cli import main as fairproof
+
+    card = tmp_path / "card.json"
+    card.write_text(exact["card"].model_dump_json())
+    for bundle, words in ((exact["bundle"], "bucket k4-f4-exact's on the card: its statement proves the exact radius"),
+                          (exact["fast"], "bucket k4-f4's on the card: its statement proves the fast radius")):
+        path = tmp_path / f"{bundle.bucket}.json"
+        path.write_text(bundle.model_dump_json())
+        assert fairproof(["export-snarkjs", str(path), str(tmp_path / bundle.bucket), "--card", str(card)]) == 0
+        assert words in capsys.readouterr().out
+
+
 # -- (a) exactness claimed outside the proof ---------------------------------------------------------------
 
 

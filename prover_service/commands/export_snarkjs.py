@@ -44,6 +44,10 @@ def run(args: argparse.Namespace) -> int:
     dump_json(out / "proof.json", bundle.proof.model_dump(mode="json"))
     dump_json(out / "public.json", list(bundle.public_signals))
     print(f"wrote {out}/verification_key.json, proof.json, public.json")
+    # snarkjs checks the proof against this key only; what eps is comes from the bucket the key is for.
+    what = ("the exact radius (the true radius rounded down to 2^-t)" if claims.eps_exact
+            else "the fast radius (a lower bound on the true radius)")
+    print(f"the key is bucket {claims.bucket}'s on the card: its statement proves {what}")
     print(f"verify with: snarkjs groth16 verify {out}/verification_key.json {out}/public.json {out}/proof.json")
     return 0
 
