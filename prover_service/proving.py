@@ -30,7 +30,7 @@ from typing import Callable, Iterator, Sequence
 
 from circuits.backends import get_backend
 from circuits.builder import ConstraintSystem
-from circuits.groth16 import (ProvingKey, VerifyingKey, load_proving_key, proof_to_bytes, prove, r1cs_digest,
+from circuits.groth16 import (ProvingKey, VerifyingKey, load_proving_key, proof_to_bytes, r1cs_digest,
                               save_proving_key, vk_digest)
 from circuits.relation import R1CS
 from circuits.snarkjs.json_formats import (proof_to_json, public_to_json, verifying_key_from_json,
@@ -47,6 +47,7 @@ from offline_precompute.certify import Certifier
 from offline_precompute.db import Database
 from statement import StatementShape, build_statement, statement_relation
 from statement.adapter import bucket_sizes, statement_inputs, statement_shape
+from statement.proof_system import Groth16, RelationKey
 
 from .bucket_keys import SETUP_FILE, ZKEY_FILE, InstalledKeys, KeySetup, NoKeySetup, ceremony_shape, keys_from_ceremony
 from .workspace import ModelWorkspace, write_atomically
@@ -121,6 +122,7 @@ class Prover:
             raise ModelError(f"radius must be one of {', '.join(RADIUS_MODES)}, not {self.radius!r}")
         if self.backend is None:
             self.backend = get_backend()
+        self.proof_system = Groth16(self.backend)
         self.card = self.workspace.card()
         self.salt = self.workspace.salt()
 
@@ -282,7 +284,7 @@ class Prover:
         values = cs.witness()
         t3 = time.perf_counter()
         on_stage(f"proving ({keys.r1cs.n_constraints} constraints)", 0.5)
-        proof = prove(keys.proving_key, keys.r1cs, values, self.backend)
+        proof = self.proof_system.prove(RelationKey(keys.r1cs, keys.proving_key), public.field_elements(), values)
         t4 = time.perf_counter()
         bundle = self._bundle(certificate, keys, public.field_elements(), proof)
         try:  # never hand out a bundle whose readable fields a customer would refuse
