@@ -283,6 +283,7 @@ def test_audit_refuses_single_party_keys_and_a_missing_key(bank, ptau, ceremony,
 
 
 @pytest.mark.snarkjs
+@pytest.mark.slow  # two minutes; tests/test_zkey_mpc.py runs snarkjs zkey verify on a small ceremony by default
 def test_snarkjs_zkey_verify_accepts_the_buckets_key(bank, ptau, ceremony, proved):
     if find_snarkjs() is None:
         pytest.skip(missing_reason())
