@@ -339,7 +339,7 @@ def model_table(results: list[dict]) -> str:
             f"| {sm['below_projection']} | {fmt(sm['fast_over_reference_median'])} "
             f"| {fmt(sm['projection_over_reference_median'])} "
             f"| {fmt(ms['fast'], 3)} / {fmt(ms['exact'], 3)} / {fmt(ms['ref'], 3)} "
-            f"| {fmt(rg['fast'])} / {fmt(rg['exact'])} |")
+            f"| {fmt(rg['fast'], 1)} / {fmt(rg['exact'], 1)} |")
     return "\n".join(lines)
 
 
@@ -427,6 +427,79 @@ def anomaly_report(results: list[dict]) -> str:
     return "\n".join(lines) if lines else "none"
 
 
+# --------------------------------------------------------------------------- results file
+
+
+def compact_record(rec: dict) -> dict:
+    """A stored record: times rounded to 0.1 ms, radii to 10 significant digits (E and the reference floor
+    are exact integers); the integer query and the exact squared reference radius only for a record with an
+    anomaly (the others are reproduced from the model key and test_row)."""
+    out = {}
+    keep_all = bool(anomalies_of(rec))
+    for k, v in rec.items():
+        if k in ("query", "ref_radius_sq") and not keep_all:
+            continue
+        if isinstance(v, float):
+            v = round(v, 4) if k.endswith("_s") else float(f"{v:.10g}")
+        out[k] = v
+    return out
+
+
+def records_to_table(records: list[dict]) -> tuple[list[str], list[list]]:
+    """Records as columns and one row per query (a field a record lacks is null)."""
+    records = [compact_record(r) for r in records]
+    columns: list[str] = []
+    for r in records:
+        columns.extend(k for k in r if k not in columns)
+    return columns, [[r.get(k) for k in columns] for r in records]
+
+
+def table_to_records(columns: list[str], rows: list[list]) -> list[dict]:
+    return [{k: v for k, v in zip(columns, row) if v is not None} for row in rows]
+
+
+def load_store(path: Path) -> tuple[dict, list[str]]:
+    """The stored models (records rebuilt from their table) and the commands that produced them."""
+    if not path.exists():
+        return {}, []
+    try:
+        doc = json.loads(path.read_text())
+    except ValueError:
+        return {}, []
+    models = doc.get("models", {})
+    for res in models.values():
+        if "rows" in res:
+            res["records"] = table_to_records(res.pop("columns"), res.pop("rows"))
+    commands = doc.get("commands") or ([doc["command"]] if doc.get("command") else [])
+    return models, list(commands)
+
+
+def write_json(path: Path, doc: dict) -> None:
+    """Indented down to each model; one line per query."""
+    lines = ["{"]
+    for k, v in doc.items():
+        if k != "models":
+            lines.append(f" {json.dumps(k)}: {json.dumps(v, default=str)},")
+    lines.append(' "models": {')
+    keys = sorted(doc["models"])
+    for mi, key in enumerate(keys):
+        res = doc["models"][key]
+        lines.append(f"  {json.dumps(key)}: {{")
+        for k in res:
+            if k != "records":
+                lines.append(f"   {json.dumps(k)}: {json.dumps(res[k], default=str)},")
+        columns, rows = records_to_table(res["records"])
+        lines.append(f'   "columns": {json.dumps(columns)},')
+        lines.append('   "rows": [')
+        for ri, row in enumerate(rows):
+            lines.append("    " + json.dumps(row, default=str) + ("," if ri + 1 < len(rows) else ""))
+        lines.append("   ]")
+        lines.append("  }" + ("," if mi + 1 < len(keys) else ""))
+    lines.append(" }")
+    lines.append("}")
+    path.write_text("\n".join(lines) + "\n")
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -454,45 +527,51 @@ def main(argv=None) -> int:
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--jobs", type=int, default=1, help="models certified in parallel processes")
     ap.add_argument("--fresh", action="store_true", help="replace benchmarks/results/exact_radius.json")
+    ap.add_argument("--report-only", action="store_true",
+                    help="certify nothing: rebuild the tables, the JSON and the plots from the stored results")
     ap.add_argument("--source", default=None, help="what code is measured (default: the git commit, and any "
                                                      "uncommitted change to fairness/ and the references)")
     args = ap.parse_args(argv)
     models = parse_models(args.models)
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-    jobs = [(d, h, v, s, args.queries) for s in seeds for d, h in models for v in variants]
+    jobs = [] if args.report_only else [(d, h, v, s, args.queries) for s in seeds for d, h in models
+                                        for v in variants]
     source = args.source or source_description()
     log(f"{len(jobs)} models, {args.queries} queries each; code: {source}")
     t0 = time.perf_counter()
-    results = []
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    store, commands = ({}, []) if args.fresh else load_store(JSON_PATH)
+    if not args.report_only:
+        commands.append("benchmarks/exact_radius.py " + " ".join(sys.argv[1:] if argv is None else argv))
+
+    def document() -> dict:
+        everything = [store[k] for k in sorted(store)]
+        pairs_same = {f"{d}-{'x'.join(map(str, h))}-seed{s}": same_queries(f, u)
+                      for d, h, s, f, u in figure6_pairs(everything)}
+        return {"benchmark": "exact_radius", "eps_bits": 16, "commands": commands,
+                "figure6_same_queries": pairs_same, "models": store}
+
+    def finished(res: dict) -> None:
+        """Store each model as soon as it is done, so an interrupted run keeps what it measured."""
+        res["source"] = source
+        store[res["key"]] = res
+        write_json(JSON_PATH, document())
+
     if args.jobs > 1:
         with ProcessPoolExecutor(args.jobs) as pool:
-            results = list(pool.map(run_model, jobs))
+            for res in pool.map(run_model, jobs):
+                finished(res)
     else:
         for job in jobs:
             try:
-                results.append(run_model(job))
+                finished(run_model(job))
             except Exception:
                 log(f"model {job[:4]} failed:\n{traceback.format_exc()}")
                 raise
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    store = {}
-    if JSON_PATH.exists() and not args.fresh:
-        try:
-            store = json.loads(JSON_PATH.read_text()).get("models", {})
-        except (ValueError, AttributeError):
-            store = {}
-    for res in results:
-        res["source"] = source
-        store[res["key"]] = res
     everything = [store[k] for k in sorted(store)]
-    pairs_same = {f"{d}-{'x'.join(map(str, h))}-seed{s}": same_queries(f, u)
-                  for d, h, s, f, u in figure6_pairs(everything)}
-    doc = {"benchmark": "exact_radius", "eps_bits": 16,
-           "command": "benchmarks/exact_radius.py " + " ".join(sys.argv[1:] if argv is None else argv),
-           "figure6_same_queries": pairs_same,
-           "models": store}
-    JSON_PATH.write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    doc = document()
+    write_json(JSON_PATH, doc)
     pngs = plot_histograms(everything)
     print("## Exact radius against the reference\n")
     print(model_table(everything))
