@@ -5,7 +5,11 @@ import random
 from dataclasses import dataclass
 from functools import lru_cache
 
+import pytest
+
+from circuits.backends import get_backend
 from circuits.builder import ConstraintSystem
+from circuits.errors import CircuitError
 from fairness.certificate import Certificate, certify
 from fairness.checker import check_certificate
 from fairness.fixed_point import FixedPointModel, SensitiveDomain
@@ -102,3 +106,24 @@ def unsatisfied_labels(cs: ConstraintSystem) -> set[str]:
         if (a * b - cc) % R:
             bad.add(cs.constraint_label(i))
     return bad
+
+
+def rejected(c: Case, public=None, witness=None) -> set[str]:
+    """Build a forged witness non-strictly, assert the R1CS refuses it, and return the violated scopes."""
+    cs = build(c.shape, public or c.public, witness or c.witness, strict=False)
+    r1cs = cs.compile(wire_names=False)
+    assert not r1cs.is_satisfied(cs.witness())
+    return unsatisfied_labels(cs)
+
+
+def some(labels: set[str], fragment: str) -> bool:
+    return any(fragment in label for label in labels)
+
+
+@pytest.fixture(scope="module")
+def mcl():
+    """The mcl backend (statement proofs under Groth16), or a skip where it is unavailable."""
+    try:
+        return get_backend("mcl")
+    except CircuitError as exc:
+        pytest.skip(f"mcl backend unavailable: {exc}")

@@ -11,9 +11,7 @@ import dataclasses
 
 import pytest
 
-from circuits.backends import get_backend
 from circuits.builder import ConstraintSystem
-from circuits.errors import CircuitError
 from circuits.groth16.prove import prove
 from circuits.groth16.setup import setup
 from circuits.groth16.verify import verify
@@ -21,20 +19,9 @@ from fairness.covers import CoverKind
 from statement import Counterexample, build_statement
 from statement.adapter import statement_inputs
 from statement.witness import StatementWitnessError
-from statement_cases import CASES, SALT, build, case, exact_case, unsatisfied_labels
+from statement_cases import CASES, SALT, build, case, exact_case, mcl, rejected, some, unsatisfied_labels  # noqa: F401 (mcl: fixture)
 
 HONEST = ["two_layer", "two_layer_farkas", "one_layer", "capped", "three_class", "flip", "three_hidden", "far_class"]
-
-
-def rejected(c, public=None, witness=None) -> set[str]:
-    cs = build(c.shape, public or c.public, witness or c.witness, strict=False)
-    r1cs = cs.compile(wire_names=False)
-    assert not r1cs.is_satisfied(cs.witness())
-    return unsatisfied_labels(cs)
-
-
-def some(labels: set[str], fragment: str) -> bool:
-    return any(fragment in label for label in labels)
 
 
 def with_counterexample(c, **changes):
@@ -254,14 +241,6 @@ def test_exact_and_fast_shapes_have_different_keys():
 
 
 # ------------------------------------------------------------ under Groth16
-
-@pytest.fixture(scope="module")
-def mcl():
-    try:
-        return get_backend("mcl")
-    except CircuitError as exc:
-        pytest.skip(f"mcl backend unavailable: {exc}")
-
 
 def test_exact_statement_proof_verifies_and_binds_public_inputs(mcl):
     c = exact_case("three_class")

@@ -6,22 +6,12 @@ import dataclasses
 
 import pytest
 
-from circuits.backends import get_backend
 from circuits.builder import ConstraintSystem
-from circuits.errors import CircuitError
 from circuits.groth16.prove import prove
 from circuits.groth16.setup import setup
 from circuits.groth16.verify import verify
 from statement import build_statement
-from statement_cases import build, case
-
-
-@pytest.fixture(scope="module")
-def mcl():
-    try:
-        return get_backend("mcl")
-    except CircuitError as exc:
-        pytest.skip(f"mcl backend unavailable: {exc}")
+from statement_cases import build, case, mcl  # noqa: F401 (fixture)
 
 
 @pytest.mark.parametrize("name", ["three_class_neuron", pytest.param("flip", marks=pytest.mark.slow)])

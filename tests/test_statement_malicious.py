@@ -22,18 +22,7 @@ from fairness.codes import ActivationCode
 from fairness.regions import SliceGeometry, class_system, facet_system, free_part
 from statement import FarkasEntry
 from statement.adapter import bucket_sizes, model_commitment, statement_inputs
-from statement_cases import SALT, build, case, unsatisfied_labels
-
-
-def rejected(c, public=None, witness=None) -> set[str]:
-    cs = build(c.shape, public or c.public, witness or c.witness, strict=False)
-    r1cs = cs.compile(wire_names=False)
-    assert not r1cs.is_satisfied(cs.witness())
-    return unsatisfied_labels(cs)
-
-
-def some(labels: set[str], fragment: str) -> bool:
-    return any(fragment in label for label in labels)
+from statement_cases import SALT, build, case, rejected, some, unsatisfied_labels
 
 
 def replace_slice(witness, si, **changes):
