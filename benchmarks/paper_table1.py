@@ -211,6 +211,8 @@ def prove_phase(root: str, radius: str, indices: list[int], bucket_of: list[str]
     group by a fresh prover holding only that bucket's keys; loading them is not online time
     (Prover.prove times around it), and the certifier is opened before the first timed query."""
     from circuits.backends import get_backend
+    from circuits.errors import CircuitError
+    from fairness.errors import CertificationError
     from fairness.fixed_point import quantise_query
     from offline_precompute.certify import test_inputs
     from offline_precompute.db import open_database, resolve_store_url
@@ -226,6 +228,7 @@ def prove_phase(root: str, radius: str, indices: list[int], bucket_of: list[str]
     backend = get_backend()
     db = open_database(resolve_store_url(None, root))
     order, online, certifies, proves, witnesses, constraints, verify_ms, statuses = [], [], [], [], [], [], [], {}
+    failed: list[dict] = []
     valid = eps_equal = labelled_exact = 0
     snark_ok = snark_checked = snark_tamper_refused = 0
     try:
@@ -236,7 +239,12 @@ def prove_phase(root: str, radius: str, indices: list[int], bucket_of: list[str]
                 current = bucket_of[j]
                 prover = Prover(workspace, db, backend, radius=radius)  # keys were set up offline
                 prover.certifier  # noqa: B018
-            result = prover.prove(queries[j])
+            try:
+                result = prover.prove(queries[j])
+            except (CertificationError, CircuitError) as exc:  # reported with the customer, never dropped
+                failed.append({"index": indices[j], "bucket": bucket_of[j], "error": f"{type(exc).__name__}: {exc}"})
+                log(f"  {name} [{radius}]: customer {indices[j]}: NOT PROVED: {type(exc).__name__}: {exc}")
+                continue
             bundle = result.bundle
             order.append(j)
             online.append(result.timings.online)
@@ -267,7 +275,7 @@ def prove_phase(root: str, radius: str, indices: list[int], bucket_of: list[str]
                 f"{'VALID' if verdict else 'INVALID: ' + '; '.join(verdict.reasons)}")
     finally:
         db.dispose()
-    return {"order": order, "online": online, "certify": certifies, "prove": proves, "witness": witnesses, "constraints": constraints,
+    return {"order": order, "failed": failed, "online": online, "certify": certifies, "prove": proves, "witness": witnesses, "constraints": constraints,
             "verify_ms": verify_ms, "statuses": statuses, "valid": valid, "eps_equal_plaintext": eps_equal,
             "labelled_exact": labelled_exact, "snarkjs_checked": snark_checked, "snarkjs_ok": snark_ok,
             "snarkjs_tampered_refused": snark_tamper_refused, "peak_rss_mib": peak_rss_mib()}
@@ -303,12 +311,13 @@ def summarize(model: dict, radius: str, setup: dict, rounds: list[dict], loads: 
         "max_constraints": max_constraints, "plaintext_exact": sum(setup["plaintext_exact"]), "proof_bytes": 128,
         "peak_rss_setup_mib": setup["peak_rss_mib"], "peak_rss_prove_mib": max(r["peak_rss_mib"] for r in rounds),
         "loadavg": loads,
+        "not_proved": first["failed"],  # certified and checked in plaintext, but the statement refused the witness
         # every round must verify every bundle with the plaintext eps (and, in exact mode, as exact)
         "valid": min(r["valid"] for r in rounds), "eps_equal_plaintext": min(r["eps_equal_plaintext"] for r in rounds),
         "labelled_exact": min(r["labelled_exact"] for r in rounds), "statuses": first["statuses"],
         **{k: first[k] for k in ("snarkjs_checked", "snarkjs_ok", "snarkjs_tampered_refused")},
     }
-    if n:
+    if first["order"]:
         online, prove = by_customer(rounds, "online"), by_customer(rounds, "prove")
         verify_ms, constraints = by_customer(rounds, "verify_ms"), by_customer(rounds, "constraints")
         row.update({
@@ -382,7 +391,7 @@ def print_table(rows: list[dict]) -> None:
             paper = f"{m['paper_online_s']:.0f}s" if "paper_online_s" in m else "-"
             cons = f"{int(m['constraints_median'])} ({m['constraints_max']})"
             peak = f"{m['peak_rss_setup_mib']:.0f}/{m['peak_rss_prove_mib']:.0f}"
-            print(f"{r['model']:<22} {radius:<6} {m['queries']:>6} {m['online_median_s']:>9.2f}s "
+            print(f"{r['model']:<22} {radius:<6} {len(m['online_s']):>6} {m['online_median_s']:>9.2f}s "
                   f"{m['online_mean_s']:>6.2f} {m['prove_median_s']:>8.2f}s {paper:>6} {cons:>21} {setup:>11.1f}s "
                   f"{peak:>20} {m['proof_bytes']:>5}B {m['verify_median_ms']:>9.1f} "
                   f"{m['eps_equal_plaintext']:>4}/{m['queries']:<4} {m['labelled_exact']:>5} "
@@ -438,6 +447,9 @@ def main() -> int:
                 log(f"{r['model']} [{radius}]: {len(m['beyond_cap'])} customers beyond the {m['max_constraints']}-"
                     "constraint cap: " + ", ".join(f"#{c['index']} {c['bucket']} ~{c['estimated_constraints']}"
                                                   for c in m["beyond_cap"]))
+            if m.get("not_proved"):
+                log(f"{r['model']} [{radius}]: {len(m['not_proved'])} certified customers whose witness the statement "
+                    "refused: " + "; ".join(f"#{c['index']} {c['bucket']}: {c['error']}" for c in m["not_proved"]))
             if m.get("not_exact"):
                 log(f"{r['model']} [{radius}]: {len(m['not_exact'])} customers without an exact certificate: "
                     + ", ".join(f"#{c['index']}" for c in m["not_exact"]))
