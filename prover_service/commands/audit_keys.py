@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     for r in results:
         who = ", ".join(f"{c.name or 'anonymous'} ({c.hash[:16]}...)" for c in r.contributors)
         verdict = f"OK  {who}" if r.ok else f"FAILED: {r.reason}"
-        print(f"  {r.bucket:<12} {r.n_constraints:>9} constraints  {r.seconds:7.1f} s  {verdict}")
+        print(f"  {r.bucket:<16} {r.n_constraints:>9} constraints  {r.seconds:7.1f} s  {verdict}")
     failed = [r for r in results if not r.ok]
     print("every bucket's key is the statement's" if not failed else f"{len(failed)} bucket(s) FAILED")
     return 1 if failed else 0
