@@ -129,6 +129,62 @@ def bucket_sizes(cert: Certificate) -> tuple[int, int]:
     return bucket_level(k), bucket_level(f)
 
 
+def _entry_caps(e: FarkasEntry, shape: StatementShape) -> list[int]:
+    """Bit caps of an exact statement's pool entry: each multiplier, mu, then each box multiplier."""
+    H = shape.n_hidden
+    lam_bits = list(shape.lambda_bits)
+    mu_bits = lam_bits[e.row] if e.row < H else shape.farkas_bits + 1
+    return lam_bits + [mu_bits] + [widths(shape).nu_bits] * len(e.box or ())
+
+
+def _widened(e: FarkasEntry, shape: StatementShape) -> FarkasEntry:
+    """A separation entry with every multiplier times 2^m, m as large as the widths allow.
+
+    Scaling multiplies h(u*) and r' by 2^m, so the distance it proves is the same;
+    but the exact statement compares truncated values (`statement.farkas`), and
+    those keep the most bits when h and r' are as wide as their caps permit."""
+    if e.box is None:
+        return e  # emptiness: r' = 0, nothing is truncated that matters
+    values = [*e.lambdas, e.mu, *e.box]
+    room = [cap - abs(v).bit_length() for v, cap in zip(values, _entry_caps(e, shape)) if v]
+    m = min(room, default=0)
+    if m <= 0:
+        return e
+    return FarkasEntry(e.code, e.row, tuple(v << m for v in e.lambdas), e.mu << m, tuple(v << m for v in e.box))
+
+
+def _check_truncated_separation(e: FarkasEntry | None, geometry: SliceGeometry, shape: StatementShape, y: int,
+                                u, eps: int, si: int) -> None:
+    """Refuse, with a typed error, a separation entry the exact statement's truncated comparison
+    would not accept (the circuit checks H^2 2^(2t) >= E^2 2^(2s) N, `statement.farkas`)."""
+    from fairness import farkas as fk
+    from fairness.codes import ActivationCode
+    from fairness.farkas import FarkasCertificate
+    from fairness.regions import class_system, facet_system, free_box
+
+    if e is None or e.box is None:
+        return
+    H = shape.n_hidden
+    region = geometry.region(ActivationCode.from_bits(e.code, shape.hidden_sizes))
+    if e.row < H:
+        rows, extra, _ = facet_system(region, e.row)
+    elif e.row < shape.n_rows:
+        o = e.row - H
+        rows, extra, _ = class_system(region, y, o if o < y else o + 1)
+    else:
+        rows, extra = region.rows(), fk.no_row(shape.n_free)
+    out = fk.separation(rows, extra, free_box(geometry.model), FarkasCertificate(e.lambdas, e.mu, e.box), u)
+    if out is None:
+        raise StatementWitnessError(f"slice {si}: a malformed separation entry")
+    h, r2 = out
+    k = widths(shape).separation_shift
+    high = max(h, 0) >> k
+    n_high = -(-sum(v * v for v in r2) >> (2 * k))
+    if not (h > 0 and (high * high) << (2 * shape.eps_bits) >= (eps * eps * n_high) << (2 * shape.scale_bits)):
+        raise StatementWitnessError(f"slice {si}: a separation certificate of row {e.row} proves eps only before "
+                                    "the exact statement's truncation; it needs wider multipliers")
+
+
 def model_commitment(model: FixedPointModel, salt: int, shape: StatementShape) -> int:
     return commit(salt, model.net.weights, model.net.biases, shape)
 
@@ -221,6 +277,11 @@ def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate,
                                             f"bits ({', '.join(map(str, sorted(set(lam_bits))))})")
             if e.box is not None and any(abs(v) >= nu_limit for v in e.box):
                 raise StatementWitnessError(f"slice {si}: a box multiplier exceeds the shape's bound")
+        if shape.exact:
+            geometry = SliceGeometry(model, shape.slices[si])
+            pool = [_widened(e, shape) for e in pool]
+            for e in pool:
+                _check_truncated_separation(e, geometry, shape, y, u, cert.eps, si)
         start = SliceGeometry(model, shape.slices[si]).code_of(u).bit_ints
         if codes[0] != start:
             raise StatementWitnessError(f"slice {si}: the first region of the certificate is not the query's region")

@@ -16,7 +16,7 @@ from circuits.groth16.prove import prove
 from circuits.groth16.setup import setup
 from circuits.groth16.verify import verify
 from fairness.covers import CoverKind
-from statement import Counterexample, build_statement
+from statement import Counterexample, FarkasEntry, build_statement
 from statement.adapter import statement_inputs
 from statement.witness import StatementWitnessError
 from statement_cases import CASES, SALT, build, case, exact_case, mcl, rejected, some, unsatisfied_labels  # noqa: F401 (mcl: fixture)
@@ -271,3 +271,20 @@ def test_fast_neuron_entry_multipliers_stay_narrow():
     scaled = dataclasses.replace(e, lambdas=tuple(v << k for v in e.lambdas), mu=e.mu << k)
     labels = rejected(c, witness=_replace_entry(c, si, fi, scaled))
     assert some(labels, f"farkas{fi}") and not some(labels, "farkas_check")
+
+
+def test_separation_entries_are_widened_to_their_caps_without_changing_what_they_prove():
+    """The exact statement truncates h and ||r'||^2: the adapter scales every separation entry by the
+    largest power of two its widths allow, which keeps the proved distance and the most bits."""
+    from statement.adapter import _entry_caps, _widened
+
+    c = _with_far_class()
+    entries = [e for sw in c.witness.slices for e in sw.farkas if e is not None and e.box is not None]
+    assert entries
+    for e in entries:
+        values = [*e.lambdas, e.mu, *e.box]
+        assert min(cap - abs(v).bit_length() for v, cap in zip(values, _entry_caps(e, c.shape)) if v) == 0
+        j = min((abs(v) & -abs(v)).bit_length() - 1 for v in values if v)  # common power of two
+        assert j > 0  # the certifier's multipliers were widened
+        smaller = FarkasEntry(e.code, e.row, tuple(v >> j for v in e.lambdas), e.mu >> j, tuple(v >> j for v in e.box))
+        assert _widened(smaller, c.shape) == e
