@@ -6,6 +6,9 @@ FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /app
 COPY pyproject.toml README.md ./
+# Dependencies exactly as locked, each file checked against its hash; then the project itself.
+COPY requirements/prover.lock.txt requirements/
+RUN pip install --no-cache-dir --require-hashes -r requirements/prover.lock.txt
 COPY circuits circuits
 COPY commitments commitments
 COPY fairness fairness
@@ -14,7 +17,20 @@ COPY prover_service prover_service
 COPY statement statement
 COPY transparency transparency
 COPY verifier_client verifier_client
-RUN pip install --no-cache-dir ".[prover]"
+RUN pip install --no-cache-dir --no-deps ".[prover]"
+
+# The native Fr NTT is compiled now, with a compiler that does not stay in the image, and is then
+# required: an image whose kernels cannot load refuses to prove instead of silently using numpy.
+ENV FAIRPROOF_NATIVE_DIR=/opt/fairproof/native
+RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
+ && FAIRPROOF_NATIVE_NTT=required python -c "from circuits.backends.native.kernels import load; load()" \
+ && apt-get purge -y gcc libc6-dev && apt-get autoremove -y && rm -rf /var/lib/apt/lists/*
+ENV FAIRPROOF_NATIVE_NTT=required
+
+# The service runs as an unprivileged user; mounted model and key directories must be readable by it
+# (and writable for workers, which set up keys and publish cards).
+RUN useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin fairproof
+USER fairproof
 
 # The mcl wheel writes its shared library to the temp directory at import:
 # it must be writable and allow execution.

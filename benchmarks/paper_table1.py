@@ -21,7 +21,7 @@ the smallest over the rounds, so that load coming and going on the machine
 does not fall on one mode only. ezkl's inference-only proof is measured when the
 `ezkl` package is importable (it is not a dependency).
 
-    .venv/bin/python benchmarks/paper_table1.py [--models german:4x2,adult:8x2] [--variants fair,unfair]
+    .venv/bin/python benchmarks/paper_table1.py [--models german:4x2,adult:8x2] [--variants fair,unfair] [--imported DIR]
                                                 [--radius fast,exact] [--queries 20] [--rounds 1]
                                                 [--snarkjs-sample 2] [--workdir DIR] [--max-constraints N]
 
@@ -110,20 +110,26 @@ def constraint_model(prover) -> tuple[int, int, int]:
 
 
 # ---------------------------------------------------------------------------- the committed model
-def prepare_model(dataset: str, hidden: tuple[int, ...], variant: str, workdir: Path) -> dict:
-    """Train or load, commit and precompute the model once: the template every radius mode copies."""
-    from fairness.model import save_artifact
+def prepare_model(dataset: str, hidden: tuple[int, ...], variant: str, workdir: Path,
+                  imported: Path | None = None) -> dict:
+    """Train or load (or take an imported artifact), commit and precompute the model once: the template
+    every radius mode copies. An imported model's customers are the rows of the CSV it was checked on."""
+    from fairness.model import load_artifact, save_artifact
     from fairness.training import load_or_train
     from offline_precompute.db import open_database, resolve_store_url
     from offline_precompute.enumerate import precompute
     from prover_service.publishing import commit_model
     from prover_service.workspace import ModelWorkspace
 
-    name = f"{dataset}-{'x'.join(map(str, hidden))}-{variant}"
+    if imported is not None:
+        artifact = load_artifact(imported)
+        name, dataset, hidden, variant = f"{imported.name}-imported", artifact.dataset, artifact.hidden_sizes, "imported"
+    else:
+        artifact = load_or_train(dataset, hidden, variant)
+        name = f"{dataset}-{'x'.join(map(str, hidden))}-{variant}"
     root = workdir / name
     if root.exists():
         shutil.rmtree(root)
-    artifact = load_or_train(dataset, hidden, variant)
     save_artifact(artifact, root)
     workspace = ModelWorkspace.open(root)
     commit_model(workspace, model_id=name)
@@ -340,10 +346,11 @@ def summarize(model: dict, radius: str, setup: dict, rounds: list[dict], loads: 
 
 
 def bench_model(dataset: str, hidden: tuple[int, ...], variant: str, radii: list[str], n_queries: int,
-                n_snarkjs: int, workdir: Path, max_constraints: int | None = None, n_rounds: int = 1) -> dict:
+                n_snarkjs: int, workdir: Path, max_constraints: int | None = None, n_rounds: int = 1,
+                imported: Path | None = None) -> dict:
     """Setups of every mode first, then `n_rounds` rounds of proving, the modes alternating in order
     (fast, exact, then exact, fast, ...): load that comes and goes on the machine falls on both."""
-    model = prepare_model(dataset, hidden, variant, workdir)
+    model = prepare_model(dataset, hidden, variant, workdir, imported)
     row = {k: model[k] for k in ("model", "dataset", "hidden", "variant", "precompute_s", "regions")}
     setups, rounds, loads = {}, {r: [] for r in radii}, {r: [] for r in radii}
     for radius in radii:
@@ -435,6 +442,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=1,
                         help="proving rounds per mode, the modes alternating; each customer's time is its smallest "
                              "over the rounds (default 1)")
+    parser.add_argument("--imported", default="", metavar="DIR[,DIR]",
+                        help="also (or, with --models '', only) measure models imported with `fairproof import-model "
+                             "--schema --check`: their customers are the rows of the CSV they were checked on")
     parser.add_argument("--out", default=str(RESULTS / "paper_table1.json"), help="results JSON")
     args = parser.parse_args()
     radii = [r.strip() for r in args.radius.split(",") if r.strip()]
@@ -444,16 +454,24 @@ def main() -> int:
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="fairproof-table1-"))
     out = Path(args.out)
     rows = []
-    for item in args.models.split(","):
+
+    def save(row: dict) -> None:
+        rows.append(row)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({"radius_modes": radii, "queries": args.queries, "rounds": args.rounds,
+                                   "rows": rows}, indent=1))
+
+    for directory in filter(None, (d.strip() for d in args.imported.split(","))):
+        log(f"== imported {directory}")
+        save(bench_model("", (), "imported", radii, args.queries, args.snarkjs_sample, workdir,
+                         args.max_constraints, args.rounds, imported=Path(directory)))
+    for item in filter(None, (m.strip() for m in args.models.split(","))):
         dataset, _, shape = item.strip().partition(":")
         hidden = tuple(int(h) for h in shape.split("x"))
         for variant in args.variants.split(","):
             log(f"== {dataset} {hidden} {variant}")
-            rows.append(bench_model(dataset, hidden, variant, radii, args.queries, args.snarkjs_sample, workdir,
-                                    args.max_constraints, args.rounds))
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(json.dumps({"radius_modes": radii, "queries": args.queries, "rounds": args.rounds,
-                                       "rows": rows}, indent=1))
+            save(bench_model(dataset, hidden, variant, radii, args.queries, args.snarkjs_sample, workdir,
+                             args.max_constraints, args.rounds))
     print_table(rows)
     log(f"results: {out}; artifacts: {workdir}")
     for r in rows:

@@ -223,7 +223,7 @@ def direct_baseline(models: Path, records: list[dict], warmup: list[dict]) -> di
     with open_prover(models) as prover:
         log(f"direct: warming up ({len(warmup)} proofs, every published bucket's keys loaded)")
         for bucket in prover.card.circuits:
-            prover.keys(prover.shape_for(bucket.shape["region_slots"], bucket.shape["farkas_slots"]))
+            prover.keys(prover.shape_for(bucket.shape.region_slots, bucket.shape.farkas_slots, bucket.shape.radius))
         for rec in warmup:
             prover.prove(_query(prover, rec))
         queries = [_query(prover, rec) for rec in records]
@@ -253,7 +253,7 @@ def _parallel_share(models: str, records: list[dict], warmup: list[dict], barrie
     """One process of the parallel baseline: warm up, wait for the others, prove its share."""
     with open_prover(Path(models)) as prover:
         for bucket in prover.card.circuits:
-            prover.keys(prover.shape_for(bucket.shape["region_slots"], bucket.shape["farkas_slots"]))
+            prover.keys(prover.shape_for(bucket.shape.region_slots, bucket.shape.farkas_slots, bucket.shape.radius))
         for rec in warmup:
             prover.prove(_query(prover, rec))
         queries = [_query(prover, rec) for rec in records]
@@ -322,7 +322,7 @@ async def _customer(client, url: str, model_id: str, record: dict, burst: Burst,
                 await asyncio.sleep(poll)
                 t = time.perf_counter()
                 step = "GET job"
-                r = await client.get(f"{url}{accepted['job_url']}")
+                r = await client.get(f"{url}{accepted['job_url']}", headers={"X-Job-Token": accepted["job_token"]})
                 burst.get_job_seconds.append(time.perf_counter() - t)
                 if r.status_code != 200:
                     burst.errors.append(f"GET job: HTTP {r.status_code}: {r.text[:200]}")
@@ -340,7 +340,7 @@ async def _customer(client, url: str, model_id: str, record: dict, burst: Burst,
             burst.ready_at.append(ready)
             burst.latency.append(ready - t0)
             step = "GET certificate"
-            r = await client.get(f"{url}{job['certificate_url']}")
+            r = await client.get(f"{url}{job['certificate_url']}", headers={"X-Job-Token": accepted["job_token"]})
             if r.status_code != 200:
                 burst.errors.append(f"GET certificate: HTTP {r.status_code}: {r.text[:200]}")
                 return

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 API_PREFIX = "/v1"
 
 JobStatus = Literal["queued", "running", "succeeded", "failed"]
-JobKind = Literal["certificate", "precompute"]
+JobKind = Literal["certificate", "precompute", "key_setup"]
 FINISHED: frozenset[str] = frozenset({"succeeded", "failed"})
 
 # A customer record: raw attribute name -> raw value (number or category label).
@@ -62,6 +62,10 @@ class DecisionRequest(_Message):
     )
 
 
+# The header that carries a job's capability token (returned once, in DecisionAccepted.job_token).
+JOB_TOKEN_HEADER = "X-Job-Token"
+
+
 class DecisionAccepted(_Message):
     job_id: str
     model_id: str
@@ -70,6 +74,9 @@ class DecisionAccepted(_Message):
     status: JobStatus
     job_url: str
     certificate_url: str | None = None  # set once the certificate exists
+    # Reads the job and its certificate (header X-Job-Token): they hold the customer's encoded record,
+    # so the job's id alone does not. Shown only here, to whoever submitted the record.
+    job_token: str
 
 
 class JobView(_Message):

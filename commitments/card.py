@@ -27,6 +27,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
+from fairness.schema import FeatureSchema, SensitiveAttribute
+
 from .bundle import G1Json, G2Json
 from .canonical import FrDecimal, Sha256Hex, hex_string
 
@@ -192,6 +194,11 @@ class ModelCard(_Frozen):
     dataset: str
     feature_names: tuple[str, ...]
     features: tuple[FeatureEncoding, ...] = ()
+    # An imported model's own schema (then `features` is empty): the record format, the raw domain and the
+    # labels a verifier prints, each bound below to the box, sensitive codes and classes the proof uses.
+    feature_schema: FeatureSchema | None = None
+    # How an imported network was checked against the bank's own decisions (the bank's statement, not proved).
+    import_check: str | None = None
     sensitive: tuple[SensitiveFeatureCard, ...]
     architecture: ArchitectureCard
     scale_bits: int = Field(ge=0, le=64)
@@ -214,6 +221,8 @@ class ModelCard(_Frozen):
         columns = [f.column for f in self.sensitive]
         if len(set(columns)) != len(columns) or any(c >= n for c in columns):
             raise ValueError("sensitive columns must be distinct input indices")
+        if self.feature_schema is not None:
+            self._schema_binds_statement(self.feature_schema)
         buckets = [c.bucket for c in self.circuits]
         if len(set(buckets)) != len(buckets):
             raise ValueError("circuit bucket names must be unique")
@@ -227,8 +236,28 @@ class ModelCard(_Frozen):
                 raise ValueError(f"two circuit buckets share one {what}: each bucket's statement has its own")
         return self
 
+    def _schema_binds_statement(self, schema: FeatureSchema) -> None:
+        """Everything the schema says must be what the proof is about: the same inputs, the domain box
+        (rounded outward at the card's scale), the sensitive columns, codes and labels, and the classes."""
+        if self.features:
+            raise ValueError("a card publishes its preprocessing either as feature encodings or as a schema, not both")
+        if schema.feature_names != self.feature_names:
+            raise ValueError("the feature schema's model inputs differ from the card's feature names")
+        if schema.class_labels != self.architecture.class_labels:
+            raise ValueError("the feature schema's classes differ from the card's class labels")
+        if schema.quantised_box(self.scale_bits) != (self.box_lower, self.box_upper):
+            raise ValueError("the domain box differs from the feature schema's raw domain at the card's scale")
+        expected = [(f.name, column, tuple(c << self.scale_bits for c in f.value_codes), f.value_labels)
+                    for f, column in schema.sensitive_columns()]
+        published = [(f.name, f.column, f.values, f.labels) for f in self.sensitive]
+        if expected != published:
+            raise ValueError("the sensitive attributes differ from the feature schema's (name, column, codes, labels)")
+
     def canonical_json(self) -> str:
-        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        # A card without a schema keeps the form (and digest) it had before schemas existed.
+        absent = {name for name in ("feature_schema", "import_check") if getattr(self, name) is None}
+        data = self.model_dump(mode="json", exclude=absent or None)
+        return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
     def digest(self) -> str:
         """SHA-256 of the canonical JSON of the whole card, circuit buckets included.

@@ -163,11 +163,12 @@ def contradiction(bundle: CertificateBundle, claims: Claims) -> str | None:
     return None
 
 
-def bundle_claims(bundle: CertificateBundle, card: ModelCard) -> Claims:
-    """Claims of a bundle under `card`, refusing (ClaimError) any field that contradicts them."""
+def bundle_claims(bundle: CertificateBundle, card: ModelCard, card_digest: str | None = None) -> Claims:
+    """Claims of a bundle under `card`, refusing (ClaimError) any field that contradicts them.
+    `card_digest`: card.digest(), for a caller that already has it (it is computed otherwise)."""
     if bundle.model_id != card.model_id:
         raise ClaimError(f"bundle is for model {bundle.model_id!r}, the card is for {card.model_id!r}")
-    if bundle.card_digest != card.digest():
+    if bundle.card_digest != (card.digest() if card_digest is None else card_digest):
         raise ClaimError("bundle was issued under another model card (card digest differs from the card's)")
     try:
         bucket = card.bucket(bundle.bucket)

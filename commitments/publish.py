@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from fairness.fixed_point import FixedPointModel
 from fairness.model import ModelArtifact
+from fairness.schema import FeatureSchema
 from statement import COMMITMENT_SCHEME, StatementShape
 from statement.adapter import model_commitment, statement_shape
 
@@ -22,8 +23,10 @@ def model_shape(model: FixedPointModel, eps_bits: int) -> StatementShape:
 
 
 def feature_encodings(artifact: ModelArtifact) -> tuple[FeatureEncoding, ...]:
-    """Public preprocessing, so a customer can map their record to the query."""
+    """Public preprocessing of a shipped dataset's model, so a customer can map their record to the query."""
     pre = artifact.preprocessor
+    if isinstance(pre, FeatureSchema):
+        return ()  # the card publishes the schema itself
     return tuple(
         FeatureEncoding(
             name=name,
@@ -36,6 +39,21 @@ def feature_encodings(artifact: ModelArtifact) -> tuple[FeatureEncoding, ...]:
     )
 
 
+def import_note(artifact: ModelArtifact) -> str | None:
+    """What the card says of how an imported network was checked (None for a network trained here)."""
+    check = (artifact.training or {}).get("import_check")
+    if check is None:
+        return None
+    if not isinstance(check, dict):
+        return "imported without a decision check: its decisions were not compared with the bank's own"
+    text = (f"imported from {artifact.training.get('format', '?')}; decisions compared with the bank's own on "
+            f"{check['rows']} rows (data sha256 {check['data_sha256']}, runtime {check['runtime']}): "
+            f"{check['agree']} agree")
+    if check.get("near_ties"):
+        text += f", {check['near_ties']} differ only at a near tie (logit margin <= {check['tie_tolerance']:g}), accepted"
+    return text
+
+
 def build_card(model_id: str, artifact: ModelArtifact, model: FixedPointModel, salt: int, *,
                eps_bits: int, description: str = "") -> ModelCard:
     commitment = model_commitment(model, salt, model_shape(model, eps_bits))
@@ -45,6 +63,8 @@ def build_card(model_id: str, artifact: ModelArtifact, model: FixedPointModel, s
         dataset=artifact.dataset,
         feature_names=tuple(artifact.feature_names),
         features=feature_encodings(artifact),
+        feature_schema=artifact.preprocessor if isinstance(artifact.preprocessor, FeatureSchema) else None,
+        import_check=import_note(artifact),
         sensitive=tuple(
             SensitiveFeatureCard(name=f.name, column=f.column, values=f.values, labels=f.labels)
             for f in model.sensitive

@@ -20,39 +20,18 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from fairness.schema import (InvalidValueError, MissingFieldError, NonFiniteValueError, OutOfBoxError, RecordError,
+                             UnknownCategoryError, UnknownFieldError)
+
 from .card import FeatureEncoding, ModelCard
+
+__all__ = ["RecordError", "MissingFieldError", "UnknownFieldError", "InvalidValueError", "UnknownCategoryError",
+           "NonFiniteValueError", "OutOfBoxError", "CardPreprocessingError", "encode_record", "standardise_record",
+           "describe_query"]
 
 NUMERIC = "numeric"
 CATEGORICAL = "categorical"
 SENSITIVE = "sensitive"  # categorical, kept as its raw code (mean 0, std 1 on the card)
-
-
-class RecordError(ValueError):
-    """The record cannot be turned into a query of this model."""
-
-
-class MissingFieldError(RecordError):
-    pass
-
-
-class UnknownFieldError(RecordError):
-    pass
-
-
-class InvalidValueError(RecordError):
-    """A value of the wrong type, or text that is not a number."""
-
-
-class UnknownCategoryError(RecordError):
-    pass
-
-
-class NonFiniteValueError(RecordError):
-    pass
-
-
-class OutOfBoxError(RecordError):
-    """A feature outside the model's public input box, or a sensitive value outside its domain."""
 
 
 class CardPreprocessingError(RecordError):
@@ -69,12 +48,19 @@ def encode_record(card: ModelCard, record: Mapping[str, Any]) -> tuple[int, ...]
     """
     scaled = standardise_record(card, record)
     query = tuple(_round_half_up(v, card.scale_bits) for v in scaled)
+    if card.feature_schema is not None:
+        # The schema checked the raw domain; the card binds that domain to its box. Belt and braces:
+        if not all(lo <= v <= hi for v, lo, hi in zip(query, card.box_lower, card.box_upper)):
+            raise CardPreprocessingError("the record lies in the schema's domain but outside the card's box")
+        return query
     _check_box(card, card.features, record, query)
     return query
 
 
 def standardise_record(card: ModelCard, record: Mapping[str, Any]) -> tuple[float, ...]:
     """The record as model inputs before quantisation: the doubles the bank's preprocessor gives."""
+    if card.feature_schema is not None:
+        return card.feature_schema.encode(record)
     features = _checked_features(card)
     if not isinstance(record, Mapping):
         raise InvalidValueError(f"a record must map feature names to values, got {type(record).__name__}")
@@ -191,6 +177,8 @@ def describe_query(card: ModelCard, query: tuple[int, ...]) -> list[tuple[str, s
     rounds to 2^-scale_bits standardised units, std * 2^-scale_bits raw
     units); categories are named when the value is exactly one.
     """
+    if card.feature_schema is not None:
+        return card.feature_schema.describe(query, card.scale_bits)
     unit = 1 << card.scale_bits
     features = card.features or tuple(FeatureEncoding(name=n, kind=NUMERIC) for n in card.feature_names)
     out = []

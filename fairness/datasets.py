@@ -306,6 +306,45 @@ class Dataset:
         return lower, upper
 
 
+def dataset_schema(dataset: Dataset, margin: float = DEFAULT_BOX_MARGIN) -> Any:
+    """The shipped preprocessing of `dataset` as a feature schema (`fairness.schema.FeatureSchema`).
+
+    Encodings are the loader's exactly (label codes, the training split's means
+    and standard deviations, sensitive codes kept), so a record encodes to the
+    same doubles either way. The numeric domain is the training range widened
+    by `margin` standard deviations, as the shipped box; categories range over
+    their codes (the shipped box also widens those, though no record reaches
+    the widening).
+    """
+    from fairness.schema import FeatureSchema
+
+    pre = dataset.preprocessor
+    raw_min = np.asarray(pre.means) + np.asarray(pre.stds) * dataset.X_train.min(axis=0)
+    raw_max = np.asarray(pre.means) + np.asarray(pre.stds) * dataset.X_train.max(axis=0)
+    features: list[dict[str, Any]] = []
+    for i, (name, kind) in enumerate(zip(pre.feature_names, pre.kinds)):
+        if name in pre.sensitive:
+            labels = pre.category_labels.get(name)
+            features.append({"name": name, "kind": "sensitive", "values": list(pre.categories[name]),
+                             **({"labels": list(labels)} if labels else {})})
+        elif kind == CATEGORICAL:
+            labels = pre.category_labels.get(name)
+            features.append({"name": name, "kind": "categorical", "encoding": "ordinal",
+                             "categories": list(pre.categories[name]), "mean": pre.means[i], "std": pre.stds[i],
+                             **({"labels": list(labels)} if labels else {})})
+        else:
+            features.append({"name": name, "kind": "numeric", "mean": pre.means[i], "std": pre.stds[i],
+                             "min": float(raw_min[i] - margin * pre.stds[i]),
+                             "max": float(raw_max[i] + margin * pre.stds[i])})
+    label_values = [str(k) for k in range(dataset.n_classes)]
+    return FeatureSchema.model_validate({
+        "name": dataset.name,
+        "description": f"the shipped {dataset.name} preprocessing (split seed {dataset.split_seed})",
+        "features": features,
+        "label": {"column": "label", "values": label_values, "labels": list(dataset.class_labels)},
+    })
+
+
 # --------------------------------------------------------------------------- raw tables
 
 

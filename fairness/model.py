@@ -24,6 +24,7 @@ import numpy as np
 
 from fairness.datasets import Preprocessor, SensitiveFeature
 from fairness.errors import DataError, ModelError
+from fairness.schema import FeatureSchema
 
 ARTIFACT_FORMAT = "fairproof-model/1"
 MODEL_JSON = "model.json"
@@ -123,7 +124,7 @@ class ModelArtifact:
     feature_names: tuple[str, ...]
     sensitive: tuple[SensitiveFeature, ...]
     class_labels: tuple[str, ...]
-    preprocessor: Preprocessor
+    preprocessor: Preprocessor | FeatureSchema  # a shipped dataset's, or the bank's own schema
     box_lower: tuple[float, ...]
     box_upper: tuple[float, ...]
     training: Mapping[str, Any] = field(default_factory=dict)
@@ -171,7 +172,8 @@ class ModelArtifact:
             "hidden_sizes": list(self.hidden_sizes),
             "n_classes": self.n_classes,
             "class_labels": list(self.class_labels),
-            "preprocessing": self.preprocessor.to_dict(),
+            **({"schema": self.preprocessor.model_dump(mode="json")} if isinstance(self.preprocessor, FeatureSchema)
+               else {"preprocessing": self.preprocessor.to_dict()}),
             "domain_box": {"lower": list(self.box_lower), "upper": list(self.box_upper)},
             "training": dict(self.training),
             "seed": self.seed,
@@ -195,6 +197,26 @@ def artifact_from_dataset(model: FloatMLP, dataset: Any, *, box_margin: float | 
         class_labels=tuple(dataset.class_labels), preprocessor=dataset.preprocessor,
         box_lower=tuple(float(v) for v in lower), box_upper=tuple(float(v) for v in upper),
         training=train_info, seed=seed, test_accuracy=model.accuracy(dataset.X_test, dataset.y_test),
+    )
+
+
+def artifact_from_schema(model: FloatMLP, schema: FeatureSchema, *, X_test: Any = None, y_test: Any = None,
+                         training: Mapping[str, Any] | None = None) -> ModelArtifact:
+    """Bundle a model with the bank's own feature schema: its inputs, sensitive codes, classes and raw domain box."""
+    if model.n_inputs != schema.n_inputs:
+        raise ModelError(f"the network takes {model.n_inputs} inputs but schema {schema.name!r} describes "
+                         f"{schema.n_inputs} ({', '.join(schema.feature_names)})")
+    if model.n_classes != len(schema.class_labels):
+        raise ModelError(f"the network has {model.n_classes} outputs but schema {schema.name!r} has "
+                         f"{len(schema.class_labels)} classes ({', '.join(schema.class_labels)})")
+    lower, upper = schema.domain_box()
+    sensitive = tuple(SensitiveFeature(f.name, column, f.value_codes, f.value_labels)
+                      for f, column in schema.sensitive_columns())
+    accuracy = model.accuracy(X_test, y_test) if X_test is not None and y_test is not None else None
+    return ModelArtifact(
+        model=model, dataset=schema.name, feature_names=schema.feature_names, sensitive=sensitive,
+        class_labels=schema.class_labels, preprocessor=schema, box_lower=lower, box_upper=upper,
+        training=dict(training or {}), seed=None, test_accuracy=accuracy,
     )
 
 
@@ -255,7 +277,8 @@ def load_artifact(directory: str | os.PathLike[str]) -> ModelArtifact:
             feature_names=tuple(str(x) for x in meta["feature_names"]),
             sensitive=tuple(SensitiveFeature.from_dict(s) for s in meta["sensitive"]),
             class_labels=tuple(str(x) for x in meta["class_labels"]),
-            preprocessor=Preprocessor.from_dict(meta["preprocessing"]),
+            preprocessor=(FeatureSchema.parse(meta["schema"], str(meta_path)) if "schema" in meta
+                          else Preprocessor.from_dict(meta["preprocessing"])),
             box_lower=tuple(float(x) for x in meta["domain_box"]["lower"]),
             box_upper=tuple(float(x) for x in meta["domain_box"]["upper"]),
             training=dict(meta.get("training") or {}),
@@ -384,7 +407,9 @@ def import_onnx(path: str | os.PathLike[str], *, n_inputs: int | None = None, n_
         graph = onnx.load(str(p)).graph
     except Exception as exc:
         raise ModelError(f"{p}: cannot parse as ONNX ({type(exc).__name__})") from None
-    consts = {t.name: numpy_helper.to_array(t).astype(np.float64) for t in graph.initializer}
+    # Numeric constants only: a classifier's label table (e.g. class names as text) is not a parameter.
+    consts = {t.name: a.astype(np.float64) for t in graph.initializer
+              if np.issubdtype((a := numpy_helper.to_array(t)).dtype, np.number)}
     for node in graph.node:
         if node.op_type == "Constant":
             for a in node.attribute:
@@ -398,6 +423,7 @@ def import_onnx(path: str | os.PathLike[str], *, n_inputs: int | None = None, n_
     bs: list[np.ndarray] = []
     pending_matmul: np.ndarray | None = None
     relu_after_last = True  # the input is not yet a layer output
+    head = None
     for node in graph.node:
         op = node.op_type
         if op == "Constant":
@@ -458,9 +484,17 @@ def import_onnx(path: str | os.PathLike[str], *, n_inputs: int | None = None, n_
             if relu_after_last:
                 raise ModelError(f"{p}: Relu must follow a linear layer")
             relu_after_last = True
-        elif op in ("Flatten", "Identity"):
+        elif op in ("Flatten", "Identity", "Cast"):
             if ws or pending_matmul is not None:
                 raise ModelError(f"{p}: {op} is only allowed before the first layer")
+        elif op in ("Sigmoid", "Softmax") and (ws or pending_matmul is not None) and not relu_after_last:
+            # A classifier's probability head (e.g. scikit-learn through skl2onnx): the logits end here.
+            if pending_matmul is not None:
+                ws.append(pending_matmul)
+                bs.append(np.zeros(pending_matmul.shape[0]))
+                pending_matmul = None
+            head = node
+            break
         else:
             raise ModelError(f"{p}: unsupported ONNX operator {op} (only Gemm, MatMul, Add, Relu)")
         current = node.output[0]
@@ -470,9 +504,18 @@ def import_onnx(path: str | os.PathLike[str], *, n_inputs: int | None = None, n_
         relu_after_last = False
     if relu_after_last:
         raise ModelError(f"{p}: the graph must end with a linear layer (logits), not Relu")
-    outputs = [o.name for o in graph.output]
-    if outputs != [current]:
-        raise ModelError(f"{p}: graph output {outputs} is not the end of the layer chain ({current!r})")
+    if head is None:
+        outputs = [o.name for o in graph.output]
+        if outputs != [current]:
+            raise ModelError(f"{p}: graph output {outputs} is not the end of the layer chain ({current!r})")
+    else:
+        tail = list(graph.node)[list(graph.node).index(head) + 1:]
+        unsupported = sorted({n.op_type for n in tail} - _HEAD_OPERATORS)
+        if unsupported:
+            raise ModelError(f"{p}: unsupported ONNX operator {unsupported[0]} after the {head.op_type} head "
+                             "(only the label post-processing of a classifier may follow it)")
+        if head.op_type == "Sigmoid":
+            ws[-1], bs[-1] = _binary_logits(ws[-1], bs[-1], str(p))
     try:
         model = FloatMLP(ws, bs)
     except ModelError as exc:
@@ -480,10 +523,87 @@ def import_onnx(path: str | os.PathLike[str], *, n_inputs: int | None = None, n_
     return _check_shape(model, n_inputs, n_classes, hidden_sizes, str(p))
 
 
+# What a classifier exported to ONNX may do after its probability head: turn probabilities into a label.
+_HEAD_OPERATORS = {"Sub", "Concat", "Identity", "ArgMax", "ArrayFeatureExtractor", "Reshape", "Cast", "ZipMap"}
+
+
+def _binary_logits(w: np.ndarray, b: np.ndarray, source: str) -> tuple[np.ndarray, np.ndarray]:
+    """One logistic output unit z -> the two logits (0, z): class 1 wins exactly when sigmoid(z) > 1/2."""
+    if w.shape[0] != 1:
+        raise ModelError(f"{source}: a logistic head needs one output unit, the last layer has {w.shape[0]}")
+    return np.vstack([np.zeros_like(w), w]), np.concatenate([np.zeros(1), b])
+
+
+def import_torchscript(path: str | os.PathLike[str], *, n_inputs: int | None = None, n_classes: int | None = None,
+                       hidden_sizes: Sequence[int] | None = None) -> FloatMLP:
+    """A TorchScript archive (torch.jit.save) of an nn.Sequential of Linear and ReLU."""
+    import torch
+
+    p = Path(path)
+    if not p.is_file():
+        raise ModelError(f"{p}: no such file")
+    try:
+        module = torch.jit.load(str(p), map_location="cpu")
+    except Exception as exc:
+        raise ModelError(f"{p}: cannot load as TorchScript ({type(exc).__name__})") from None
+    kinds = [getattr(child, "original_name", type(child).__name__) for _, child in module.named_children()]
+    if getattr(module, "original_name", None) != "Sequential" or not kinds:
+        raise ModelError(f"{p}: a TorchScript {getattr(module, 'original_name', '?')}; expected an nn.Sequential "
+                         "of Linear and ReLU")
+    for i, kind in enumerate(kinds):
+        if kind not in ("Linear", "ReLU"):
+            raise ModelError(f"{p}: unsupported module {kind} at position {i} (only Linear and ReLU)")
+    for i, kind in enumerate(kinds):
+        if kind == "ReLU" and (i == 0 or kinds[i - 1] != "Linear" or i == len(kinds) - 1):
+            raise ModelError(f"{p}: ReLU at position {i} must sit between two Linear layers")
+        if kind == "Linear" and i < len(kinds) - 1 and kinds[i + 1] != "ReLU":
+            raise ModelError(f"{p}: Linear at position {i} must be followed by ReLU (or be last)")
+    model = mlp_from_state_dict(module.state_dict(), str(p))
+    return _check_shape(model, n_inputs, n_classes, hidden_sizes, str(p))
+
+
+def import_sklearn(path: str | os.PathLike[str], *, n_inputs: int | None = None, n_classes: int | None = None,
+                   hidden_sizes: Sequence[int] | None = None) -> FloatMLP:
+    """A pickled (joblib) scikit-learn MLPClassifier with ReLU activations.
+
+    Unpickling runs code from the file: import only the bank's own files.
+    """
+    import joblib
+    from sklearn.neural_network import MLPClassifier
+
+    p = Path(path)
+    if not p.is_file():
+        raise ModelError(f"{p}: no such file")
+    try:
+        clf = joblib.load(p)
+    except Exception as exc:
+        raise ModelError(f"{p}: cannot load as a pickled scikit-learn model ({type(exc).__name__})") from None
+    if not isinstance(clf, MLPClassifier):
+        raise ModelError(f"{p}: holds a {type(clf).__name__}; only MLPClassifier is supported")
+    if not hasattr(clf, "coefs_"):
+        raise ModelError(f"{p}: the MLPClassifier is not fitted")
+    if clf.activation != "relu":
+        raise ModelError(f"{p}: hidden activation {clf.activation!r}; only 'relu' can be certified")
+    ws = [np.asarray(c, dtype=np.float64).T for c in clf.coefs_]
+    bs = [np.asarray(b, dtype=np.float64) for b in clf.intercepts_]
+    if clf.out_activation_ == "logistic":
+        ws[-1], bs[-1] = _binary_logits(ws[-1], bs[-1], str(p))
+    elif clf.out_activation_ != "softmax":
+        raise ModelError(f"{p}: output activation {clf.out_activation_!r} (a multi-label model?) is not supported")
+    try:
+        model = FloatMLP(ws, bs)
+    except ModelError as exc:
+        raise ModelError(f"{p}: {exc}") from None
+    return _check_shape(model, n_inputs, n_classes, hidden_sizes, str(p))
+
+
+MODEL_FORMATS = ("torch", "torchscript", "onnx", "sklearn")
+
+
 def import_model(path: str | os.PathLike[str], fmt: str, **shape: Any) -> FloatMLP:
-    """`import_torch` or `import_onnx` by format name ('torch' or 'onnx')."""
-    if fmt == "torch":
-        return import_torch(path, **shape)
-    if fmt == "onnx":
-        return import_onnx(path, **shape)
-    raise ModelError(f"unknown model format {fmt!r}; choose torch or onnx")
+    """Import a network by format name: one of `MODEL_FORMATS`."""
+    importers = {"torch": import_torch, "torchscript": import_torchscript, "onnx": import_onnx,
+                 "sklearn": import_sklearn}
+    if fmt not in importers:
+        raise ModelError(f"unknown model format {fmt!r}; choose one of {', '.join(MODEL_FORMATS)}")
+    return importers[fmt](path, **shape)

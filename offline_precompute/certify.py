@@ -109,8 +109,22 @@ def load_fixed_point(model_dir: str | os.PathLike[str], scale_bits: int = DEFAUL
 
 
 def test_inputs(artifact, data_dir: str | os.PathLike[str] | None = None):
-    """(X_test, y_test) of the artifact's dataset, split as it was for training."""
+    """(X_test, y_test) of the artifact's dataset, split as it was for training.
+
+    A model imported under the bank's own schema has no shipped dataset: its
+    customers are the rows of a CSV (`data_dir` names the file; by default the
+    file its import was checked on), every row in order, through the schema.
+    """
     from fairness.datasets import load_dataset
+    from fairness.schema import FeatureSchema, read_csv
+
+    if isinstance(artifact.preprocessor, FeatureSchema):
+        source = data_dir or (artifact.training or {}).get("data")
+        if source is None or not Path(source).is_file():
+            raise DataError(f"model {artifact.dataset!r} was imported under its own schema: give its customers' "
+                            "data as a CSV file (--data FILE.csv)")
+        table = read_csv(artifact.preprocessor, source)
+        return table.X, table.y
 
     names = [f.name for f in artifact.sensitive]
     split_seed = int(artifact.training.get("split_seed", 0)) if artifact.training else 0
@@ -122,7 +136,8 @@ def query_from_index(artifact, model: FixedPointModel, index: int,
                      data_dir: str | os.PathLike[str] | None = None) -> IntVector:
     X, _ = test_inputs(artifact, data_dir)
     if not 0 <= index < len(X):
-        raise DataError(f"test index {index} out of range: the {artifact.dataset} test split has {len(X)} rows")
+        raise DataError(f"test index {index} out of range: the {artifact.dataset} test split has {len(X)} rows "
+                        "(an imported model's data: its CSV rows, from 0)")
     return quantise_query(model, [float(v) for v in X[index]])
 
 
@@ -130,13 +145,28 @@ def query_from_record(artifact, model: FixedPointModel, data: Any) -> IntVector:
     """A query from JSON: an object of raw attribute values (feature name -> value,
     preprocessed like the training data), or a list of model-input floats."""
     if isinstance(data, dict):
-        x = artifact.preprocessor.transform_record(data)
+        x = artifact.preprocessor.transform_record(data)  # a schema checks its raw domain here
+        query = quantise_query(model, [float(v) for v in x], check_box=False)
+        _check_raw_domain(artifact, model, data, query)
         return quantise_query(model, [float(v) for v in x])
     if isinstance(data, list):
         if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in data):
             raise DataError("a record given as a list must hold numbers (model inputs)")
         return quantise_query(model, [float(v) for v in data])
     raise DataError("a record must be a JSON object of feature values or a list of model inputs")
+
+
+def _check_raw_domain(artifact, model: FixedPointModel, record: dict, query: IntVector) -> None:
+    """A shipped dataset's record outside the box, refused in the record's own units (not a column index)."""
+    pre = artifact.preprocessor
+    if not hasattr(pre, "means"):
+        return
+    unit = 1 << model.scale_bits
+    for i, (v, lo, hi) in enumerate(zip(query, model.box_lower, model.box_upper)):
+        if not lo <= v <= hi and i not in model.sensitive_columns:
+            name = pre.feature_names[i]
+            low, high = pre.means[i] + pre.stds[i] * lo / unit, pre.means[i] + pre.stds[i] * hi / unit
+            raise DataError(f"{name} = {record[name]!r} is outside the model's domain [{low:.6g}, {high:.6g}]")
 
 
 def read_record(path: str | os.PathLike[str]) -> Any:

@@ -163,6 +163,22 @@ class NoKeySetup:
                          "so the bank can set it up with its own contribution")
 
 
+class KeysNotReady(ModelError):
+    """A customer's certificate needs a bucket nobody has set up: keys are set up by an admin job, never
+    inside a customer's job (a setup takes minutes to tens of minutes and gigabytes)."""
+
+    def __init__(self, shape: StatementShape):
+        super().__init__(f"bucket {shape.bucket} has no keys yet")
+        self.shape = shape
+
+
+class DeferredKeySetup:
+    """Refuse with `KeysNotReady`, so that the service can queue the bucket's setup and tell the customer."""
+
+    def __call__(self, card, shape, r1cs, directory, backend, progress) -> InstalledKeys:
+        raise KeysNotReady(shape)
+
+
 def key_setup_for(ptau: str | os.PathLike[str] | None, single_party: bool = False,
                   contributor: str = "bank") -> KeySetup:
     """The key setup a command line or the service settings ask for."""

@@ -23,6 +23,7 @@ USER_ERRORS: tuple[type[Exception], ...] = (CircuitError, FairnessError, StoreEr
 COMMAND_MODULES: tuple[str, ...] = (
     "prover_service.commands.train",
     "prover_service.commands.import_model",
+    "prover_service.commands.schema",
     "prover_service.commands.commit",
     "prover_service.commands.precompute",
     "prover_service.commands.certify",

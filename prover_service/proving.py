@@ -22,6 +22,7 @@ import json
 import shutil
 import time
 import uuid
+from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -62,6 +63,9 @@ def _quiet(_: str) -> None:
 
 def _no_stage(_: str, __: float) -> None:
     pass
+
+
+DEFAULT_MAX_HOT_KEYS = 4
 
 
 class ExactRadiusUnavailable(CertificationError):
@@ -113,11 +117,15 @@ class Prover:
     progress: Progress = _quiet
     key_setup: KeySetup = field(default_factory=NoKeySetup)  # for buckets nobody has set up yet
     radius: str = FAST  # "fast" or "exact": how this model's certificates are certified and proved
+    # Bucket keys kept in memory, least recently used dropped first: the largest keys take gigabytes.
+    max_hot_keys: int = DEFAULT_MAX_HOT_KEYS
     _model: FixedPointModel | None = field(default=None, init=False)
     _certifier: Certifier | None = field(default=None, init=False)
-    _keys: dict[str, BucketKeys] = field(default_factory=dict, init=False)
+    _keys: OrderedDict[str, BucketKeys] = field(default_factory=OrderedDict, init=False)
 
     def __post_init__(self) -> None:
+        if self.max_hot_keys < 1:
+            raise ModelError(f"max_hot_keys must be at least 1, not {self.max_hot_keys}")
         if self.radius not in RADIUS_MODES:
             raise ModelError(f"radius must be one of {', '.join(RADIUS_MODES)}, not {self.radius!r}")
         if self.backend is None:
@@ -166,6 +174,7 @@ class Prover:
         """The bucket's keys: from memory, from the model directory, or set up now by `key_setup`."""
         cached = self._keys.get(shape.bucket)
         if cached is not None:
+            self._keys.move_to_end(shape.bucket)
             return cached
         r1cs = statement_relation(shape)
         # Workers in other processes may need the same new bucket at once: one sets it up,
@@ -184,8 +193,13 @@ class Prover:
                 pk, vk, record = installed.proving_key, installed.verifying_key, installed.setup
                 self._save_keys(directory, shape, installed)
             self._publish_bucket(shape, r1cs, vk, record)
-        keys = BucketKeys(shape, r1cs, pk, vk)
-        self._keys[shape.bucket] = keys
+        return self._remember(BucketKeys(shape, r1cs, pk, vk))
+
+    def _remember(self, keys: BucketKeys) -> BucketKeys:
+        self._keys[keys.shape.bucket] = keys
+        self._keys.move_to_end(keys.shape.bucket)
+        while len(self._keys) > self.max_hot_keys:
+            self._keys.popitem(last=False)
         return keys
 
     def bucket_dir(self, shape: StatementShape) -> Path:
@@ -225,7 +239,8 @@ class Prover:
             shutil.copyfile(Ceremony(ceremony_key).current_key_path, directory / ZKEY_FILE)
 
     def _load_keys(self, directory: Path) -> tuple[ProvingKey, VerifyingKey, SetupRecord]:
-        pk = load_proving_key(directory / "proving_key", self.backend)
+        # The bank's own key, saved by this code: file digests only, no per-point checks (see load_proving_key).
+        pk = load_proving_key(directory / "proving_key", self.backend, check_points=False)
         vk = verifying_key_from_json(json.loads((directory / "verification_key.json").read_text()))
         setup_path = directory / SETUP_FILE
         record = (SetupRecord.model_validate_json(setup_path.read_text()) if setup_path.is_file()

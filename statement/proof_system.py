@@ -30,7 +30,7 @@ from circuits.backends import get_backend
 from circuits.errors import CircuitError
 from circuits.field import R
 from circuits.groth16 import Proof, ProvingKey, VerifyingKey
-from circuits.groth16.verify import check_verifying_key
+from circuits.groth16.verify import PreparedVerifyingKey, check_prepared_proof, prepare_verifying_key
 from circuits.relation import R1CS
 
 
@@ -63,14 +63,6 @@ class RelationKey:
     key: ProvingKey
 
 
-@dataclass(frozen=True)
-class PreparedVerifyingKey:
-    """A verifying key that passed `check_verifying_key` on `backend`."""
-
-    key: VerifyingKey
-    backend: Any
-
-
 class Groth16:
     """`ProofSystem` over R1CS, delegating to `circuits.groth16` on one curve backend.
 
@@ -90,10 +82,9 @@ class Groth16:
         return RelationKey(relation, pk), vk
 
     def prepare(self, verifying_key: VerifyingKey) -> PreparedVerifyingKey:
-        """Check the key once (raises MalformedArtifact for a degenerate or invalid key)."""
-        backend = self._backend()
-        check_verifying_key(verifying_key, backend)
-        return PreparedVerifyingKey(verifying_key, backend)
+        """Check the key once and keep what every proof needs (raises MalformedArtifact for a degenerate
+        or invalid key): `circuits.groth16`'s prepared verifying key."""
+        return prepare_verifying_key(verifying_key, self._backend())
 
     def prove(self, proving_key: RelationKey, public: Sequence[int], witness: Sequence[int], **options: Any) -> Proof:
         """`circuits.groth16.prove` on the key's relation (options: r, s, progress, workers).
@@ -112,4 +103,4 @@ class Groth16:
         return groth16.prove(proving_key.key, relation, witness, self.backend, **options)
 
     def verify(self, prepared: PreparedVerifyingKey, public_inputs: Sequence[int], proof: Proof) -> bool:
-        return groth16.verify(prepared.key, public_inputs, proof, prepared.backend)
+        return check_prepared_proof(prepared, public_inputs, proof, self._backend()).ok

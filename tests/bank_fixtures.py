@@ -97,8 +97,12 @@ class FakeService:
         if key == ("POST", f"/v1/models/{MODEL}/decisions"):
             labels = self.card.architecture.class_labels
             accepted = DecisionAccepted(job_id="job-1", model_id=MODEL, decision=self.decision,
-                                        decision_label=labels[self.decision], status="queued", job_url="/v1/jobs/job-1")
+                                        decision_label=labels[self.decision], status="queued", job_url="/v1/jobs/job-1",
+                                        job_token="token-1")
             return httpx.Response(202, text=accepted.model_dump_json())
+        if key[0] == "GET" and key[1].startswith(("/v1/jobs/", "/v1/certificates/")) \
+                and request.headers.get("x-job-token") != "token-1":
+            return httpx.Response(404, json={"detail": "unknown job"})  # the job's token is needed
         if key == ("GET", "/v1/jobs/job-1"):
             status = self.states.pop(0) if len(self.states) > 1 else self.states[0]
             done = status == "succeeded"

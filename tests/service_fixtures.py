@@ -175,6 +175,8 @@ def service_env(models_dir: Path, database_url: str, **extra: str) -> dict[str, 
         "FAIRPROOF_ADMIN_API_KEY": ADMIN_KEY,
         "FAIRPROOF_LOG_LEVEL": "INFO",
         "FAIRPROOF_SINGLE_PARTY_SETUP": "true",  # buckets the tests' customers need beyond the prepared ones
+        # Every test customer comes from 127.0.0.1: per-client rate limits are tested on their own.
+        "FAIRPROOF_RATE_LIMIT_PER_MINUTE": "0",
     })
     if os.environ.get("FAIRPROOF_DATA_DIR"):
         env["FAIRPROOF_DATA_DIR"] = os.environ["FAIRPROOF_DATA_DIR"]
@@ -210,10 +212,16 @@ def register_model(url: str) -> dict:
     return r.json()
 
 
-def wait_for_job(url: str, job_id: str, timeout: float = 120.0, *, until=("succeeded", "failed")) -> dict:
+def job_headers(token: str | None = None) -> dict:
+    """Who reads a job: its submitter with the job's token, else the bank's operator with the admin key."""
+    return {"X-Job-Token": token} if token is not None else {"X-API-Key": ADMIN_KEY}
+
+
+def wait_for_job(url: str, job_id: str, timeout: float = 120.0, *, until=("succeeded", "failed"),
+                 token: str | None = None) -> dict:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        job = httpx.get(f"{url}/v1/jobs/{job_id}", timeout=10).json()
+        job = httpx.get(f"{url}/v1/jobs/{job_id}", headers=job_headers(token), timeout=10).json()
         if job["status"] in until:
             return job
         time.sleep(0.1)

@@ -123,7 +123,7 @@ def test_prover_and_workers_are_wired_for_scale_out():
     assert any(str(p).split(":")[-1] == "8000" for p in prover["ports"])
     check = " ".join(prover["healthcheck"]["test"])
     assert "/v1/ready" in check and "python" in check and "curl" not in check  # the image has no curl
-    assert worker["command"] == ["worker"]
+    assert worker["command"][0] == "worker"
     # `--scale worker=N` needs workers without a fixed host port or container name.
     assert "ports" not in worker and "container_name" not in worker
     for name in ("postgres", "prover", "worker"):
@@ -164,8 +164,72 @@ def test_readme_keeps_its_first_commands():
 def test_image_installs_the_service_and_its_queue():
     dockerfile = (REPO / "Dockerfile").read_text()
     assert re.search(r'pip install [^\n]*"\.\[prover\]"', dockerfile)
+    assert "--require-hashes -r requirements/prover.lock.txt" in dockerfile
     assert "EXPOSE 8000" in dockerfile
     pyproject = (REPO / "pyproject.toml").read_text()
     prover_extra = re.search(r"^prover = \[(.*?)^\]", pyproject, flags=re.M | re.S).group(1)
     for package in ("procrastinate", "fastapi", "uvicorn", "psycopg", "alembic"):
         assert package in prover_extra, package
+
+
+def test_the_image_runs_unprivileged_and_its_context_holds_no_secrets():
+    dockerfile = (REPO / "Dockerfile").read_text()
+    users = re.findall(r"^USER (\S+)", dockerfile, flags=re.M)
+    assert users and users[-1] not in ("root", "0")
+    ignored = {line.strip() for line in (REPO / ".dockerignore").read_text().splitlines()
+               if line.strip() and not line.startswith("#")}
+    for path in (".venv", "node_modules", "var", ".git", "**/secret"):
+        assert path in ignored, path
+
+
+def test_the_api_mounts_models_read_only_and_every_container_is_bounded():
+    compose = yaml.safe_load((REPO / "docker-compose.yml").read_text())
+    prover = compose["services"]["prover"]
+    models = [v for v in prover["volumes"] if v.split(":")[1] == "/models"]
+    assert models and all(v.endswith(":ro") for v in models)
+    for name in ("prover", "worker"):
+        limits = compose["services"][name]["deploy"]["resources"]["limits"]
+        assert limits["memory"] and limits["cpus"]
+
+
+def test_the_image_builds_its_native_kernels_and_requires_them():
+    dockerfile = (REPO / "Dockerfile").read_text()
+    build = dockerfile.index("from circuits.backends.native.kernels import load; load()")
+    assert dockerfile.index('pip install --no-cache-dir --no-deps ".[prover]"') < build
+    assert "ENV FAIRPROOF_NATIVE_NTT=required" in dockerfile[build:]
+    assert "FAIRPROOF_NATIVE_DIR=/opt/fairproof/native" in dockerfile[:build]
+    assert dockerfile.index("USER fairproof") > build  # built as root, run unprivileged
+
+
+def test_the_lock_file_pins_every_dependency_of_the_image_with_hashes():
+    import tomllib
+
+    lock = (REPO / "requirements" / "prover.lock.txt").read_text()
+    pinned = {m.group(1).lower().replace("_", "-") for m in re.finditer(r"^([A-Za-z0-9_.-]+)==", lock, flags=re.M)}
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    wanted = pyproject["dependencies"] + pyproject["optional-dependencies"]["prover"]
+    names = {re.split(r"[<>=!\[ ;]", spec, maxsplit=1)[0].lower().replace("_", "-") for spec in wanted}
+    assert sorted(names - pinned) == []
+    entries = re.split(r"\n(?=[A-Za-z0-9])", lock)
+    for entry in entries:
+        if "==" in entry.splitlines()[0]:
+            assert "--hash=sha256:" in entry, entry.splitlines()[0]
+
+
+def test_workers_have_a_healthcheck_on_their_heartbeat(tmp_path, capsys):
+    import os
+    import time
+
+    from prover_service.cli import main
+
+    worker = yaml.safe_load((REPO / "docker-compose.yml").read_text())["services"]["worker"]
+    beat = worker["command"][worker["command"].index("--heartbeat-file") + 1]
+    assert worker["healthcheck"]["test"][1:4] == ["fairproof", "worker-alive", beat]
+    path = tmp_path / "alive"
+    assert main(["worker-alive", str(path)]) == 1 and "no heartbeat" in capsys.readouterr().err
+    path.touch()
+    assert main(["worker-alive", str(path)]) == 0
+    old = time.time() - 120
+    os.utime(path, (old, old))
+    assert main(["worker-alive", str(path), "--max-age", "60"]) == 1
+    assert "last heartbeat 120 s ago" in capsys.readouterr().err

@@ -405,6 +405,46 @@ def test_tampered_key_directory_refused(backend, cubic_keys, tmp_path):
         load_proving_key(tmp_path / "missing", backend)
 
 
+def test_own_key_loaded_without_point_checks_proves_the_same(backend, cubic_keys, tmp_path):
+    pk, vk = cubic_keys
+    save_proving_key(pk, tmp_path / "pk", backend)
+    trusted = load_proving_key(tmp_path / "pk", backend, check_points=False)
+    a = prove(pk, cubic(), cubic_witness(3), backend, r=R_BLIND, s=S_BLIND)
+    assert prove(trusted, cubic(), cubic_witness(3), backend, r=R_BLIND, s=S_BLIND) == a
+    assert verify(vk, [35], a, backend)
+    # The files' digests are still checked: a flipped bit is refused before any proving.
+    path = tmp_path / "pk" / "a.bin"
+    data = bytearray(path.read_bytes())
+    data[9] ^= 1
+    path.write_bytes(bytes(data))
+    with pytest.raises(MalformedArtifact, match="SHA-256"):
+        load_proving_key(tmp_path / "pk", backend, check_points=False)
+
+
+def test_a_key_rewritten_with_matching_digests_only_breaks_its_own_proofs(fast, fast_keys, tmp_path):
+    """Whoever rewrites the prover's key files and header together passes the digest check, and gets
+    proofs the verifier refuses: nothing about the statement can be forged this way."""
+    import hashlib
+
+    pk, vk = fast_keys
+    save_proving_key(pk, tmp_path / "pk", fast)
+    header = json.loads((tmp_path / "pk" / "header.json").read_text())
+    path = tmp_path / "pk" / "l.bin"
+    data = bytearray(path.read_bytes())
+    data[40] ^= 1  # a coordinate of the first private-wire point: off the curve now
+    path.write_bytes(bytes(data))
+    header["queries"]["l_query"]["sha256"] = hashlib.sha256(bytes(data)).hexdigest()
+    (tmp_path / "pk" / "header.json").write_text(json.dumps(header))
+    with pytest.raises(MalformedArtifact):  # with point checks: refused at load
+        load_proving_key(tmp_path / "pk", fast)
+    tampered = load_proving_key(tmp_path / "pk", fast, check_points=False)
+    try:
+        proof = prove(tampered, cubic(), cubic_witness(3), fast, r=R_BLIND, s=S_BLIND)
+    except (CircuitError, MalformedArtifact, ValueError):
+        return  # the prover noticed: no proof at all
+    assert not verify(vk, [35], proof, fast)
+
+
 def test_portable_key_loads_into_other_backend(ref, tmp_path):
     mcl = mcl_or_skip()
     pk, vk = setup(cubic(), mcl, seed="portable")

@@ -54,12 +54,14 @@ RULES = (
     # fairness; the bank-side adapter from certificates is the one module that
     # reads fairness's models
     ("statement", "fairness", ("fairness.covers", "fairness.multipliers"), ("statement.adapter",)),
+    # the schema is read by the verifier through the card: pydantic and numpy only, nothing of the model
+    ("fairness.schema", "fairness", ("fairness.errors",), ()),
     # the customer's verifier: no bank side, no model or training code
     ("verifier_client", "prover_service", (), ()),
     ("verifier_client", "offline_precompute", (), ()),
     ("verifier_client", "statement.adapter", (), ()),
     ("verifier_client", "commitments.publish", (), ()),
-    ("verifier_client", "fairness", ("fairness.covers", "fairness.multipliers"), ()),
+    ("verifier_client", "fairness", ("fairness.covers", "fairness.multipliers", "fairness.schema"), ()),
 )
 
 

@@ -166,8 +166,12 @@ def test_onnx_matmul_add_chain(tmp_path):
     assert m.hidden_sizes == (3,) and m.n_classes == 4
     assert np.allclose(m.forward(X), ref.forward(X), atol=1e-12)
     _matmul_add_model(w0, b0, w1, b1, tmp_path / "sig.onnx", extra_op="Sigmoid")
-    with pytest.raises(ModelError, match="unsupported ONNX operator Sigmoid"):
+    # A Sigmoid head over four outputs is a multi-label model, not a classifier's decision.
+    with pytest.raises(ModelError, match="a logistic head needs one output unit, the last layer has 4"):
         import_onnx(tmp_path / "sig.onnx")
+    _matmul_add_model(w0, b0, w1, b1, tmp_path / "tanh.onnx", extra_op="Tanh")
+    with pytest.raises(ModelError, match="unsupported ONNX operator Tanh"):
+        import_onnx(tmp_path / "tanh.onnx")
     _matmul_add_model(w0, b0, w1, b1, tmp_path / "relu.onnx", extra_op="Relu")
     with pytest.raises(ModelError, match="must end with a linear layer"):
         import_onnx(tmp_path / "relu.onnx")

@@ -170,4 +170,29 @@ def test_build_caches_by_content_hash_and_leaves_no_temporaries(monkeypatch, tmp
     first = build.build("ntt.c")
     mtime = first.stat().st_mtime_ns
     assert build.build("ntt.c") == first and first.stat().st_mtime_ns == mtime  # reused, not rebuilt
-    assert first.parent == tmp_path and [p.name for p in tmp_path.iterdir()] == [first.name]
+    assert first.parent == tmp_path and sorted(p.name for p in tmp_path.iterdir()) == [first.name, "ntt.built"]
+
+
+def test_a_machine_without_a_compiler_loads_the_library_built_for_the_same_source(monkeypatch, tmp_path):
+    """The image builds its kernels when it is built, and carries no compiler at run time."""
+    if kernels.load() is None:
+        pytest.skip("no working C compiler")
+    monkeypatch.setenv("FAIRPROOF_NATIVE_DIR", str(tmp_path))
+    built = build.build("ntt.c")
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-compiler"))
+    assert build.build("ntt.c") == built
+    # A record for another source (the library is stale) is not used.
+    record = tmp_path / "ntt.built"
+    record.write_text("0" * 64 + " " + built.name + "\n")
+    with pytest.raises(build.NativeBuildError, match="not found"):
+        build.build("ntt.c")
+
+
+def test_required_kernels_that_cannot_load_are_an_error_not_a_silent_fallback(monkeypatch, tmp_path):
+    monkeypatch.setenv("FAIRPROOF_NATIVE_NTT", "required")
+    monkeypatch.setenv("FAIRPROOF_NATIVE_DIR", str(tmp_path))
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-compiler"))
+    monkeypatch.setattr(kernels, "_loaded", None)
+    monkeypatch.setattr(kernels, "_failed", False)
+    with pytest.raises(build.NativeBuildError, match="required .* but unavailable"):
+        kernels.load()

@@ -138,3 +138,16 @@ def test_concurrent_customers_lose_no_pin(tmp_path):
     procs = [subprocess.Popen([sys.executable, "-c", script, str(k)]) for k in range(4)]
     assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
     assert sorted(p.model_id for p in PinStore(path).pins()) == sorted(f"m{k}-{i}" for k in range(4) for i in range(5))
+
+
+def test_this_machines_loopback_spellings_are_one_service(tmp_path):
+    store = PinStore(tmp_path / "pins.json")
+    assert store.check("http://127.0.0.1:8000", card(commitment="111")).first_use
+    for spelling in ("http://localhost:8000/", "http://LOCALHOST:8000", "http://[::1]:8000"):
+        assert not store.check(spelling, card(commitment="111")).first_use
+        with pytest.raises(PinMismatch):
+            store.check(spelling, card(commitment="222"))
+    # Another port, scheme or host is another service.
+    assert store.check("http://localhost:8001", card(commitment="222")).first_use
+    assert store.check("http://127.0.0.2:8000", card(commitment="333")).first_use
+    assert len(store.pins()) == 3

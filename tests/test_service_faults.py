@@ -19,7 +19,7 @@ from commitments.bundle import CertificateBundle
 from commitments.card import ModelCard
 from commitments.log import parse_leaf
 from tests.service_fixtures import (ADMIN_KEY, MODEL_DIRECTORY, copy_models_dir, customer_records, fresh_pg_database,
-                                    register_model, serve, wait_for_job, worker)
+                                    job_headers, register_model, serve, wait_for_job, worker)
 from verifier_client.log_check import check_log_evidence
 from verifier_client.pins import PinStore
 from verifier_client.service_client import ServiceClient
@@ -69,7 +69,8 @@ def _assert_one_valid_certificate(url: str, job_id: str) -> None:
     job = wait_for_job(url, job_id, timeout=180)
     assert job["status"] == "succeeded", job
     assert job["attempts"] >= 2  # the killed attempt, then the one that finished
-    bundle = CertificateBundle.model_validate_json(httpx.get(f"{url}{job['certificate_url']}").text)
+    bundle = CertificateBundle.model_validate_json(httpx.get(f"{url}{job['certificate_url']}",
+                                                             headers=job_headers()).text)
     card = ModelCard.model_validate_json(httpx.get(f"{url}/v1/models/{MODEL_DIRECTORY}/card").text)
     assert verify_bundle(bundle, card).valid
     audit = httpx.get(f"{url}/v1/admin/audit", headers={"X-API-Key": ADMIN_KEY}).json()["entries"]
@@ -130,7 +131,7 @@ def test_a_job_accepted_while_no_worker_runs_waits_and_then_completes(models_dir
             register_model(service.url)
             job_id = _submit(service.url)
             time.sleep(2.0)
-            assert httpx.get(f"{service.url}/v1/jobs/{job_id}").json()["status"] == "queued"
+            assert httpx.get(f"{service.url}/v1/jobs/{job_id}", headers=job_headers()).json()["status"] == "queued"
             assert "no live worker" in httpx.get(f"{service.url}/v1/ready").json()["checks"]["workers"]
             late.start()
             job = wait_for_job(service.url, job_id)

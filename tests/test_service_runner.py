@@ -85,3 +85,121 @@ def test_an_exact_radius_the_card_cannot_prove_fails_the_job_with_the_reason(led
                                                        "fast bucket) ... /srv/bank/keys"))
     assert outcome == "failed" and job.status == "failed" and job.attempts == 1
     assert "exact radii only" in job.error and "no exact-radius certificate" in job.error and "/srv" not in job.error
+
+
+def test_a_missing_bucket_fails_the_customers_job_with_a_retry_hint_and_queues_one_setup(ledger):
+    """Keys are never set up inside a customer's job: one admin job per bucket is queued instead."""
+    from types import SimpleNamespace
+
+    from prover_service.bucket_keys import KeysNotReady
+    from prover_service.service.jobs import KEY_SETUP
+
+    missing = KeysNotReady(SimpleNamespace(bucket="k16-f64", region_slots=16, farkas_slots=64, radius="fast"))
+
+    first, job = _run(ledger, missing)
+    assert first == "failed" and job.error.startswith("retry later: the keys of this certificate's circuit "
+                                                      "(bucket k16-f64) are not set up yet")
+    assert job.result["retry_after_seconds"] > 0
+    setups = [j for j in (ledger.get(i) for i in ledger.resumable()) if j.kind == KEY_SETUP]
+    assert len(setups) == 1 and setups[0].request == {"region_slots": 16, "farkas_slots": 64, "radius": "fast"}
+    assert job.result["key_setup_job_id"] == setups[0].id
+    # A second customer needing the same bucket while it is being set up queues nothing new.
+    _, second = _run(ledger, missing)
+    assert second.result["key_setup_job_id"] == setups[0].id
+    assert [j.id for j in (ledger.get(i) for i in ledger.resumable()) if j.kind == KEY_SETUP] == [setups[0].id]
+
+
+def test_a_prover_keeps_at_most_its_hot_keys_least_recently_used_first(tmp_path):
+    from types import SimpleNamespace
+
+    from prover_service.proving import BucketKeys, Prover
+
+    prover = Prover.__new__(Prover)  # only the key cache is under test
+    object.__setattr__(prover, "max_hot_keys", 2)
+    from collections import OrderedDict
+
+    prover._keys = OrderedDict()
+    keys = {name: BucketKeys(SimpleNamespace(bucket=name), None, None, None) for name in ("k4-f4", "k16-f4", "k16-f16")}
+    prover._remember(keys["k4-f4"])
+    prover._remember(keys["k16-f4"])
+    prover._keys.move_to_end("k4-f4")  # k4-f4 used again
+    prover._remember(keys["k16-f16"])
+    assert list(prover._keys) == ["k4-f4", "k16-f16"]  # k16-f4, the least recently used, was dropped
+
+
+# --- restarts and shutdown --------------------------------------------------------------------------
+
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_a_worker_name_of_a_dead_process_on_this_host_is_orphaned():
+    import os
+    import socket
+
+    from prover_service.service.runner import orphaned_on_this_host, worker_name
+
+    host = socket.gethostname()
+    assert orphaned_on_this_host(f"prover-0@{host}:{_dead_pid()}:abcdef")
+    assert orphaned_on_this_host(f"worker@{host}:{os.getpid()}:abcdef")  # a predecessor with our pid
+    assert not orphaned_on_this_host(f"worker@{host}:{os.getppid()}:abcdef")  # alive
+    assert not orphaned_on_this_host(f"worker@another-host:{_dead_pid()}:abcdef")  # can't tell: wait the lease
+    assert not orphaned_on_this_host("garbage") and not orphaned_on_this_host(worker_name("x").replace(":", ";"))
+
+
+def test_a_restarted_service_resumes_its_predecessors_job_at_once(ledger):
+    """kill -9 mid-proof: the job is RUNNING under a lease that has not run out; the restart takes it back."""
+    import asyncio
+    import socket
+    import time
+
+    from prover_service.service.dispatch import InProcessDispatcher
+
+    job = ledger.submit(CERTIFICATE, "m", {"query": [1, 2]}, decision=0, card_digest="d" * 64)
+    assert ledger.claim(job.id, f"prover-0@{socket.gethostname()}:{_dead_pid()}:abcdef") is not None
+    assert ledger.resumable() == []  # leased for another 30 s
+
+    started = time.monotonic()
+    dispatcher = InProcessDispatcher(ledger, _Registry(DataError("record refused")), workers=1)
+    asyncio.run(dispatcher.start())
+    while ledger.get(job.id).status in ("queued", "running") and time.monotonic() - started < 5:
+        time.sleep(0.05)
+    asyncio.run(dispatcher.stop())
+    assert ledger.get(job.id).status == "failed" and time.monotonic() - started < 5  # taken up and run
+
+
+def test_stopping_finishes_the_job_in_flight_and_leaves_the_queue_for_the_next_start(ledger):
+    import asyncio
+    import threading
+    import time
+
+    from prover_service.service.dispatch import InProcessDispatcher
+
+    release = threading.Event()
+
+    class _SlowProver:
+        def prove(self, query, on_stage):
+            release.wait(5)
+            raise DataError("done")
+
+    class _SlowRegistry(_Registry):
+        def prover(self, model_id):
+            return _SlowProver()
+
+    jobs = [ledger.submit(CERTIFICATE, "m", {"query": [i]}, decision=0, card_digest="d" * 64) for i in range(25)]
+    dispatcher = InProcessDispatcher(ledger, _SlowRegistry(None), workers=1)
+    asyncio.run(dispatcher.start())
+    while not any(ledger.get(j.id).status == "running" for j in jobs):
+        time.sleep(0.02)
+    threading.Timer(0.3, release.set).start()
+    started = time.monotonic()
+    asyncio.run(dispatcher.stop())
+    assert time.monotonic() - started < 3
+    statuses = [ledger.get(j.id).status for j in jobs]
+    assert statuses.count("failed") == 1 and statuses.count("queued") == 24  # the rest wait for the restart
+    assert len(ledger.resumable()) == 24

@@ -113,7 +113,12 @@ def test_train_and_import_commands(tmp_path, capsys):
             layer.weight.copy_(torch.tensor(w))
             layer.bias.copy_(torch.tensor(b))
     torch.save(seq.state_dict(), tmp_path / "m.pt")
-    rc = main(["import-model", "--format", "torch", str(tmp_path / "m.pt"), "--dataset", "german", "--out", str(tmp_path / "imp")])
+    # A shipped dataset's preprocessing cannot be checked against the bank's pipeline: only --no-check is possible.
+    with pytest.raises(SystemExit):
+        main(["import-model", "--format", "torch", str(tmp_path / "m.pt"), "--dataset", "german",
+              "--out", str(tmp_path / "imp")])
+    rc = main(["import-model", "--format", "torch", str(tmp_path / "m.pt"), "--dataset", "german", "--no-check",
+               "--out", str(tmp_path / "imp")])
     assert rc == 0
     imported = load_artifact(tmp_path / "imp")
     X = load_dataset("german").X_test
@@ -121,7 +126,8 @@ def test_train_and_import_commands(tmp_path, capsys):
     assert np.allclose(imported.model.forward(X), art.model.forward(X), atol=1e-6)  # float32 round trip
     assert imported.test_accuracy == pytest.approx(art.test_accuracy)
     capsys.readouterr()
-    rc = main(["import-model", "--format", "torch", str(tmp_path / "m.pt"), "--dataset", "credit", "--out", str(tmp_path / "x")])
+    rc = main(["import-model", "--format", "torch", str(tmp_path / "m.pt"), "--dataset", "credit", "--no-check",
+               "--out", str(tmp_path / "x")])
     assert rc == 1
     assert "takes 20 inputs, expected 23" in capsys.readouterr().err
 

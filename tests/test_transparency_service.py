@@ -54,9 +54,11 @@ def live(models_dir, tmp_path_factory):
 def _issue(url: str, record: dict) -> CertificateBundle:
     r = httpx.post(f"{url}/v1/models/{MODEL_DIRECTORY}/decisions", json={"record": record}, timeout=30)
     assert r.status_code == 202, r.text
-    job = wait_for_job(url, r.json()["job_id"], timeout=300)
+    token = r.json()["job_token"]
+    job = wait_for_job(url, r.json()["job_id"], timeout=300, token=token)
     assert job["status"] == "succeeded", job
-    return CertificateBundle.from_json(httpx.get(f"{url}{job['certificate_url']}", timeout=30).content)
+    return CertificateBundle.from_json(httpx.get(f"{url}{job['certificate_url']}", headers={"X-Job-Token": token},
+                                                 timeout=30).content)
 
 
 def _card(client: ServiceClient, digest: str) -> ModelCard:

@@ -184,13 +184,13 @@ def test_wait_polls_until_finished_and_gives_up_at_its_deadline(bank):
 
     service = FakeService(bank.card, bank.bundles[0], states=("queued", "running", "running", "succeeded"))
     with ServiceClient(URL, transport=service.transport(), sleep=sleep, clock=lambda: now[0]) as client:
-        assert client.wait("job-1", poll_interval=2.0, timeout=60).status == "succeeded"
+        assert client.wait("job-1", "token-1", poll_interval=2.0, timeout=60).status == "succeeded"
         assert sleeps == [2.0, 2.0, 2.0]
     sleeps.clear()
     stalled = FakeService(bank.card, bank.bundles[0], states=("running",))
     with ServiceClient(URL, transport=stalled.transport(), sleep=sleep, clock=lambda: now[0]) as client:
         with pytest.raises(ServiceError, match="did not finish within 5 s"):
-            client.wait("job-1", poll_interval=2.0, timeout=5)
+            client.wait("job-1", "token-1", poll_interval=2.0, timeout=5)
     assert sleeps == [2.0, 2.0]  # polled at 0, 2 and 4 s; the next poll would be past the deadline
 
 
@@ -238,19 +238,22 @@ def test_an_unreachable_service_exits_2(tmp_path, capsys):
 
 def test_the_client_imports_nothing_of_the_bank_side():
     blocked = ("fairness", "offline_precompute", "prover_service", "sqlalchemy", "scipy", "torch")
+    # The one record encoder is shared with the bank: fairness.schema (pydantic and numpy) and its errors.
+    shared = ("fairness", "fairness.schema", "fairness.errors")
     script = textwrap.dedent(f"""
         import sys
         BLOCKED = {blocked!r}
+        SHARED = {shared!r}
 
         class Block:
             def find_spec(self, name, path=None, target=None):
-                if name.split(".")[0] in BLOCKED:
+                if name.split(".")[0] in BLOCKED and name not in SHARED:
                     raise ImportError(f"the customer's client must not import {{name}}")
                 return None
 
         sys.meta_path.insert(0, Block())
         import verifier_client.cli, verifier_client.service_client, verifier_client.pins, commitments.record
-        leaked = sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)
+        leaked = sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED and m not in SHARED)
         assert not leaked, leaked
         print("ok")
     """)
@@ -261,3 +264,60 @@ def test_the_client_imports_nothing_of_the_bank_side():
     bad = subprocess.run([sys.executable, "-c", script.replace("commitments.record\n", "commitments.publish\n")],
                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
     assert bad.returncode != 0 and "must not import" in bad.stderr
+
+
+# --- what a service may send back ---------------------------------------------------------------
+
+class _Endless(httpx.SyncByteStream):
+    """A body of `total` bytes produced 1 MB at a time; counts what the client pulled."""
+
+    def __init__(self, total: int):
+        self.total, self.sent = total, 0
+
+    def __iter__(self):
+        chunk = b"x" * (1 << 20)
+        while self.sent < self.total:
+            self.sent += len(chunk)
+            yield chunk
+
+
+def test_a_huge_response_is_refused_without_being_read_whole():
+    from verifier_client.service_client import MAX_RESPONSE_BYTES
+
+    for declared in (True, False):
+        body = _Endless(200 * (1 << 20))
+        headers = {"content-length": str(body.total)} if declared else {}
+        transport = httpx.MockTransport(lambda request: httpx.Response(200, headers=headers, stream=body))
+        with ServiceClient(URL, transport=transport) as client, pytest.raises(ServiceError, match="more than|exceeds"):
+            client.models()
+        assert body.sent <= MAX_RESPONSE_BYTES + (1 << 20)  # stopped at the cap, not at 200 MB
+
+
+def test_a_redirect_is_refused_with_where_it_points():
+    transport = httpx.MockTransport(lambda request: httpx.Response(302, headers={"location": "https://elsewhere.example/v1/models"}))
+    with ServiceClient(URL, transport=transport) as client, pytest.raises(ServiceError) as refused:
+        client.models()
+    assert refused.value.status == 302 and "redirects" in str(refused.value) and "elsewhere.example" in str(refused.value)
+
+
+def test_the_client_comes_back_when_a_full_queue_says_so():
+    accepted = {"job_id": "0" * 32, "model_id": "m", "decision": 1, "decision_label": "good", "status": "queued",
+                "job_url": "/v1/jobs/x", "job_token": "t"}
+    answers = iter([httpx.Response(429, headers={"retry-after": "7"}, json={"detail": "queue full"}),
+                    httpx.Response(503, headers={"retry-after": "20"}, json={"detail": "republishing"}),
+                    httpx.Response(202, json=accepted)])
+    slept = []
+    transport = httpx.MockTransport(lambda request: next(answers))
+    with ServiceClient(URL, transport=transport, sleep=slept.append, clock=lambda: sum(slept)) as client:
+        assert client.submit("m", {"duration": 1}).job_id == "0" * 32
+    assert slept == [7.0, 20.0]
+    # Without Retry-After the refusal is the answer; a longer wait asked for is capped, then the refusal stands.
+    from verifier_client.service_client import MAX_RETRY_AFTER
+
+    for headers, waits in (({}, []), ({"retry-after": "99999"}, [MAX_RETRY_AFTER])):
+        transport = httpx.MockTransport(lambda request: httpx.Response(429, headers=headers, json={"detail": "full"}))
+        slept.clear()
+        with ServiceClient(URL, transport=transport, sleep=slept.append, clock=lambda: sum(slept)) as client, \
+                pytest.raises(ServiceError, match="429"):
+            client.submit("m", {"duration": 1})
+        assert slept == waits

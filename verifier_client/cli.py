@@ -232,6 +232,9 @@ def _print_valid(verdict: Verdict, card: ModelCard) -> None:
     print(radius_summary(claims))
     print(explain(claims, card))
     print(setup_summary(card.bucket(claims.bucket)))
+    if card.import_check is not None:
+        # The bank's own account of how it imported its network: on the pinned card, not shown by the proof.
+        print(f"Model import (the bank's statement on its card, not proved): {card.import_check}")
 
 
 def _from_service(args: argparse.Namespace, transport) -> int:

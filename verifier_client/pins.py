@@ -105,6 +105,22 @@ def default_pin_file() -> Path:
     return Path.home() / ".config" / "fairproof" / "pins.json"
 
 
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+
+
+def pin_origin(url: str) -> str:
+    """The service a pin is about: its normalised URL, with this machine's loopback spellings
+    (localhost, 127.0.0.1, ::1) as one, so that they are not two first uses of one service."""
+    parts = urlsplit(normalise_service_url(url))
+    host = parts.hostname or ""
+    if host in LOOPBACK_HOSTS:
+        host = "localhost"
+    elif ":" in host:
+        host = f"[{host}]"
+    netloc = host if parts.port is None else f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
 def normalise_service_url(url: str) -> str:
     """One spelling per service: lower-case scheme and host, no default port, no trailing slash,
     no query or fragment."""
@@ -133,8 +149,9 @@ class PinStore:
         return list(self._read().pins)
 
     def get(self, service_url: str, model_id: str) -> Pin | None:
-        service = normalise_service_url(service_url)
-        return next((p for p in self._read().pins if (p.service, p.model_id) == (service, model_id)), None)
+        service = pin_origin(service_url)
+        return next((p for p in self._read().pins if (pin_origin(p.service), p.model_id) == (service, model_id)),
+                    None)
 
     def trusted_contributors(self) -> list[str]:
         """The contribution hashes this file trusts (none if the file does not exist)."""
@@ -147,10 +164,11 @@ class PinStore:
         digest (for instance a new circuit bucket) replaces the pinned digest;
         a different commitment is never accepted this way.
         """
-        service = normalise_service_url(service_url)
+        service = pin_origin(service_url)
         with self._locked():
             data = self._read()
-            pinned = next((p for p in data.pins if (p.service, p.model_id) == (service, card.model_id)), None)
+            pinned = next((p for p in data.pins if (pin_origin(p.service), p.model_id) == (service, card.model_id)),
+                          None)
             if pinned is not None:
                 if accept_update and card.commitment == pinned.commitment and card.digest() != pinned.card_digest:
                     updated = pinned.model_copy(update={"card_digest": card.digest()})

@@ -9,6 +9,7 @@ proof holds under the card and that the certificate is about this record.
 """
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, TypeVar
@@ -17,7 +18,8 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from commitments.api import API_PREFIX, FINISHED, DecisionAccepted, DecisionRequest, ErrorBody, JobView, ModelList
+from commitments.api import (API_PREFIX, FINISHED, JOB_TOKEN_HEADER, DecisionAccepted, DecisionRequest, ErrorBody,
+                             JobView, ModelList)
 from commitments.bundle import CertificateBundle
 from commitments.canonical import NonCanonical, parse_strict
 from commitments.card import ModelCard
@@ -31,6 +33,9 @@ from .verify import Verdict, verify_bundle
 M = TypeVar("M", bound=BaseModel)
 
 DEFAULT_TIMEOUT = 30.0  # seconds, per HTTP request
+# The largest answer read from a service (a card with many buckets, a page of log entries): a bound
+# on the client's memory whatever a service sends.
+MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 DEFAULT_WAIT = 300.0  # seconds, for a certificate job to finish
 DEFAULT_POLL_INTERVAL = 0.5
 
@@ -39,10 +44,11 @@ class ServiceError(Exception):
     """The service could not be used: HTTP error `status` (None for network errors,
     timeouts and malformed responses) with a readable `detail`."""
 
-    def __init__(self, status: int | None, detail: str):
+    def __init__(self, status: int | None, detail: str, retry_after: float | None = None):
         super().__init__(f"HTTP {status}: {detail}" if status is not None else detail)
         self.status = status
         self.detail = detail
+        self.retry_after = retry_after  # seconds, from the answer's Retry-After header
 
 
 class ServiceClient:
@@ -78,18 +84,28 @@ class ServiceClient:
             body = DecisionRequest(record=dict(record))
         except (ValidationError, TypeError, ValueError) as exc:
             raise ServiceError(None, f"the record cannot be sent: {_first_error(exc)}") from None
-        return self._call("POST", f"/models/{_segment(model_id)}/decisions", DecisionAccepted,
-                          json=body.model_dump(mode="json"))
+        deadline = self._clock() + DEFAULT_WAIT
+        while True:
+            try:
+                return self._call("POST", f"/models/{_segment(model_id)}/decisions", DecisionAccepted,
+                                  json=body.model_dump(mode="json"))
+            except ServiceError as exc:
+                # A full queue (429) or a service briefly unavailable (503) says when to come back.
+                wait = exc.retry_after
+                if exc.status not in (429, 503) or wait is None or self._clock() + wait > deadline:
+                    raise
+                self._sleep(wait)
 
-    def job(self, job_id: str) -> JobView:
-        return self._call("GET", f"/jobs/{_segment(job_id)}", JobView)
+    def job(self, job_id: str, token: str) -> JobView:
+        """The job, read with its capability token (from the decision's answer)."""
+        return self._call("GET", f"/jobs/{_segment(job_id)}", JobView, headers={JOB_TOKEN_HEADER: token})
 
-    def wait(self, job_id: str, on_progress: Callable[[JobView], None] | None = None,
+    def wait(self, job_id: str, token: str, on_progress: Callable[[JobView], None] | None = None,
              poll_interval: float = DEFAULT_POLL_INTERVAL, timeout: float = DEFAULT_WAIT) -> JobView:
         """Poll the job until it has finished (succeeded or failed); ServiceError after `timeout` seconds."""
         deadline = self._clock() + timeout
         while True:
-            view = self.job(job_id)
+            view = self.job(job_id, token)
             if on_progress is not None:
                 on_progress(view)
             if view.status in FINISHED:
@@ -99,8 +115,10 @@ class ServiceClient:
                                          f"(last seen {view.status}: {view.stage})")
             self._sleep(poll_interval)
 
-    def certificate(self, certificate_id: str) -> CertificateBundle:
-        return self._call("GET", f"/certificates/{_segment(certificate_id)}", CertificateBundle)
+    def certificate(self, certificate_id: str, token: str) -> CertificateBundle:
+        """The certificate bundle, read with its job's capability token."""
+        return self._call("GET", f"/certificates/{_segment(certificate_id)}", CertificateBundle,
+                          headers={JOB_TOKEN_HEADER: token})
 
     # -- the transparency log --------------------------------------------------------------
 
@@ -125,15 +143,21 @@ class ServiceClient:
     def _call(self, method: str, path: str, model: type[M], **kwargs: Any) -> M:
         url = API_PREFIX + path
         try:
-            response = self._http.request(method, url, **kwargs)
+            with self._http.stream(method, url, **kwargs) as response:
+                content = _read_capped(response, f"{method} {self.base_url}{url}")
         except httpx.TimeoutException:
             raise ServiceError(None, f"{method} {self.base_url}{url}: the service did not answer in time") from None
         except httpx.HTTPError as exc:
             raise ServiceError(None, f"{method} {self.base_url}{url}: service unreachable ({exc})") from None
+        if response.is_redirect:
+            # Not followed: the pinned service must not be able to send the customer to another one.
+            where = response.headers.get("location", "nowhere")[:200]
+            raise ServiceError(response.status_code, f"the service redirects {url} to {where}; redirects are not "
+                                                     "followed: use the service's own URL")
         if response.is_error:
-            raise ServiceError(response.status_code, _error_detail(response))
+            raise ServiceError(response.status_code, _error_detail(response, content), _retry_after(response))
         try:
-            return parse_strict(model, response.content, f"{model.__name__} in the response")
+            return parse_strict(model, content, f"{model.__name__} in the response")
         except NonCanonical as exc:
             raise ServiceError(None, f"{method} {url}: malformed {exc}") from None
 
@@ -145,20 +169,45 @@ def _segment(value: str) -> str:
     return quote(value, safe="")
 
 
-def _error_detail(response: httpx.Response) -> str:
+MAX_RETRY_AFTER = 300.0  # seconds: a longer wait asked for is capped, not obeyed blindly
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    """Retry-After in seconds (delta form only; an HTTP date is ignored), capped at MAX_RETRY_AFTER."""
+    value = response.headers.get("retry-after", "").strip()
+    return min(float(value), MAX_RETRY_AFTER) if value.isdigit() else None
+
+
+def _read_capped(response: httpx.Response, what: str) -> bytes:
+    """The body, read in chunks and refused past MAX_RESPONSE_BYTES (never buffered whole first)."""
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_RESPONSE_BYTES:
+        raise ServiceError(None, f"{what}: the response is {int(declared)} bytes, more than the "
+                                 f"{MAX_RESPONSE_BYTES} a service answer may be")
+    chunks, size = [], 0
+    for chunk in response.iter_bytes():
+        size += len(chunk)
+        if size > MAX_RESPONSE_BYTES:
+            raise ServiceError(None, f"{what}: the response exceeds the {MAX_RESPONSE_BYTES} bytes a service "
+                                     "answer may be")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _error_detail(response: httpx.Response, content: bytes) -> str:
     """ErrorBody's detail; FastAPI's validation errors (a list) and non-JSON bodies read too."""
     try:
-        return ErrorBody.model_validate_json(response.content).detail
+        return ErrorBody.model_validate_json(content).detail[:1000]
     except ValidationError:
         pass
     try:
-        detail = response.json().get("detail")
+        detail = json.loads(content).get("detail")
     except (ValueError, AttributeError):
         detail = None
     if isinstance(detail, list) and detail:
         return "; ".join(_validation_item(item) for item in detail)
-    text = response.text.strip()
-    return text[:200] if text else response.reason_phrase or "error without a message"
+    text = content[:200].decode("utf-8", "replace").strip()
+    return text if text else response.reason_phrase or "error without a message"
 
 
 def _validation_item(item: Any) -> str:
@@ -215,12 +264,12 @@ def request_certificate(client: ServiceClient, pins: PinStore, model_id: str, re
     accepted = client.submit(model_id, record)
     if accepted.model_id != model_id:
         raise ServiceError(None, f"submitted to model {model_id!r}, the service answered for {accepted.model_id!r}")
-    job = client.wait(accepted.job_id, on_progress, poll_interval, timeout)
+    job = client.wait(accepted.job_id, accepted.job_token, on_progress, poll_interval, timeout)
     if job.status != "succeeded":
         raise ServiceError(None, f"certificate job {job.job_id} failed: {job.error or job.stage}")
     if not job.certificate_id:
         raise ServiceError(None, f"certificate job {job.job_id} succeeded without naming its certificate")
-    bundle = client.certificate(job.certificate_id)
+    bundle = client.certificate(job.certificate_id, accepted.job_token)
     if bundle.card_digest != card.digest():
         # Issued under another card (the bank may have set up a new circuit bucket meanwhile): that card
         # must pass the pin like any other, so an unannounced change is refused unless the user accepts it.

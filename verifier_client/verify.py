@@ -15,15 +15,16 @@ whose verifying key accepted the proof, as the pinned card states it.
 """
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
+import pydantic_core
+
 from circuits.backends import get_backend
 from circuits.errors import MalformedArtifact
-from circuits.groth16 import VerifyingKey, check_proof, proof_from_bytes, vk_digest
-from circuits.groth16.verify import check_verifying_key
+from circuits.groth16 import (PreparedVerifyingKey, Proof, VerifyingKey, check_prepared_proof, prepare_verifying_key,
+                              proof_to_bytes, vk_digest)
 from circuits.snarkjs.json_formats import proof_from_json, verifying_key_from_json
 from commitments.bundle import CertificateBundle
 from commitments.card import CircuitBucket, ModelCard, RadiusKind
@@ -60,7 +61,7 @@ def verify_bundle(bundle: CertificateBundle, card: ModelCard, backend=None, *,
     bucket's key must come from a ceremony whose transcript holds one of them.
     """
     try:
-        claims = bundle_claims(bundle, card)
+        claims = bundle_claims(bundle, card, card_digest(card))
     except ClaimError as exc:
         return _refuse(str(exc))
     if query is not None and claims.query != tuple(query):
@@ -75,58 +76,99 @@ def verify_bundle(bundle: CertificateBundle, card: ModelCard, backend=None, *,
 
     backend = backend or get_backend()
     try:
-        vk = bucket_verifying_key(bucket, backend)
-        proof = proof_from_json(bundle.proof.model_dump(mode="json"), backend=backend)
-        compressed = proof_from_bytes(bytes.fromhex(bundle.proof_hex), backend=backend)
+        pvk = bucket_prepared_key(bucket, backend)
+        proof = bundle_proof(bundle)
     except MalformedArtifact as exc:
         return _refuse(str(exc))
-    if compressed != proof:
-        return _refuse("the compressed proof and the JSON proof differ")
 
-    result = check_proof(vk, [int(s) for s in bundle.public_signals], proof, backend)
+    result = check_prepared_proof(pvk, [int(s) for s in bundle.public_signals], proof, backend)
     if not result.ok:
         return _refuse(f"proof rejected: {result.reason}")
     return Verdict(True, claims=claims)
 
 
-def bucket_verifying_key(bucket: CircuitBucket, backend=None):
-    """The bucket's verifying key, checked: valid points, not degenerate, matching its digest.
+def bundle_proof(bundle: CertificateBundle) -> Proof:
+    """The bundle's proof, read once, from its JSON (canonical numbers, points on
+    their curves); `proof_hex` must be exactly its compressed form (raises
+    MalformedArtifact otherwise).
 
-    The checked key is kept per backend and per (key document, declared
+    Compression is a bijection between points and valid encodings, so equal
+    bytes mean that proof_hex decodes to these very points, without the square
+    roots of decoding it. B's subgroup check is check_prepared_proof's, made once."""
+    proof = proof_from_json(bundle.proof.model_dump(mode="json"), check_subgroup=False)
+    if proof_to_bytes(proof) != bytes.fromhex(bundle.proof_hex):
+        raise MalformedArtifact("the compressed proof and the JSON proof differ")
+    return proof
+
+
+def card_digest(card: ModelCard) -> str:
+    """card.digest(), kept per card content (writing the key is about half the
+    cost of the canonical JSON and its hash)."""
+    key = _content_key(card)
+    if key is None:
+        return card.digest()
+    with _cache_lock:
+        digest = _digests.get(key)
+    if digest is None:
+        digest = card.digest()
+        with _cache_lock:
+            _remember(_digests, key, digest)
+    return digest
+
+
+def _content_key(model) -> tuple | None:
+    """A cache key holding the whole content of a pydantic model, never its identity:
+    the model as pydantic dumps it, written by pydantic-core with NaN and infinities
+    spelled out (pydantic's own JSON writes them all as null), so two models with
+    one key have the same canonical JSON. None if a value cannot be written so."""
+    try:
+        return type(model), pydantic_core.to_json(model.model_dump(), inf_nan_mode="constants")
+    except pydantic_core.PydanticSerializationError:
+        return None
+
+
+def bucket_verifying_key(bucket: CircuitBucket, backend=None) -> VerifyingKey:
+    """The bucket's verifying key, checked: valid points, not degenerate, matching its digest."""
+    return bucket_prepared_key(bucket, backend).vk
+
+
+def bucket_prepared_key(bucket: CircuitBucket, backend=None) -> PreparedVerifyingKey:
+    """The bucket's verifying key, checked (as bucket_verifying_key) and prepared on `backend`.
+
+    The prepared key is kept per backend and per (key document, declared
     public-input count, declared digest): those are all the checks read, so a
     second bundle of the same card gets the same answer without repeating
-    them (the G2 subgroup checks are most of a verification)."""
+    them (the G2 subgroup checks and e(alpha, beta))."""
     backend = backend or get_backend()
-    doc = bucket.verifying_key.model_dump(mode="json")
-    key = (backend.name, json.dumps(doc, sort_keys=True), bucket.n_public, bucket.verifying_key_digest, bucket.bucket)
-    with _prepared_lock:
-        cached = _prepared.get(key)
+    content = _content_key(bucket.verifying_key)
+    key = (backend.name, content, bucket.n_public, bucket.verifying_key_digest, bucket.bucket)
+    with _cache_lock:
+        cached = _prepared.get(key) if content is not None else None
     if cached is not None:
-        return cached.vk
+        return cached
     what = f"verifying key of bucket {bucket.bucket}"
-    vk = verifying_key_from_json(doc, what=what, backend=backend)
-    check_verifying_key(vk, backend)
+    vk = verifying_key_from_json(bucket.verifying_key.model_dump(mode="json"), what=what, backend=backend)
+    prepared = prepare_verifying_key(vk, backend)  # check_verifying_key's refusals (degenerate keys) raise here
     if vk.n_public != bucket.n_public:
         raise MalformedArtifact(f"{what}: {vk.n_public} public inputs, the bucket declares {bucket.n_public}")
     if vk_digest(vk) != bucket.verifying_key_digest:
         raise MalformedArtifact(f"{what} does not match its digest on the card")
-    with _prepared_lock:
-        if len(_prepared) >= _PREPARED_MAX:
-            _prepared.pop(next(iter(_prepared)))  # the oldest entry
-        _prepared[key] = PreparedVerifyingKey(vk)
-    return vk
+    if content is not None:
+        with _cache_lock:
+            _remember(_prepared, key, prepared)
+    return prepared
 
 
-@dataclass(frozen=True)
-class PreparedVerifyingKey:
-    """A verifying key that passed every check of bucket_verifying_key."""
-
-    vk: VerifyingKey
-
-
-_PREPARED_MAX = 64  # cards x buckets a verifier process sees; a bound, not a tuning
+_CACHE_MAX = 64  # cards x buckets a verifier process sees; a bound, not a tuning
 _prepared: dict[tuple, PreparedVerifyingKey] = {}
-_prepared_lock = threading.Lock()
+_digests: dict[tuple, str] = {}
+_cache_lock = threading.Lock()
+
+
+def _remember(cache: dict, key: tuple, value: object) -> None:
+    if key not in cache and len(cache) >= _CACHE_MAX:
+        cache.pop(next(iter(cache)))  # the oldest entry
+    cache[key] = value
 
 
 def setup_trust_problem(bucket: CircuitBucket, trusted_contributors: Iterable[str]) -> str | None:

@@ -49,6 +49,25 @@ class SparseTerms:
             raise ValueError("sparse terms: target, source and coefficient lengths differ")
 
 
+@dataclass(frozen=True)
+class PreparedG2:
+    """A G2 point that `backend` checked (order-R subgroup) once, in that backend's
+    own immutable form: pairings take it without checking it again (a verifying
+    key's gamma and delta, a proof's B). Made only by `CurveBackend.g2_prepare`."""
+
+    backend: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class GTElement:
+    """An element of GT (a pairing product after the final exponentiation) in
+    `backend`'s own immutable form; only compared, with `pairing_product_equals`."""
+
+    backend: str
+    value: Any
+
+
 class CurveBackend(ABC):
     name: str
 
@@ -110,6 +129,24 @@ class CurveBackend(ABC):
     def pairing_product_is_one(self, pairs: Sequence[tuple[G1Affine, G2Affine]]) -> bool:
         """prod e(P_i, Q_i) == 1 in GT."""
 
+    # --- pairings against a fixed target (a prepared verifying key) -------------------
+    # G2 inputs below are canonical points (checked on every call, MalformedArtifact
+    # when invalid) or this backend's PreparedG2 (checked once, when prepared).
+
+    @abstractmethod
+    def g2_prepare(self, q: G2Affine) -> PreparedG2 | None:
+        """q in this backend's form for pairings, or None unless q is in the order-R
+        subgroup (the check of g2_is_valid, done here once)."""
+
+    @abstractmethod
+    def pairing_product(self, pairs: Sequence[tuple[G1Affine, G2Affine | PreparedG2]]) -> GTElement:
+        """prod e(P_i, Q_i) in GT (final exponentiation applied)."""
+
+    @abstractmethod
+    def pairing_product_equals(self, pairs: Sequence[tuple[G1Affine, G2Affine | PreparedG2]],
+                               target: GTElement) -> bool:
+        """prod e(P_i, Q_i) == target: one multi-Miller loop, one final exponentiation."""
+
     # --- bulk points ---------------------------------------------------------
     @abstractmethod
     def g1_fixed_base(self, base: G1Affine, scalars: Sequence[int]) -> G1Vector:
@@ -169,6 +206,12 @@ class CurveBackend(ABC):
         check_subgroup (default) in the order-R subgroup, which costs a scalar
         multiplication per point. Skip it only for data whose integrity is
         assured otherwise (a key this process wrote and checksummed)."""
+
+    def vector_from_own_bytes(self, group: str, data: bytes) -> G1Vector | G2Vector:
+        """Bytes this backend wrote itself and whose integrity is assured otherwise (a proving key whose
+        files match the SHA-256 recorded when it was saved): no per-point work where the backend can
+        skip it. The default validates like the checked loaders."""
+        return self.g1_vector_from_bytes(data) if group == "g1" else self.g2_vector_from_bytes(data, check_subgroup=False)
 
     # --- the affine Montgomery layout of snarkjs's .zkey and .ptau files ---------
     # Each coordinate is 32 bytes little-endian holding x * 2^256 mod Q (an Fq2

@@ -45,7 +45,8 @@ from ..errors import CircuitError, MalformedArtifact
 from ..field import Q, R
 from ..groth16.types import G1Affine, G2Affine
 from . import ntt
-from .base import B2, CurveBackend, G1Vector, G2Vector, ScalarVector, SparseTerms, fq_dtype, limbs_below_q
+from .base import (B2, CurveBackend, G1Vector, G2Vector, GTElement, PreparedG2, ScalarVector, SparseTerms, fq_dtype,
+                   limbs_below_q)
 
 MCL_BN_SNARK1 = 4  # alt_bn128
 MCLBN_COMPILED_TIME_VAR = 44  # MCLBN_FP_UNIT_SIZE + 10 * MCLBN_FR_UNIT_SIZE, both 4 in the wheel
@@ -104,6 +105,8 @@ def _bind(lib: ctypes.CDLL) -> None:
         "mclBn_millerLoopVec": ([_P, _P, _P, ctypes.c_size_t], None),
         "mclBn_finalExp": ([_P, _P], None),
         "mclBnGT_isOne": ([_P], ctypes.c_int),
+        "mclBnGT_isEqual": ([_P, _P], ctypes.c_int),
+        "mclBnGT_setInt": ([_P, ctypes.c_int64], None),
     }
     for g in ("G1", "G2"):
         sigs.update(
@@ -731,25 +734,54 @@ class MclBackend(CurveBackend):
 
     def pairing_product_is_one(self, pairs: Sequence[tuple[G1Affine, G2Affine]]) -> bool:
         """One multi-Miller loop (mclBn_millerLoopVec), one final exponentiation."""
+        return bool(self._lib.mclBnGT_isOne(self._pairing(pairs).ctypes.data))
+
+    def g2_prepare(self, q: G2Affine) -> PreparedG2 | None:
+        """The checked mclBnG2 struct as bytes (immutable: a prepared key cannot be altered).
+        mcl's line precomputation (mclBn_precomputeG2) is not used: measured, a
+        precomputed loop is no faster than millerLoopVec over the three pairs of a
+        verification (which shares the squarings), and it mishandles a G1 point at
+        infinity."""
+        struct = _g2_try(self._lib, q)
+        return None if struct is None else PreparedG2(self.name, struct.tobytes())
+
+    def pairing_product(self, pairs: Sequence[tuple[G1Affine, G2Affine | PreparedG2]]) -> GTElement:
+        return GTElement(self.name, self._pairing(pairs).tobytes())
+
+    def pairing_product_equals(self, pairs: Sequence[tuple[G1Affine, G2Affine | PreparedG2]],
+                               target: GTElement) -> bool:
+        if not isinstance(target, GTElement) or target.backend != self.name:
+            raise CircuitError("pairing target must be a GT element of the mcl backend")
+        expected = np.frombuffer(target.value, dtype=np.uint64)
+        return bool(self._lib.mclBnGT_isEqual(self._pairing(pairs).ctypes.data, expected.ctypes.data))
+
+    def _pairing(self, pairs: Sequence[tuple[G1Affine, G2Affine | PreparedG2]]) -> np.ndarray:
+        """prod e(P_i, Q_i) as an mclBnGT: one millerLoopVec, one final exponentiation."""
         # Every input is validated once, including pairs skipped as trivial; the
-        # structs made by the check are the Miller loop's inputs.
+        # structs made by the check are the Miller loop's inputs. A PreparedG2 was
+        # checked when it was made.
         g1s = np.zeros((len(pairs), G1_LIMBS), dtype=np.uint64)
         g2s = np.zeros((len(pairs), G2_LIMBS), dtype=np.uint64)
         live = []
         for i, (p, q) in enumerate(pairs):
             if _g1_try(self._lib, p, g1s[i]) is None:
                 raise MalformedArtifact(f"pairing G1 input is not on the curve: {p!r}")
-            if _g2_try(self._lib, q, g2s[i]) is None:
+            if isinstance(q, PreparedG2):
+                if q.backend != self.name:
+                    raise CircuitError(f"a G2 point prepared by the {q.backend} backend given to mcl")
+                g2s[i] = np.frombuffer(q.value, dtype=np.uint64)
+            elif _g2_try(self._lib, q, g2s[i]) is None:
                 raise MalformedArtifact(f"pairing G2 input is not in the order-R subgroup: {q!r}")
-            if p is not None and q is not None:
+            if p is not None and not self._lib.mclBnG2_isZero(g2s[i].ctypes.data):
                 live.append(i)
-        if not live:
-            return True
-        g1s, g2s = np.ascontiguousarray(g1s[live]), np.ascontiguousarray(g2s[live])
         f = np.zeros(GT_LIMBS, dtype=np.uint64)
+        if not live:
+            self._lib.mclBnGT_setInt(f.ctypes.data, 1)
+            return f
+        g1s, g2s = np.ascontiguousarray(g1s[live]), np.ascontiguousarray(g2s[live])
         self._lib.mclBn_millerLoopVec(f.ctypes.data, g1s.ctypes.data, g2s.ctypes.data, len(live))
         self._lib.mclBn_finalExp(f.ctypes.data, f.ctypes.data)
-        return bool(self._lib.mclBnGT_isOne(f.ctypes.data))
+        return f
 
     # --- bulk points ---------------------------------------------------------------------
     def g1_fixed_base(self, base: G1Affine, scalars: Sequence[int]) -> G1Vector:
@@ -802,6 +834,13 @@ class MclBackend(CurveBackend):
 
     def g1_vector_from_bytes(self, data: bytes) -> G1Vector:
         return self._g1.check_raw(data, G1_BYTES, "G1")
+
+    def vector_from_own_bytes(self, group: str, data: bytes) -> G1Vector | G2Vector:
+        """The structs as written: one copy, no curve checks (see the base class for when that is right)."""
+        unit, limbs = (G1_BYTES, G1_LIMBS) if group == "g1" else (G2_BYTES, G2_LIMBS)
+        if len(data) % unit:
+            raise MalformedArtifact(f"{group.upper()} vector: {len(data)} bytes is not a multiple of {unit}")
+        return np.frombuffer(data, dtype="<u8").reshape(-1, limbs).copy()
 
     def g2_vector_to_bytes(self, vector: G2Vector) -> bytes:
         return np.ascontiguousarray(vector, dtype="<u8").tobytes()

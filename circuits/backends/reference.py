@@ -23,7 +23,7 @@ from py_ecc import optimized_bn128 as ob
 from ..errors import CircuitError, MalformedArtifact, UnsatisfiedConstraint
 from ..field import Q, R, R_GENERATOR, R_TWO_ADICITY
 from ..groth16.types import G1Affine, G2Affine
-from .base import CurveBackend, G1Vector, G2Vector, ScalarVector, SparseTerms
+from .base import CurveBackend, G1Vector, G2Vector, GTElement, PreparedG2, ScalarVector, SparseTerms
 
 FQ, FQ2, FQ12 = ob.FQ, ob.FQ2, ob.FQ12
 
@@ -299,19 +299,39 @@ class ReferenceBackend(CurveBackend):
 
     def pairing_product_is_one(self, pairs: Sequence[tuple[G1Affine, G2Affine]]) -> bool:
         """Miller loops multiplied together, one final exponentiation."""
+        return self._pairing(pairs) == FQ12.one()
+
+    def g2_prepare(self, q: G2Affine) -> PreparedG2 | None:
+        """The checked canonical point itself: py_ecc has no faster form worth keeping."""
+        return PreparedG2(self.name, q) if self.g2_is_valid(q) else None
+
+    def pairing_product(self, pairs: Sequence[tuple[G1Affine, G2Affine | PreparedG2]]) -> GTElement:
+        return GTElement(self.name, self._pairing(pairs))
+
+    def pairing_product_equals(self, pairs: Sequence[tuple[G1Affine, G2Affine | PreparedG2]],
+                               target: GTElement) -> bool:
+        if not isinstance(target, GTElement) or target.backend != self.name:
+            raise CircuitError("pairing target must be a GT element of the reference backend")
+        return self._pairing(pairs) == target.value
+
+    def _pairing(self, pairs: Sequence[tuple[G1Affine, G2Affine | PreparedG2]]) -> FQ12:
         from py_ecc.optimized_bn128.optimized_pairing import cast_point_to_fq12, miller_loop
 
         acc = FQ12.one()
         for p, q in pairs:
             _require_g1(p, "pairing G1 input")
-            if not self.g2_is_valid(q):
+            if isinstance(q, PreparedG2):
+                if q.backend != self.name:
+                    raise CircuitError(f"a G2 point prepared by the {q.backend} backend given to the reference backend")
+                q = q.value  # checked when prepared
+            elif not self.g2_is_valid(q):
                 raise MalformedArtifact(f"pairing G2 input is not in the order-R subgroup: {q!r}")
             if p is None or q is None:
                 continue
             acc = acc * miller_loop(
                 ob.twist(_g2_to_proj(q)), cast_point_to_fq12(_g1_to_proj(p)), final_exponentiate=False
             )
-        return ob.final_exponentiate(acc) == FQ12.one()
+        return ob.final_exponentiate(acc)
 
     # --- bulk points ---------------------------------------------------------------
     def g1_fixed_base(self, base: G1Affine, scalars: Sequence[int]) -> G1Vector:

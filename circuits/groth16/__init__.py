@@ -30,7 +30,7 @@ from .prove import prove
 from .qap import domain_size, r1cs_digest
 from .setup import ToxicWaste, sample_toxic_waste, setup
 from .types import G1Affine, G2Affine, Proof, VerifyingKey
-from .verify import VerificationResult, check_proof, verify
+from .verify import PreparedVerifyingKey, VerificationResult, check_prepared_proof, check_proof, prepare_verifying_key, verify
 
 __all__ = [
     "ChainReport",
@@ -45,15 +45,18 @@ __all__ = [
     "G2Affine",
     "PROOF_BYTES",
     "Proof",
+    "PreparedVerifyingKey",
     "ProvingKey",
     "ToxicWaste",
     "VerificationResult",
     "VerifyingKey",
+    "check_prepared_proof",
     "check_proof",
     "convert_proving_key",
     "domain_size",
     "load_proving_key",
     "load_verifying_key",
+    "prepare_verifying_key",
     "proof_from_bytes",
     "proof_from_dict",
     "proof_to_bytes",

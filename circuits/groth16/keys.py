@@ -319,6 +319,7 @@ def load_proving_key(
     *,
     check_digest: bool = False,
     g2_subgroup_check: bool = False,
+    check_points: bool = True,
 ) -> ProvingKey:
     """Load and validate a key directory.
 
@@ -334,6 +335,12 @@ def load_proving_key(
     without the option always check. Portable keys are always fully checked.
     With check_digest the canonical digest is recomputed (converts every point
     to canonical form: slower) and compared with the header's.
+
+    `check_points=False` is for the prover's own raw key: each file's SHA-256
+    must still match the header written when the key was saved, but no point
+    is parsed or checked (a key that is wrong anyway can only make the
+    prover's own proofs fail: the verifier checks every proof point). Loading
+    is then reading and hashing the files.
     """
     path = Path(directory)
     header = read_key_header(path)
@@ -359,6 +366,8 @@ def load_proving_key(
                 raise MalformedArtifact(f"proving key: {entry['file']} does not match its SHA-256 in the header")
             if storage == "portable":
                 vectors[name] = _decode_portable(group, data, backend, name)
+            elif not check_points:
+                vectors[name] = backend.vector_from_own_bytes(group, data)
             elif group == "g1":
                 vectors[name] = backend.g1_vector_from_bytes(data)
             else:

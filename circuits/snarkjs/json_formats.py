@@ -161,11 +161,13 @@ def proof_to_json(proof: Proof) -> dict[str, Any]:
     }
 
 
-def proof_from_json(doc: Any, what: str = "proof", backend: Any = None) -> Proof:
+def proof_from_json(doc: Any, what: str = "proof", backend: Any = None, check_subgroup: bool = True) -> Proof:
+    """check_subgroup=False leaves B's order-r subgroup check (the one costly check) to a
+    verifier that makes it anyway (groth16.check_prepared_proof); B is on the twist."""
     doc = _check_header(doc, what)
     return Proof(
         a=g1_from_json(_field(doc, "pi_a", what), f"{what}: pi_a"),
-        b=g2_from_json(_field(doc, "pi_b", what), f"{what}: pi_b", backend=backend),
+        b=g2_from_json(_field(doc, "pi_b", what), f"{what}: pi_b", check_subgroup, backend),
         c=g1_from_json(_field(doc, "pi_c", what), f"{what}: pi_c"),
     )
 

@@ -26,6 +26,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scale-bits", type=int, default=None, metavar="N",
                    help="fixed-point scale exponent (default 16; must match the precompute)")
     p.add_argument("--data-dir", metavar="DIR", help="dataset directory for --index (default: $FAIRPROOF_DATA_DIR)")
+    p.add_argument("--data", metavar="FILE.csv", dest="data_dir",
+                   help="an imported model's data (rows read through its schema), for --index")
     add_radius_argument(p)
     p.add_argument("--out", metavar="CERT.json", help="write the certificate JSON here")
     p.set_defaults(handler=run)

@@ -57,6 +57,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("witness", type=Path, help="witness file (.wtns, snarkjs format)")
     p.add_argument("outdir", type=Path, help="directory for proof.json and public.json (created)")
     p.add_argument("--backend", choices=("mcl", "reference"))
+    p.add_argument("--check-key-points", action="store_true",
+                   help="also check every key point on its curve (by default only the files' SHA-256 against the "
+                        "key's header: proving with one's own key)")
     p.set_defaults(handler=_prove)
 
     p = commands.add_parser("verify", help="verify a proof (snarkjs JSON files)")
@@ -121,7 +124,7 @@ def _start_transcript(keydir: Path, pk, backend) -> None:
     phase2.start_transcript(pk, backend).save(keydir / TRANSCRIPT_FILE)
 
 
-def _load_key(keydir: Path, backend_name: str | None, subdir: str = PROVING_KEY_DIR):
+def _load_key(keydir: Path, backend_name: str | None, subdir: str = PROVING_KEY_DIR, *, check_points: bool = True):
     from circuits.backends import get_backend
     from circuits.errors import MalformedArtifact
     from circuits.groth16 import load_proving_key
@@ -131,7 +134,7 @@ def _load_key(keydir: Path, backend_name: str | None, subdir: str = PROVING_KEY_
         raise MalformedArtifact(f"{keydir} is not a key directory (no {subdir}/; run `fairproof groth16 setup` first)")
     header = read_key_header(keydir / subdir)
     backend = get_backend(backend_name or (header.get("backend") if header.get("storage") == "raw" else None))
-    return load_proving_key(keydir / subdir, backend), backend
+    return load_proving_key(keydir / subdir, backend, check_points=check_points), backend
 
 
 def _read_transcript(keydir: Path):
@@ -189,7 +192,9 @@ def _prove(args: argparse.Namespace) -> int:
     if len(witness) != r1cs.n_wires:
         raise MalformedArtifact(f"witness {args.witness} has {len(witness)} values, the circuit has {r1cs.n_wires} wires")
     print(f"prove: loading the proving key from {keydir}", file=sys.stderr)
-    pk, backend = _load_key(keydir, args.backend)
+    # Proving with one's own key: its files' SHA-256 against the header, no per-point checks (the
+    # verifier checks the proof; a contribution or an audit loads the key with every check).
+    pk, backend = _load_key(keydir, args.backend, check_points=args.check_key_points)
     proof = prove(pk, r1cs, witness, backend, progress=_progress("prove"))
     args.outdir.mkdir(parents=True, exist_ok=True)
     write_proof(args.outdir / "proof.json", proof)

@@ -29,6 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="for a committed model: certify the first N test customers (with --radius) and set up the "
                         "Groth16 keys of every circuit bucket they need (default 20; 0 skips key setup)")
     p.add_argument("--data-dir", metavar="DIR", help="dataset directory (for --key-queries)")
+    p.add_argument("--data", metavar="FILE.csv", dest="data_dir",
+                   help="an imported model's data (rows read through its schema), for --index")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     add_radius_argument(p)
     add_key_setup_arguments(p)

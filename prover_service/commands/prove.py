@@ -25,6 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, metavar="BUNDLE.json", help="where to write the bundle")
     p.add_argument("--store", metavar="URL", help=STORE_HELP)
     p.add_argument("--data-dir", metavar="DIR", help="dataset directory (for --index)")
+    p.add_argument("--data", metavar="FILE.csv", dest="data_dir",
+                   help="an imported model's data (rows read through its schema), for --index")
     p.add_argument("--backend", choices=("mcl", "reference"), help="curve backend (default: fastest available)")
     add_radius_argument(p)
     add_key_setup_arguments(p)

@@ -66,15 +66,16 @@ def run(args: argparse.Namespace) -> int:
 
     settings = settings_from(args, queue=args.queue, workers=args.workers)
     configure_logging(settings.log_level)
-    if args.register:
-        db = open_service_database(settings.resolved_database_url)
-        try:
+    # Wait for the database here, where a failure is one line (inside uvicorn it is a startup traceback).
+    db = open_service_database(settings.resolved_database_url, wait_seconds=settings.database_wait_seconds)
+    try:
+        if args.register:
             registry = ModelRegistry(db, settings, open_transparency_log(db, settings))
             for name in args.register:
                 registry.register(name)
             registry.close()
-        finally:
-            db.dispose()
+    finally:
+        db.dispose()
     uvicorn.run(create_app(settings), host=args.host, port=args.port, log_config=None,
                 timeout_keep_alive=args.keep_alive, timeout_graceful_shutdown=30)
     return 0

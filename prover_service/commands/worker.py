@@ -16,7 +16,47 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_settings_options(p)
     p.add_argument("--concurrency", type=int, default=1, metavar="N",
                    help="jobs run at once by this process (default 1: a proof already uses both cores)")
+    p.add_argument("--heartbeat-file", default=None, metavar="PATH",
+                   help="touch this file every few seconds while the worker runs (for a container healthcheck: "
+                        "see `fairproof worker-alive`)")
     p.set_defaults(handler=run)
+
+    p = subparsers.add_parser("worker-alive", help="exit 0 if a worker's heartbeat file is fresh (a healthcheck)")
+    p.add_argument("heartbeat_file", metavar="PATH")
+    p.add_argument("--max-age", type=float, default=60.0, metavar="SECONDS")
+    p.set_defaults(handler=alive)
+
+
+HEARTBEAT_SECONDS = 10.0
+
+
+def alive(args: argparse.Namespace) -> int:
+    import os
+    import sys
+    import time
+
+    try:
+        age = time.time() - os.stat(args.heartbeat_file).st_mtime
+    except OSError as exc:
+        print(f"fairproof worker-alive: no heartbeat ({exc.strerror}: {args.heartbeat_file})", file=sys.stderr)
+        return 1
+    if age > args.max_age:
+        print(f"fairproof worker-alive: last heartbeat {age:.0f} s ago", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _beat(path: str, stop) -> None:
+    """Touch `path` until `stop` is set: the process is alive and its event loop thread is not wedged."""
+    from pathlib import Path
+
+    while True:
+        try:
+            Path(path).touch()
+        except OSError:
+            pass  # the healthcheck reports a missing or stale file
+        if stop.wait(HEARTBEAT_SECONDS):
+            return
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,12 +68,12 @@ def run(args: argparse.Namespace) -> int:
     from prover_service.service.logs import configure_logging
     from prover_service.service.queue_procrastinate import run_worker
     from prover_service.service.registry import ModelRegistry
-    from prover_service.service.runner import JobRunner, worker_name
+    from prover_service.service.runner import JobRunner, orphaned_on_this_host, worker_name
     from prover_service.service.transparency_log import open_transparency_log
 
     settings = settings_from(args, queue="procrastinate")
     configure_logging(settings.log_level)
-    db = open_service_database(settings.resolved_database_url)
+    db = open_service_database(settings.resolved_database_url, wait_seconds=settings.database_wait_seconds)
     backend = None
     if settings.backend:
         from circuits.backends import get_backend
@@ -43,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
     ledger = JobLedger(db, transparency, lease_seconds=settings.lease_seconds, max_attempts=settings.max_attempts)
     registry = ModelRegistry(db, settings, transparency, backend)
     runners: dict[int, JobRunner] = {}
+    # Jobs a killed worker of this host was proving go back to the queue now, not when their leases end.
+    ledger.release_orphans(orphaned_on_this_host)
 
     def runner() -> JobRunner:
         key = threading.get_ident()
@@ -50,10 +92,14 @@ def run(args: argparse.Namespace) -> int:
             runners[key] = JobRunner(ledger, registry, worker_name("worker"), settings.data_dir)
         return runners[key]
 
+    stop = threading.Event()
+    if args.heartbeat_file:
+        threading.Thread(target=_beat, args=(args.heartbeat_file, stop), name="heartbeat", daemon=True).start()
     try:
         asyncio.run(run_worker(settings.resolved_database_url, runner, concurrency=args.concurrency,
                                lease_seconds=settings.lease_seconds))
     finally:
+        stop.set()
         registry.close()
         db.dispose()
     return 0

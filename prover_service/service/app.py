@@ -9,10 +9,18 @@ for the certificate in the same request.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
+import math
+import os
+import re
+import secrets
+import tempfile
 import time
 import uuid
 from contextlib import asynccontextmanager
+from functools import partial
+from pathlib import Path as FilePath
 from typing import Annotated, Any, AsyncIterator
 
 from fastapi import FastAPI, Path, Query, Request, status
@@ -20,6 +28,8 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from sqlalchemy import select, text
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from commitments.api import (API_PREFIX, DecisionAccepted, DecisionRequest, ErrorBody, Health, JobView, ModelList,
@@ -27,7 +37,8 @@ from commitments.api import (API_PREFIX, DecisionAccepted, DecisionRequest, Erro
 from commitments.bundle import CertificateBundle
 from commitments.card import ModelCard
 
-from .errors import NotFound, ServiceError, Unavailable
+from .errors import NotFound, ServiceError, TooManyRequests, Unavailable
+from .state import JobAccess, token_hash
 from .jobs import CERTIFICATE, PRECOMPUTE, JobRecord
 from . import log_routes
 from .limits import BodySizeLimit
@@ -39,7 +50,7 @@ log = logging.getLogger("fairproof.service")
 
 UUID = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorBody} for code in (401, 403, 404, 409, 413, 422, 503)
+    code: {"model": ErrorBody} for code in (401, 403, 404, 409, 413, 422, 429, 503)
 }
 
 
@@ -86,6 +97,10 @@ def create_app(settings: Settings, *, backend=None) -> FastAPI:
         summary="Credit decisions with zero-knowledge certificates of individual fairness.",
         lifespan=lifespan,
         responses=ERRORS,
+        # The interactive pages load their scripts from a CDN: off unless asked for. The schema itself
+        # (/openapi.json) is always served; it is what clients and auditors read.
+        docs_url="/docs" if settings.api_docs else None,
+        redoc_url="/redoc" if settings.api_docs else None,
     )
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     _install_error_handlers(app)
@@ -95,10 +110,45 @@ def create_app(settings: Settings, *, backend=None) -> FastAPI:
     return app
 
 
+# Outages (database down, disk full) are answered 503 with this Retry-After, never a 500.
+OUTAGE_RETRY_SECONDS = 5
+STORAGE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO}
+
+# A full queue drains at roughly a certificate every few seconds per worker: ask for a short wait.
+QUEUE_FULL_RETRY_SECONDS = 10
+
+
+def _admit(ledger, settings, model_id: str) -> None:
+    """Refuse a new certificate job while the queue is full (in all, or for this model)."""
+    if ledger.backlog(CERTIFICATE, model_id) >= settings.max_queued_per_model:
+        raise TooManyRequests(f"model {model_id} has {settings.max_queued_per_model} certificates waiting; "
+                              f"retry in {QUEUE_FULL_RETRY_SECONDS} s", QUEUE_FULL_RETRY_SECONDS)
+    if ledger.backlog(CERTIFICATE) >= settings.max_queued_jobs:
+        raise TooManyRequests(f"the service has {settings.max_queued_jobs} certificates waiting; "
+                              f"retry in {QUEUE_FULL_RETRY_SECONDS} s", QUEUE_FULL_RETRY_SECONDS)
+
+
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ServiceError)
     async def service_error(_: Request, exc: ServiceError) -> JSONResponse:
-        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
+        retry = getattr(exc, "retry_after", None)
+        headers = {"Retry-After": str(retry)} if retry is not None else None
+        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=headers)
+
+    @app.exception_handler(DBAPIError)
+    @app.exception_handler(SQLAlchemyTimeout)
+    async def database_down(request: Request, exc: Exception) -> JSONResponse:
+        log.error("database unavailable", extra={"path": request.url.path, "error": type(exc).__name__})
+        return JSONResponse({"detail": "the service's database is unavailable; retry shortly"}, status_code=503,
+                            headers={"Retry-After": str(OUTAGE_RETRY_SECONDS)})
+
+    @app.exception_handler(OSError)
+    async def storage_failing(request: Request, exc: OSError) -> JSONResponse:
+        if exc.errno not in STORAGE_ERRNOS:
+            raise exc
+        log.error("storage failing", extra={"path": request.url.path, "error": errno.errorcode.get(exc.errno, "")})
+        return JSONResponse({"detail": "the service's storage is full or failing; retry later"}, status_code=503,
+                            headers={"Retry-After": str(OUTAGE_RETRY_SECONDS)})
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -113,14 +163,19 @@ def _validation_reason(exc: RequestValidationError) -> str:
     reasons = []
     for err in exc.errors()[:5]:
         where = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
-        reasons.append(f"{where}: {err.get('msg')}")
+        reasons.append(f"{where[:100]}: {str(err.get('msg'))[:200]}")
     return "invalid request: " + "; ".join(reasons)
+
+
+REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 
 
 def _install_request_log(app: FastAPI) -> None:
     @app.middleware("http")
     async def request_log(request: Request, call_next):
-        request_id = request.headers.get("x-request-id") or uuid.uuid4().hex
+        request_id = request.headers.get("x-request-id", "")
+        if not REQUEST_ID.fullmatch(request_id):  # echoed and logged: only a short token is taken up
+            request_id = uuid.uuid4().hex
         start = time.perf_counter()
         try:
             response = await call_next(request)
@@ -132,6 +187,22 @@ def _install_request_log(app: FastAPI) -> None:
                                    "status": response.status_code,
                                    "ms": round(1000 * (time.perf_counter() - start), 1)})
         return response
+
+
+def _state_directory(settings) -> FilePath:
+    """Where this process itself writes: beside its log key (and its SQLite database, by default)."""
+    return settings.resolved_log_key_file.parent
+
+
+def _probe_write(directory: FilePath) -> None:
+    """Write, sync and remove a small file: a full or read-only disk fails here, not in a customer's job."""
+    fd, name = tempfile.mkstemp(prefix=".ready-", dir=directory)
+    try:
+        os.write(fd, b"\0" * 4096)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+        os.unlink(name)
 
 
 def _routes(app: FastAPI) -> None:
@@ -154,6 +225,12 @@ def _routes(app: FastAPI) -> None:
             ok &= current
         except Exception as exc:
             checks["database"] = f"unreachable: {type(exc).__name__}"
+            ok = False
+        try:
+            _probe_write(_state_directory(state.settings))
+            checks["storage"] = "ok"
+        except OSError as exc:
+            checks["storage"] = f"not writable: {errno.errorcode.get(exc.errno, type(exc).__name__)}"
             ok = False
         workers_ok, words = state.dispatcher.health()
         checks["workers"] = words
@@ -184,7 +261,7 @@ def _routes(app: FastAPI) -> None:
     @app.post(f"{API_PREFIX}/models/{{model_id}}/decisions", response_model=DecisionAccepted,
               status_code=status.HTTP_202_ACCEPTED, tags=["decisions"],
               responses={200: {"model": DecisionAccepted, "description": "the certificate was ready within `wait`"}})
-    async def request_decision(model_id: ModelId, body: DecisionRequest, state: State,
+    async def request_decision(model_id: ModelId, body: DecisionRequest, state: State, request: Request,
                                wait: Annotated[float, Query(ge=0, le=60, description="seconds to wait for the "
                                                                                     "certificate")] = 0) -> Any:
         """A customer's record in; the decision and the job that proves its certificate out."""
@@ -192,9 +269,17 @@ def _routes(app: FastAPI) -> None:
         card = await run_in_threadpool(state.registry.card, model_id)
         if card.commitment != loaded.commitment:  # a publication between the two reads: never mix them
             raise Unavailable(f"model {model_id} is being republished; retry in a moment")
+        wait_s = state.rate_limit.take(request.client.host if request.client else "unknown") \
+            if state.rate_limit is not None else None
+        if wait_s is not None:
+            raise TooManyRequests(f"too many decision requests from this client; retry in {math.ceil(wait_s)} s",
+                                  math.ceil(wait_s))
+        await run_in_threadpool(_admit, state.ledger, state.settings, model_id)
         query, decision = await run_in_threadpool(loaded.decide, body.record)
-        job = await run_in_threadpool(state.ledger.submit, CERTIFICATE, model_id, {"query": list(query)},
-                                      decision=decision, card_digest=card.digest())
+        token = secrets.token_urlsafe(32)
+        job = await run_in_threadpool(partial(state.ledger.submit, CERTIFICATE, model_id, {"query": list(query)},
+                                              decision=decision, card_digest=card.digest(),
+                                              access_hash=token_hash(token)))
         await state.dispatcher.enqueue(job.id)
         log.info("decision requested", extra={"job_id": job.id, "model_id": model_id, "decision": decision})
         if wait:
@@ -207,27 +292,33 @@ def _routes(app: FastAPI) -> None:
             job_id=job.id, model_id=model_id, decision=decision, decision_label=label, status=job.status,
             job_url=f"{API_PREFIX}/jobs/{job.id}",
             certificate_url=f"{API_PREFIX}/certificates/{job.certificate_id}" if job.certificate_id else None,
+            job_token=token,
         )
         code = status.HTTP_200_OK if job.certificate_id else status.HTTP_202_ACCEPTED
         return JSONResponse(accepted.model_dump(), status_code=code)
 
     @app.get(f"{API_PREFIX}/jobs/{{job_id}}", response_model=JobView, tags=["decisions"])
-    def job_status(job_id: Annotated[str, Path(pattern=UUID)], state: State) -> JobView:
-        """Where a job is: queued, running (with its stage and progress), succeeded or failed (with why)."""
+    def job_status(job_id: Annotated[str, Path(pattern=UUID)], state: State, access: JobAccess) -> JobView:
+        """Where a job is: queued, running (with its stage and progress), succeeded or failed (with why).
+
+        Read with the job's token (header X-Job-Token, from the decision's answer) or the admin key."""
         job = state.ledger.get(job_id)
-        if job is None:
+        if job is None or not access.may_read(job.access_hash, state.settings):
             raise NotFound(f"unknown job {job_id}")
         return _job_view(job)
 
     @app.get(f"{API_PREFIX}/certificates/{{certificate_id}}", tags=["decisions"],
              responses={200: {"model": CertificateBundle, "description": "the certificate bundle"}})
-    def certificate(certificate_id: Annotated[str, Path(pattern=UUID)], state: State) -> Response:
+    def certificate(certificate_id: Annotated[str, Path(pattern=UUID)], state: State, access: JobAccess) -> Response:
         """The certificate bundle as issued, with its and its card's inclusion in the transparency log
-        against the newest signed checkpoint (verify it with `fairproof-verify`)."""
+        against the newest signed checkpoint (verify it with `fairproof-verify`).
+
+        Read with its job's token (header X-Job-Token) or the admin key."""
         found = state.ledger.certificate(certificate_id)
-        if found is None:
+        job = state.ledger.get(found[2]) if found is not None else None
+        if found is None or job is None or not access.may_read(job.access_hash, state.settings):
             raise NotFound(f"unknown certificate {certificate_id}")
-        text, leaf_index = found
+        text, leaf_index, _ = found
         if leaf_index is None:  # issued before this service kept a log
             return Response(text, media_type="application/json")
         bundle = CertificateBundle.model_validate_json(text)

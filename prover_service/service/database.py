@@ -6,18 +6,25 @@ together never race on the schema.
 """
 from __future__ import annotations
 
+import logging
+import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, text
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from offline_precompute.db import Database, make_engine
+
+from .errors import ConfigurationError
+
+log = logging.getLogger("fairproof.database")
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 VERSION_TABLE = "service_alembic_version"
@@ -64,8 +71,27 @@ class ServiceDatabase(Database):
         return current_revision(self.engine) == head_revision()
 
 
-def open_service_database(url: str, *, upgrade: bool = True) -> ServiceDatabase:
+def open_service_database(url: str, *, upgrade: bool = True, wait_seconds: float = 0.0,
+                          sleep: Callable[[float], None] = time.sleep) -> ServiceDatabase:
+    """Open (and migrate) the service database. A database that does not answer yet (a container started
+    before PostgreSQL) is retried with backoff for up to `wait_seconds`, one log line per try; then a
+    one-line ConfigurationError, never a traceback."""
     engine = make_engine(url)
+    deadline = time.monotonic() + wait_seconds
+    delay = 0.5
+    while True:
+        try:
+            with engine.connect() as conn:
+                conn.execute(text("SELECT 1"))
+            break
+        except OperationalError as exc:
+            reason = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
+            if time.monotonic() + delay > deadline:
+                engine.dispose()
+                raise ConfigurationError(f"the service database does not answer: {reason}") from None
+            log.warning("database unavailable (%s); retrying in %.1f s", reason, delay)
+            sleep(delay)
+            delay = min(delay * 2, 8.0)
     if upgrade:
         migrate(engine)
     return ServiceDatabase(url, engine, sessionmaker(engine, expire_on_commit=False))

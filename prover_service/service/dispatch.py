@@ -15,7 +15,7 @@ from typing import Protocol
 
 from .jobs import JobLedger
 from .registry import ModelRegistry
-from .runner import JobRunner, worker_name
+from .runner import JobRunner, orphaned_on_this_host, worker_name
 
 log = logging.getLogger("fairproof.dispatch")
 
@@ -51,6 +51,8 @@ class InProcessDispatcher:
         self._threads: list[threading.Thread] = []
 
     async def start(self) -> None:
+        if self.workers:
+            self._release_orphans()
         for i in range(self.workers):
             thread = threading.Thread(target=self._work, name=f"prover-{i}", daemon=True)
             thread.start()
@@ -62,7 +64,16 @@ class InProcessDispatcher:
             self._resume()
 
     async def stop(self) -> None:
+        """Take no new job, let each thread finish the one in flight; queued jobs stay queued in the ledger
+        (the next start resumes them), so stopping takes one proof's time, not the whole queue's."""
         self._stopping.set()
+        while True:
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
+                break
+        with self._lock:
+            self._pending.clear()
         for _ in range(self.workers):
             self._queue.put(None)
         for thread in self._threads:
@@ -85,7 +96,18 @@ class InProcessDispatcher:
             self._pending.add(job_id)
         self._queue.put(job_id)
 
+    def _release_orphans(self) -> None:
+        try:
+            released = self.ledger.release_orphans(orphaned_on_this_host)
+        except Exception:
+            log.warning("could not read the ledger for jobs of a stopped predecessor", exc_info=True)
+            return
+        if released:
+            log.info("resuming jobs of a stopped predecessor", extra={"jobs": len(released)})
+
     def _resume(self) -> None:
+        if self._stopping.is_set():
+            return
         try:
             for job_id in self.ledger.resumable():
                 self._offer(job_id)
@@ -100,7 +122,7 @@ class InProcessDispatcher:
         runner = JobRunner(self.ledger, self.registry, worker_name(threading.current_thread().name), self.data_dir)
         while True:
             job_id = self._queue.get()
-            if job_id is None:
+            if job_id is None or self._stopping.is_set():
                 return
             with self._lock:
                 self._pending.discard(job_id)

@@ -2,10 +2,15 @@
 from __future__ import annotations
 
 
+MAX_DETAIL_CHARS = 1000  # a reason is a sentence; whatever a client sent is not echoed at any length
+
+
 class ServiceError(Exception):
     status_code = 500
 
     def __init__(self, detail: str):
+        if len(detail) > MAX_DETAIL_CHARS:
+            detail = detail[:MAX_DETAIL_CHARS] + "..."
         super().__init__(detail)
         self.detail = detail
 
@@ -32,6 +37,16 @@ class Unauthorized(ServiceError):
 
 class Unavailable(ServiceError):
     status_code = 503
+
+
+class TooManyRequests(ServiceError):
+    """Backpressure: the queue is full; the client should come back after `retry_after` seconds."""
+
+    status_code = 429
+
+    def __init__(self, detail: str, retry_after: int):
+        super().__init__(detail)
+        self.retry_after = retry_after
 
 
 class ConfigurationError(ServiceError):

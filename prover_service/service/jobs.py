@@ -17,7 +17,7 @@ import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Callable
 
 from sqlalchemy import and_, or_, select, update
 from sqlalchemy.exc import IntegrityError
@@ -33,6 +33,7 @@ from .transparency_log import TransparencyLog
 
 CERTIFICATE = "certificate"
 PRECOMPUTE = "precompute"
+KEY_SETUP = "key_setup"  # an admin job: set up one circuit bucket's keys, publish them on the card
 QUEUED, RUNNING, SUCCEEDED, FAILED = "queued", "running", "succeeded", "failed"
 
 
@@ -54,6 +55,7 @@ class JobRecord:
     created_at: datetime
     updated_at: datetime
     certificate_id: str | None
+    access_hash: str | None = None
 
     @property
     def finished(self) -> bool:
@@ -74,12 +76,13 @@ class JobLedger:
 
     # ------------------------------------------------------------ submit/read
     def submit(self, kind: str, model_id: str, request: dict[str, Any], *, decision: int | None = None,
-               card_digest: str | None = None) -> JobRecord:
-        """Record a job; a certificate job (which needs `decision` and `card_digest`) is logged too."""
+               card_digest: str | None = None, access_hash: str | None = None) -> JobRecord:
+        """Record a job; a certificate job (which needs `decision` and `card_digest`) is logged too.
+        `access_hash`: the SHA-256 of the token that reads the job (None: admins only)."""
         now = utcnow()
         job = Job(id=str(uuid.uuid4()), kind=kind, model_id=model_id, status=QUEUED, stage="waiting for a worker",
                   progress=0.0, attempts=0, request_json=json.dumps(request), decision=decision,
-                  created_at=now, updated_at=now)
+                  access_hash=access_hash, created_at=now, updated_at=now)
         with self.db.transaction() as session:
             if kind == CERTIFICATE:
                 if decision is None or card_digest is None:
@@ -88,6 +91,26 @@ class JobLedger:
                                                             request_id=job.id, decision=decision)])
             session.add(job)
         return self._record(job, None)
+
+    def submit_once(self, kind: str, model_id: str, request: dict[str, Any]) -> tuple[JobRecord, bool]:
+        """An unfinished job of this kind, model and request if one exists, else a new one; (job, created)."""
+        wanted = json.dumps(request)
+        with self.db.sessions() as session:
+            for job in session.scalars(select(Job).where(Job.kind == kind, Job.model_id == model_id,
+                                                         Job.status.in_((QUEUED, RUNNING)))):
+                if json.loads(job.request_json) == json.loads(wanted):
+                    return self._record(job, None), False
+        return self.submit(kind, model_id, request), True
+
+    def backlog(self, kind: str, model_id: str | None = None) -> int:
+        """Unfinished (queued or running) jobs of `kind`, for one model or all."""
+        from sqlalchemy import func
+
+        query = select(func.count()).select_from(Job).where(Job.kind == kind, Job.status.in_((QUEUED, RUNNING)))
+        if model_id is not None:
+            query = query.where(Job.model_id == model_id)
+        with self.db.sessions() as session:
+            return int(session.scalar(query) or 0)
 
     def get(self, job_id: str) -> JobRecord | None:
         with self.db.sessions() as session:
@@ -105,11 +128,11 @@ class JobLedger:
             ).all()
         return list(rows)
 
-    def certificate(self, certificate_id: str) -> tuple[str, int | None] | None:
-        """The bundle as issued and its leaf index in the log (None for one issued before the log)."""
+    def certificate(self, certificate_id: str) -> tuple[str, int | None, str] | None:
+        """The bundle as issued, its leaf index in the log (None for one issued before the log) and its job."""
         with self.db.sessions() as session:
             row = session.get(IssuedCertificate, certificate_id)
-            return None if row is None else (row.bundle_json, row.leaf_index)
+            return None if row is None else (row.bundle_json, row.leaf_index, row.job_id)
 
     # ------------------------------------------------------------- workers
     def claim(self, job_id: str, owner: str) -> JobRecord | None:
@@ -197,9 +220,22 @@ class JobLedger:
     def finish(self, job_id: str, owner: str, result: dict[str, Any]) -> None:
         self._close(job_id, owner, status=SUCCEEDED, stage="done", error=None, result=result)
 
-    def fail(self, job_id: str, owner: str, error: str) -> None:
-        """A permanent failure: the request itself cannot be served (the reason is shown to the client)."""
-        self._close(job_id, owner, status=FAILED, stage="failed", error=error[:2000], result=None)
+    def fail(self, job_id: str, owner: str, error: str, result: dict[str, Any] | None = None) -> None:
+        """A permanent failure: the request itself cannot be served (the reason, and any `result` such as
+        a retry hint, are shown to the client)."""
+        self._close(job_id, owner, status=FAILED, stage="failed", error=error[:2000], result=result)
+
+    def release_orphans(self, orphaned: Callable[[str], bool]) -> list[str]:
+        """Hand back running jobs whose owner is known dead (`orphaned(owner)`), without waiting out their
+        leases: a restarted service resumes the job its killed predecessor was proving at once."""
+        with self.db.sessions() as session:
+            running = session.execute(select(Job.id, Job.lease_owner).where(Job.status == RUNNING)).all()
+        released = []
+        for job_id, owner in running:
+            if owner and orphaned(owner):
+                self.release(job_id, owner, "its worker stopped")
+                released.append(job_id)
+        return released
 
     def release(self, job_id: str, owner: str, reason: str) -> None:
         """Give the job back after a transient failure (it is claimed again, up to max_attempts)."""
@@ -235,6 +271,7 @@ class JobLedger:
             decision=job.decision, error=job.error,
             result=None if job.result_json is None else json.loads(job.result_json),
             created_at=as_utc(job.created_at), updated_at=as_utc(job.updated_at), certificate_id=certificate_id,
+            access_hash=job.access_hash,
         )
 
 

@@ -64,3 +64,41 @@ async def _reply(send: Send, status: int, detail: str) -> None:
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                             (b"connection", b"close")]})
     await send({"type": "http.response.body", "body": body})
+
+
+class ClientRateLimit:
+    """Per-client token buckets: `per_minute` requests a minute, bursts up to that many.
+
+    Keyed by the peer address the server sees, so behind a reverse proxy every customer is the
+    proxy: there, limit per client at the proxy and set FAIRPROOF_RATE_LIMIT_PER_MINUTE=0. Buckets
+    of clients idle for a minute are forgotten, so memory follows the active clients only.
+    """
+
+    def __init__(self, per_minute: int, clock=None):
+        import threading
+        import time
+
+        self.capacity = float(per_minute)
+        self.rate = per_minute / 60.0  # tokens a second
+        self._clock = clock or time.monotonic
+        self._buckets: dict[str, tuple[float, float]] = {}  # client -> (tokens, at)
+        self._lock = threading.Lock()
+
+    def take(self, client: str) -> float | None:
+        """None if the request may go ahead, else the seconds until it may."""
+        now = self._clock()
+        with self._lock:
+            if len(self._buckets) > 10_000:
+                self._forget_idle(now)
+            tokens, at = self._buckets.get(client, (self.capacity, now))
+            tokens = min(self.capacity, tokens + (now - at) * self.rate)
+            if tokens >= 1.0:
+                self._buckets[client] = (tokens - 1.0, now)
+                return None
+            self._buckets[client] = (tokens, now)
+            return (1.0 - tokens) / self.rate
+
+    def _forget_idle(self, now: float) -> None:
+        idle = [c for c, (_, at) in self._buckets.items() if now - at > 60.0]
+        for client in idle:
+            del self._buckets[client]

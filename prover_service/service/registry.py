@@ -209,19 +209,22 @@ class ModelRegistry:
                 store = self._stores.setdefault(model_id, store)
         return store
 
-    def prover(self, model_id: str):
-        """This thread's prover for the model (provers cache keys and LP results; they are not shared)."""
-        from prover_service.bucket_keys import key_setup_for
+    def prover(self, model_id: str, *, sets_up_keys: bool = False):
+        """This thread's prover for the model (provers cache keys and LP results; they are not shared).
+
+        Only admin jobs (`sets_up_keys`) set up a missing bucket; a customer's job meets `KeysNotReady`."""
+        from prover_service.bucket_keys import DeferredKeySetup, key_setup_for
         from prover_service.proving import Prover
 
-        key = (model_id, threading.get_ident())
+        key = (model_id, threading.get_ident(), sets_up_keys)
         with self._lock:
             prover = self._provers.get(key)
         if prover is None:
             loaded = self.get(model_id)
-            prover = Prover(loaded.workspace, self.store(model_id), self.backend,
-                            key_setup=key_setup_for(self.settings.ptau, self.settings.single_party_setup),
-                            radius=self.settings.radius)
+            setup = (key_setup_for(self.settings.ptau, self.settings.single_party_setup) if sets_up_keys
+                     else DeferredKeySetup())
+            prover = Prover(loaded.workspace, self.store(model_id), self.backend, key_setup=setup,
+                            radius=self.settings.radius, max_hot_keys=self.settings.max_hot_keys)
             if prover.card.commitment != loaded.commitment:
                 raise Unavailable(f"model {model_id}: its directory was recommitted; an admin must publish the "
                                   "new card before it is proved against")

@@ -19,7 +19,7 @@ from circuits.errors import CircuitError
 from fairness.errors import CertificationError, DataError, FairnessError
 
 from .errors import ServiceError
-from .jobs import CERTIFICATE, PRECOMPUTE, JobLedger, JobRecord, LeaseLost
+from .jobs import CERTIFICATE, KEY_SETUP, PRECOMPUTE, JobLedger, JobRecord, LeaseLost
 from .registry import ModelRegistry
 
 log = logging.getLogger("fairproof.worker")
@@ -30,8 +30,12 @@ PERMANENT_ERRORS: tuple[type[Exception], ...] = (FairnessError, CircuitError, Se
 def public_reason(exc: Exception, job_id: str) -> str:
     """What the customer reads. Problems with their record are explained; anything about the
     bank's side (paths, keys, stores) stays in the bank's logs."""
+    from prover_service.bucket_keys import KeysNotReady
     from prover_service.proving import ExactRadiusUnavailable  # loaded already wherever jobs are proved
 
+    if isinstance(exc, KeysNotReady):
+        return (f"retry later: the keys of this certificate's circuit (bucket {exc.shape.bucket}) are not set up yet; "
+                "the bank's service has queued their setup, which takes minutes: submit the record again then")
     if isinstance(exc, DataError):
         return f"the record cannot be certified: {exc}"
     if isinstance(exc, ExactRadiusUnavailable):
@@ -42,8 +46,43 @@ def public_reason(exc: Exception, job_id: str) -> str:
     return f"internal error while proving (job {job_id}); the bank has been notified"
 
 
+# How long a customer should wait before submitting again when their bucket's keys are being set up.
+KEY_SETUP_RETRY_SECONDS = 300
+
+
+def retry_hint(exc: Exception) -> dict | None:
+    """What a failed job tells a client about retrying (None: retrying the same request will not help)."""
+    setup_job = getattr(exc, "setup_job_id", None)
+    if setup_job is None:
+        return None
+    return {"retry_after_seconds": KEY_SETUP_RETRY_SECONDS, "key_setup_job_id": setup_job}
+
+
 def worker_name(role: str) -> str:
     return f"{role}@{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+def orphaned_on_this_host(owner: str) -> bool:
+    """Whether a worker name of this host belongs to a process that is gone. Call it before this process
+    starts any worker: then a name with this process's own pid is a predecessor's (a container restarted
+    with the same pid), never one of ours."""
+    role, _, rest = owner.partition("@")
+    try:
+        host, pid_text, _ = rest.rsplit(":", 2)
+        pid = int(pid_text)
+    except ValueError:
+        return False
+    if host != socket.gethostname() or not role:
+        return False
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False
 
 
 class _Heartbeat:
@@ -102,6 +141,8 @@ class JobRunner:
                     self._certificate(job, heartbeat)
                 elif job.kind == PRECOMPUTE:
                     self._precompute(job, heartbeat)
+                elif job.kind == KEY_SETUP:
+                    self._key_setup(job, heartbeat)
                 else:
                     raise ServiceError(f"unknown job kind {job.kind!r}")
         except LeaseLost:
@@ -109,7 +150,7 @@ class JobRunner:
             return None
         except PERMANENT_ERRORS as exc:
             log.error("job failed", extra={"job_id": job.id, "error": f"{type(exc).__name__}: {exc}"})
-            self.ledger.fail(job.id, self.owner, public_reason(exc, job.id))
+            self.ledger.fail(job.id, self.owner, public_reason(exc, job.id), result=retry_hint(exc))
             return "failed"
         except Exception as exc:
             log.exception("job interrupted; it will be retried", extra={"job_id": job.id})
@@ -118,9 +159,21 @@ class JobRunner:
         return "succeeded"
 
     def _certificate(self, job: JobRecord, heartbeat: _Heartbeat) -> None:
+        from prover_service.bucket_keys import KeysNotReady
+
         prover = self.registry.prover(job.model_id)
         query = tuple(int(v) for v in job.request["query"])
-        result = prover.prove(query, on_stage=heartbeat.report)
+        try:
+            result = prover.prove(query, on_stage=heartbeat.report)
+        except KeysNotReady as exc:
+            # Never set up keys inside a customer's job: queue one admin job per bucket, tell the customer.
+            shape = exc.shape
+            setup, created = self.ledger.submit_once(KEY_SETUP, job.model_id, {
+                "region_slots": shape.region_slots, "farkas_slots": shape.farkas_slots, "radius": shape.radius})
+            log.info("bucket keys missing; setup queued" if created else "bucket keys missing; setup already queued",
+                     extra={"job_id": job.id, "setup_job_id": setup.id, "bucket": shape.bucket})
+            exc.setup_job_id = setup.id  # type: ignore[attr-defined]
+            raise
         if result.bundle.decision != job.decision:
             # The decision the customer was told at submission must be the one proved.
             raise ServiceError(f"internal: proved decision {result.bundle.decision} differs from the decision "
@@ -153,9 +206,21 @@ class JobRunner:
         key_queries = int(job.request.get("key_queries", 0))
         if key_queries:
             heartbeat.report(f"setting up keys for the first {key_queries} test customers", 0.8)
-            prover = self.registry.prover(job.model_id)
+            prover = self.registry.prover(job.model_id, sets_up_keys=True)
             buckets = [b.__dict__ for b in setup_keys_for_test_customers(prover, key_queries, self.data_dir)]
             self.registry.refresh(job.model_id)  # the new buckets' card goes into the log
         self.ledger.finish(job.id, self.owner, {
             "regions": summary.regions, "slices": summary.n_slices, "facets": summary.facets,
             "lps": summary.lps, "seconds": round(summary.seconds, 3), "buckets": buckets})
+
+    def _key_setup(self, job: JobRecord, heartbeat: _Heartbeat) -> None:
+        """Set up one bucket's keys (the bank's configured setup) and publish them on the served card."""
+        prover = self.registry.prover(job.model_id, sets_up_keys=True)
+        shape = prover.shape_for(int(job.request["region_slots"]), int(job.request["farkas_slots"]),
+                                 str(job.request["radius"]))
+        heartbeat.report(f"setting up keys for bucket {shape.bucket}", 0.0)
+        started = time.monotonic()
+        keys = prover.keys(shape)
+        self.registry.refresh(job.model_id)  # the new bucket's card goes into the log
+        self.ledger.finish(job.id, self.owner, {"bucket": shape.bucket, "constraints": keys.r1cs.n_constraints,
+                                                "seconds": round(time.monotonic() - started, 3)})

@@ -58,7 +58,7 @@ class Job(Base):
     __tablename__ = "service_jobs"
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
-    kind: Mapped[str] = mapped_column(String(16))  # certificate | precompute
+    kind: Mapped[str] = mapped_column(String(16))  # certificate | precompute | key_setup
     model_id: Mapped[str] = mapped_column(ForeignKey("service_models.model_id"), index=True)
     status: Mapped[str] = mapped_column(String(16), index=True)  # queued | running | succeeded | failed
     stage: Mapped[str] = mapped_column(String(200), default="queued")
@@ -68,6 +68,8 @@ class Job(Base):
     decision: Mapped[int | None] = mapped_column(Integer, nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     result_json: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # SHA-256 (hex) of the job's capability token, returned once to the submitter; None: admin only.
+    access_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
     lease_owner: Mapped[str | None] = mapped_column(String(100), nullable=True)
     lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

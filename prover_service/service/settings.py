@@ -22,6 +22,8 @@ class Settings(BaseModel):
     models_dir: Path = Path("var/models")
     # The service's own database: jobs, certificates, cards, audit log.
     database_url: str = ""
+    # How long serve and worker wait for that database to answer at start (retried with backoff).
+    database_wait_seconds: float = Field(default=60.0, ge=0)
     # Precompute store for every model (empty: each model's own SQLite file).
     store_url: str = ""
     # Admin API key; admin endpoints are refused when unset.
@@ -38,7 +40,18 @@ class Settings(BaseModel):
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
     lease_seconds: float = Field(default=30.0, gt=1.0)  # a job whose worker went silent this long is resumed
     max_attempts: int = Field(default=3, ge=1)
+    # Backpressure: certificate jobs waiting or running, in all and per model, beyond which a new
+    # decision request gets 429 with Retry-After (each costs seconds of proving).
+    max_queued_jobs: int = Field(default=200, ge=1)
+    max_queued_per_model: int = Field(default=100, ge=1)
+    # Decision requests one client (peer address) may make a minute, in bursts up to as many; 0: no limit
+    # (behind a reverse proxy every client is the proxy: limit per client there instead).
+    rate_limit_per_minute: int = Field(default=60, ge=0)
+    # Bucket keys each proving thread keeps in memory per model (least recently used dropped first).
+    max_hot_keys: int = Field(default=4, ge=1, le=64)
     log_level: str = "INFO"
+    # Swagger UI and ReDoc pages (their scripts come from a CDN): for development only.
+    api_docs: bool = False
     # Keys of circuit buckets nobody has set up: a one-contribution ceremony on this phase-1 file
     # (the card lists the bank as its only contributor); unset, such a bucket's job fails with the reason.
     ptau: Path | None = None

@@ -5,6 +5,7 @@ get it by dependency injection (`State`), never from a global.
 """
 from __future__ import annotations
 
+import hashlib
 import secrets
 from dataclasses import dataclass
 from typing import Annotated
@@ -15,6 +16,7 @@ from .database import ServiceDatabase, open_service_database
 from .dispatch import Dispatcher, InProcessDispatcher
 from .errors import Forbidden, Unauthorized
 from .jobs import JobLedger
+from .limits import ClientRateLimit
 from .registry import ModelRegistry
 from .settings import Settings
 from .transparency_log import TransparencyLog, open_transparency_log
@@ -28,10 +30,11 @@ class ServiceState:
     registry: ModelRegistry
     dispatcher: Dispatcher
     log: TransparencyLog
+    rate_limit: ClientRateLimit | None = None  # per-client decision requests; None: unlimited
 
 
 def build_state(settings: Settings, backend=None) -> ServiceState:
-    db = open_service_database(settings.resolved_database_url)
+    db = open_service_database(settings.resolved_database_url, wait_seconds=settings.database_wait_seconds)
     transparency = open_transparency_log(db, settings)
     ledger = JobLedger(db, transparency, lease_seconds=settings.lease_seconds, max_attempts=settings.max_attempts)
     if backend is None and settings.backend:
@@ -46,7 +49,8 @@ def build_state(settings: Settings, backend=None) -> ServiceState:
         dispatcher = ProcrastinateDispatcher(ledger, settings.resolved_database_url)
     else:
         dispatcher = InProcessDispatcher(ledger, registry, workers=settings.workers, data_dir=settings.data_dir)
-    return ServiceState(settings, db, ledger, registry, dispatcher, transparency)
+    rate_limit = ClientRateLimit(settings.rate_limit_per_minute) if settings.rate_limit_per_minute else None
+    return ServiceState(settings, db, ledger, registry, dispatcher, transparency, rate_limit)
 
 
 # ------------------------------------------------------------------ dependencies
@@ -71,3 +75,32 @@ def require_admin(state: State, x_api_key: Annotated[str | None, Header()] = Non
 
 
 Admin = Depends(require_admin)
+
+
+def token_hash(token: str) -> str:
+    """What the ledger keeps of a job's capability token."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class _JobAccess:
+    token: str | None
+    api_key: str | None
+
+    def may_read(self, access_hash: str | None, settings: Settings) -> bool:
+        """The job's own token, or the admin key; each compared in constant time. Refusals look like a
+        missing job (404), so that a guess learns nothing about which ids exist."""
+        admin = settings.admin_api_key
+        if self.api_key is not None and admin is not None and secrets.compare_digest(
+                self.api_key.encode(), admin.get_secret_value().encode()):
+            return True
+        return (self.token is not None and access_hash is not None
+                and secrets.compare_digest(token_hash(self.token).encode(), access_hash.encode()))
+
+
+def job_access(x_job_token: Annotated[str | None, Header(max_length=200)] = None,
+               x_api_key: Annotated[str | None, Header(max_length=200)] = None) -> _JobAccess:
+    return _JobAccess(x_job_token, x_api_key)
+
+
+JobAccess = Annotated[_JobAccess, Depends(job_access)]

@@ -5,8 +5,13 @@ The library lands in $FAIRPROOF_NATIVE_DIR or ~/.cache/fairproof/native under
 new compiler gets a new file and a stale one is never loaded. It is written
 to a temporary file in the same directory and renamed into place
 (os.replace is atomic), so concurrent processes never see a partial library.
-Any failure (no compiler, compile error, unwritable cache) returns None; the
-caller falls back to numpy.
+Any failure (no compiler, compile error, unwritable cache) raises
+NativeBuildError; the caller decides whether to fall back to numpy.
+
+Each build also records, in <stem>.built, the SHA-256 of the source and the
+library built from it: a machine without a compiler (a slim image whose
+libraries were built when the image was) loads that library if the source is
+still the same.
 """
 from __future__ import annotations
 
@@ -58,11 +63,36 @@ def library_path(source_name: str, cc: str) -> Path:
     return cache_dir() / f"{Path(source_name).stem}-{digest.hexdigest()}.so"
 
 
+def _source_digest(source_name: str) -> str:
+    return hashlib.sha256((HERE / source_name).read_bytes()).hexdigest()
+
+
+def _record(source_name: str) -> Path:
+    return cache_dir() / f"{Path(source_name).stem}.built"
+
+
+def prebuilt(source_name: str) -> Path | None:
+    """The library recorded for this exact source by an earlier build, if it is still there."""
+    try:
+        digest, _, name = _record(source_name).read_text().strip().partition(" ")
+    except OSError:
+        return None
+    path = cache_dir() / name
+    return path if digest == _source_digest(source_name) and name and path.is_file() else None
+
+
 def build(source_name: str) -> Path:
     """Path of the compiled library for native/<source_name>, compiling it if absent."""
-    cc = _compiler()
+    try:
+        cc = _compiler()
+    except NativeBuildError:
+        found = prebuilt(source_name)
+        if found is None:
+            raise
+        return found
     target = library_path(source_name, cc)
     if target.exists():
+        _remember(source_name, target)
         return target
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -82,4 +112,15 @@ def build(source_name: str) -> Path:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+    _remember(source_name, target)
     return target
+
+
+def _remember(source_name: str, target: Path) -> None:
+    try:
+        record = _record(source_name)
+        tmp = record.with_suffix(".tmp")
+        tmp.write_text(f"{_source_digest(source_name)} {target.name}\n")
+        os.replace(tmp, record)
+    except OSError:
+        pass  # only a convenience for machines without a compiler

@@ -2,7 +2,9 @@
 
 `load()` returns an `FrKernels` or None (FAIRPROOF_NATIVE_NTT=0, no compiler,
 compile error, or a failed self-check); the reason is logged once and callers
-use the numpy path. ctypes releases the GIL during each call, so kernels on
+use the numpy path. With FAIRPROOF_NATIVE_NTT=required (the production image)
+a missing kernel is an error instead: proving several times slower without
+anyone noticing is worse than not starting. ctypes releases the GIL during each call, so kernels on
 independent arrays run on separate cores from Python threads.
 
 Arrays are 1-D C-contiguous zk_dtypes.bn254_sf_mont arrays, passed by pointer:
@@ -34,6 +36,10 @@ _N = ctypes.c_size_t
 
 def enabled_by_env() -> bool:
     return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def required_by_env() -> bool:
+    return os.environ.get(ENV_SWITCH, "").strip().lower() == "required"
 
 
 def _check_vector(arr: np.ndarray, what: str) -> None:
@@ -153,6 +159,9 @@ def load() -> FrKernels | None:
             kernels = FrKernels(ctypes.CDLL(str(build("ntt.c"))))
             _self_check(kernels)
         except (NativeBuildError, OSError, AttributeError) as exc:
+            if required_by_env():
+                raise NativeBuildError(f"the native Fr NTT is required ({ENV_SWITCH}=required) but unavailable: "
+                                       f"{exc}") from None
             _failed = True
             log.warning("native Fr NTT unavailable, using numpy NTTs: %s", exc)
             return None
