@@ -39,7 +39,7 @@ from commitments.card import ModelCard
 
 from .errors import NotFound, ServiceError, TooManyRequests, Unavailable
 from .state import JobAccess, token_hash
-from .jobs import CERTIFICATE, PRECOMPUTE, JobRecord
+from .jobs import CERTIFICATE, PRECOMPUTE, JobRecord, QueueCaps, QueueFull
 from . import log_routes
 from .limits import BodySizeLimit
 from .schema import AuditEntry
@@ -118,14 +118,26 @@ STORAGE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO}
 QUEUE_FULL_RETRY_SECONDS = 10
 
 
+def _queue_full(detail: str) -> TooManyRequests:
+    return TooManyRequests(f"{detail}; retry in {QUEUE_FULL_RETRY_SECONDS} s", QUEUE_FULL_RETRY_SECONDS)
+
+
 def _admit(ledger, settings, model_id: str) -> None:
-    """Refuse a new certificate job while the queue is full (in all, or for this model)."""
+    """Refuse a new certificate job early while the queue is full (in all, or for this model), before its
+    decision is computed. The ledger checks the caps again as it records the job (`_submit`): requests
+    arriving together all pass here, and only there are they counted one after another."""
     if ledger.backlog(CERTIFICATE, model_id) >= settings.max_queued_per_model:
-        raise TooManyRequests(f"model {model_id} has {settings.max_queued_per_model} certificates waiting; "
-                              f"retry in {QUEUE_FULL_RETRY_SECONDS} s", QUEUE_FULL_RETRY_SECONDS)
+        raise _queue_full(f"model {model_id} has {settings.max_queued_per_model} certificates waiting")
     if ledger.backlog(CERTIFICATE) >= settings.max_queued_jobs:
-        raise TooManyRequests(f"the service has {settings.max_queued_jobs} certificates waiting; "
-                              f"retry in {QUEUE_FULL_RETRY_SECONDS} s", QUEUE_FULL_RETRY_SECONDS)
+        raise _queue_full(f"the service has {settings.max_queued_jobs} certificates waiting")
+
+
+def _submit(ledger, settings, *args, **kwargs) -> JobRecord:
+    try:
+        return ledger.submit(*args, caps=QueueCaps(settings.max_queued_per_model, settings.max_queued_jobs),
+                             **kwargs)
+    except QueueFull as exc:
+        raise _queue_full(exc.detail) from None
 
 
 def _install_error_handlers(app: FastAPI) -> None:
@@ -277,8 +289,8 @@ def _routes(app: FastAPI) -> None:
         await run_in_threadpool(_admit, state.ledger, state.settings, model_id)
         query, decision = await run_in_threadpool(loaded.decide, body.record)
         token = secrets.token_urlsafe(32)
-        job = await run_in_threadpool(partial(state.ledger.submit, CERTIFICATE, model_id, {"query": list(query)},
-                                              decision=decision, card_digest=card.digest(),
+        job = await run_in_threadpool(partial(_submit, state.ledger, state.settings, CERTIFICATE, model_id,
+                                              {"query": list(query)}, decision=decision, card_digest=card.digest(),
                                               access_hash=token_hash(token)))
         await state.dispatcher.enqueue(job.id)
         log.info("decision requested", extra={"job_id": job.id, "model_id": model_id, "decision": decision})

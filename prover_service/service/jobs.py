@@ -66,6 +66,22 @@ class LeaseLost(Exception):
     """Another worker holds this job now: stop working on it."""
 
 
+@dataclass(frozen=True)
+class QueueCaps:
+    """Unfinished certificate jobs allowed, per model and in all, beyond which a submission is refused."""
+
+    per_model: int
+    total: int
+
+
+class QueueFull(Exception):
+    """A certificate job refused because the queue is at one of its caps (`detail` says which)."""
+
+    def __init__(self, detail: str):
+        super().__init__(detail)
+        self.detail = detail
+
+
 class JobLedger:
     def __init__(self, db: ServiceDatabase, log: TransparencyLog, *, lease_seconds: float = 30.0,
                  max_attempts: int = 3):
@@ -76,9 +92,12 @@ class JobLedger:
 
     # ------------------------------------------------------------ submit/read
     def submit(self, kind: str, model_id: str, request: dict[str, Any], *, decision: int | None = None,
-               card_digest: str | None = None, access_hash: str | None = None) -> JobRecord:
+               card_digest: str | None = None, access_hash: str | None = None,
+               caps: QueueCaps | None = None) -> JobRecord:
         """Record a job; a certificate job (which needs `decision` and `card_digest`) is logged too.
-        `access_hash`: the SHA-256 of the token that reads the job (None: admins only)."""
+        `access_hash`: the SHA-256 of the token that reads the job (None: admins only). With `caps`, a
+        certificate job is refused (QueueFull) while the unfinished certificate jobs are at a cap; the
+        count and the insert are one step, so concurrent submissions never overshoot it."""
         now = utcnow()
         job = Job(id=str(uuid.uuid4()), kind=kind, model_id=model_id, status=QUEUED, stage="waiting for a worker",
                   progress=0.0, attempts=0, request_json=json.dumps(request), decision=decision,
@@ -87,8 +106,12 @@ class JobLedger:
             if kind == CERTIFICATE:
                 if decision is None or card_digest is None:
                     raise ValueError("a certificate job needs its decision and the card it was decided under")
+                # The append locks the log head (its row on PostgreSQL, the database on SQLite) until this
+                # transaction ends: the backlog counted next cannot change before the job is in.
                 self.log.append(session, [DecisionRequested(model_id=model_id, card_digest=card_digest,
                                                             request_id=job.id, decision=decision)])
+                if caps is not None:
+                    self._check_caps(session, model_id, caps)
             session.add(job)
         return self._record(job, None)
 
@@ -248,6 +271,17 @@ class JobLedger:
                 .execution_options(synchronize_session=False))
 
     # ------------------------------------------------------------- helpers
+    @staticmethod
+    def _check_caps(session, model_id: str, caps: QueueCaps) -> None:
+        from sqlalchemy import func
+
+        unfinished = select(func.count()).select_from(Job).where(Job.kind == CERTIFICATE,
+                                                                  Job.status.in_((QUEUED, RUNNING)))
+        if int(session.scalar(unfinished.where(Job.model_id == model_id)) or 0) >= caps.per_model:
+            raise QueueFull(f"model {model_id} has {caps.per_model} certificates waiting")
+        if int(session.scalar(unfinished) or 0) >= caps.total:
+            raise QueueFull(f"the service has {caps.total} certificates waiting")
+
     def _close(self, job_id: str, owner: str, *, status: str, stage: str, error: str | None,
                result: dict[str, Any] | None) -> None:
         now = utcnow()
