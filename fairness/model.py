@@ -24,6 +24,7 @@ import numpy as np
 
 from fairness.datasets import Preprocessor, SensitiveFeature
 from fairness.errors import DataError, ModelError
+from fairness.model_formats import MODEL_FORMATS
 from fairness.schema import FeatureSchema
 
 ARTIFACT_FORMAT = "fairproof-model/1"
@@ -595,9 +596,6 @@ def import_sklearn(path: str | os.PathLike[str], *, n_inputs: int | None = None,
     except ModelError as exc:
         raise ModelError(f"{p}: {exc}") from None
     return _check_shape(model, n_inputs, n_classes, hidden_sizes, str(p))
-
-
-MODEL_FORMATS = ("torch", "torchscript", "onnx", "sklearn")
 
 
 def import_model(path: str | os.PathLike[str], fmt: str, **shape: Any) -> FloatMLP:

@@ -13,6 +13,7 @@ from circuits.groth16.types import Proof, VerifyingKey
 from circuits.relation import R1CS, Constraint
 from circuits.snarkjs import (
     decode_r1cs,
+    decode_r1cs_arrays,
     decode_wtns,
     encode_r1cs,
     encode_wtns,
@@ -93,9 +94,10 @@ def _one_constraint(wire: int = 2, coeff: int = 1) -> bytes:
         (encode_binfile(b"r1cs", 1, [(1, _r1cs_header()), (2, _one_constraint() + b"x")]), "beyond"),
     ],
 )
-def test_r1cs_malformed_is_refused_with_a_reason(data, message):
+@pytest.mark.parametrize("decode", [decode_r1cs, decode_r1cs_arrays], ids=["tuples", "arrays"])
+def test_r1cs_malformed_is_refused_with_a_reason(data, message, decode):
     with pytest.raises(MalformedArtifact, match=message):
-        decode_r1cs(data)
+        decode(data)
 
 
 def test_r1cs_section_length_beyond_file_is_refused():
@@ -103,6 +105,8 @@ def test_r1cs_section_length_beyond_file_is_refused():
     data = encode_r1cs(r1cs)
     with pytest.raises(MalformedArtifact, match="truncated"):
         decode_r1cs(data[:-5])
+    with pytest.raises(MalformedArtifact, match="truncated"):
+        decode_r1cs_arrays(data[:-5])
 
 
 # --- .wtns -------------------------------------------------------------------------

@@ -22,8 +22,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import MalformedArtifact
-from ..field import Q
+from ..errors import MalformedArtifact, UnsatisfiedConstraint
+from ..field import Q, R
+from ..relation_arrays import ArrayR1CS
 from ..groth16.types import G1Affine, G2Affine
 
 # Opaque bulk containers; each backend chooses its own representation.
@@ -78,6 +79,22 @@ class CurveBackend(ABC):
 
     @abstractmethod
     def scalar_vector_to_ints(self, vector: ScalarVector) -> list[int]: ...
+
+    def row_evaluations(self, relation: ArrayR1CS, witness: ScalarVector, n: int
+                        ) -> tuple[ScalarVector, ScalarVector, ScalarVector]:
+        """(A(w), B(w), C(w)) of a relation in arrays, each padded with zeros to
+        `n`, with A's binding rows m + i = w_i for the public wires 0..n_public.
+        Raises UnsatisfiedConstraint at the first row where A*B != C.
+        This default goes term by term in Python; a backend may vectorise it."""
+        w = self.scalar_vector_to_ints(witness)
+        m = relation.n_constraints
+        a, b, c = ([sum(w[wire] * k for wire, k in rows.row(j)) % R for j in range(m)] + [0] * (n - m)
+                   for rows in (relation.a, relation.b, relation.c))
+        for j in range(m):
+            if a[j] * b[j] % R != c[j]:
+                raise UnsatisfiedConstraint.at(j)
+        a[m:m + relation.n_public + 1] = w[:relation.n_public + 1]
+        return self.scalar_vector(a), self.scalar_vector(b), self.scalar_vector(c)
 
     # --- polynomials over Fr on power-of-two domains ----------------------
     @abstractmethod

@@ -44,7 +44,8 @@ import zk_dtypes
 from ..errors import CircuitError, MalformedArtifact
 from ..field import Q, R
 from ..groth16.types import G1Affine, G2Affine
-from . import ntt
+from ..relation_arrays import ArrayR1CS
+from . import ntt, sparse_rows
 from .base import (B2, CurveBackend, G1Vector, G2Vector, GTElement, PreparedG2, ScalarVector, SparseTerms, fq_dtype,
                    limbs_below_q)
 
@@ -689,6 +690,10 @@ class MclBackend(CurveBackend):
     def scalar_vector_to_ints(self, vector: ScalarVector) -> list[int]:
         std = _standard_limbs(vector).tobytes()
         return [int.from_bytes(std[i : i + 32], "little") for i in range(0, len(std), 32)]
+
+    def row_evaluations(self, relation: ArrayR1CS, witness: ScalarVector, n: int
+                        ) -> tuple[ScalarVector, ScalarVector, ScalarVector]:
+        return sparse_rows.row_evaluations(relation, self.scalar_vector(witness), n)
 
     # --- polynomials -----------------------------------------------------------------
     def qap_quotient(self, a: ScalarVector, b: ScalarVector, c: ScalarVector) -> ScalarVector:

@@ -13,8 +13,7 @@ decides the scalars (keys.py): the coefficients of the quotient (A*B - C) / Z
 for MONOMIAL_Z, the values of A*B - C at the odd 2n-th roots of unity for
 ODD_COSET_LAGRANGE (snarkjs's basis, which needs no quotient).
 
-The five MSMs are independent; they can run on several threads (`workers`),
-though the mcl backend already parallelises each one. The witness stays a
+The five MSMs are independent; they run side by side on `workers` threads. The witness stays a
 list of Python ints so that the backend can see how small its entries are.
 Given the same key, witness, r and s every backend returns the same proof.
 """
@@ -27,8 +26,9 @@ from typing import Any, Callable, Sequence
 from ..errors import CircuitError
 from ..field import R
 from ..relation import R1CS
+from ..relation_arrays import ArrayR1CS
 from .keys import ODD_COSET_LAGRANGE, ProvingKey
-from .qap import domain_size, row_evaluations
+from .qap import check_witness_shape, domain_size, row_evaluations
 from .tasks import run_concurrently
 from .types import Proof
 
@@ -41,7 +41,7 @@ def random_blinding() -> int:
     return secrets.randbelow(R - 1) + 1
 
 
-def _check_key_matches(pk: ProvingKey, r1cs: R1CS) -> None:
+def _check_key_matches(pk: ProvingKey, r1cs: R1CS | ArrayR1CS) -> None:
     if (pk.n_wires, pk.n_public) != (r1cs.n_wires, r1cs.n_public):
         raise CircuitError(
             f"proving key is for {pk.n_wires} wires / {pk.n_public} public inputs, "
@@ -69,7 +69,7 @@ def _reduced(witness: Sequence[int]) -> list[int]:
 
 def prove(
     pk: ProvingKey,
-    r1cs: R1CS,
+    r1cs: R1CS | ArrayR1CS,
     witness: Sequence[int],
     backend: Any = None,
     *,
@@ -80,15 +80,18 @@ def prove(
 ) -> Proof:
     """A proof that `witness` satisfies `r1cs`, for the statement witness[1..n_public].
 
+    `r1cs` is an `R1CS` or the same relation as an `ArrayR1CS`, whose rows the
+    backend evaluates in bulk (the faster form when proving many witnesses).
+
     Raises UnsatisfiedConstraint (with `.constraint_index`) before any curve
     work if the witness violates a constraint; CircuitError if the key does not
     belong to a relation of this shape. r, s default to fresh `secrets` values
     (pass them only for reproducibility tests: reusing them leaks the witness).
 
-    With `workers` >= 2 (the default) the quotient and its MSM run on one
-    thread while the four MSMs that need only the witness run on another (each
-    on a single thread); `workers` = 1 does everything in turn. The H MSM, and
-    every MSM when `workers` = 1, is split across the cores by the mcl backend.
+    With `workers` >= 2 (the default) the G2 MSM, the quotient with its MSM
+    and the three other G1 MSMs are shared among `workers` threads, each MSM
+    on one thread; `workers` = 1 does everything in turn, each MSM split
+    across the cores by the mcl backend.
     """
     report = progress or (lambda stage, done, total: None)
     if backend is None:
@@ -100,35 +103,44 @@ def prove(
     _check_key_matches(pk, r1cs)
     r = _check_scalar("r", r)
     s = _check_scalar("s", s)
-    witness = _reduced(witness)  # length and wire 0 are checked by row_evaluations
+    witness = _reduced(witness)
+    check_witness_shape(r1cs, witness)
     n = pk.domain_size
 
-    a_rows, b_rows, c_rows = row_evaluations(r1cs, witness, n)  # also checks the witness
-    report("witness", 1, 3)
     w_all = backend.scalar_vector(witness)
+    if isinstance(r1cs, ArrayR1CS):
+        a_rows, b_rows, c_rows = backend.row_evaluations(r1cs, w_all, n)  # also checks the witness
+    else:
+        a_rows, b_rows, c_rows = (backend.scalar_vector(rows) for rows in row_evaluations(r1cs, witness, n))
+    report("witness", 1, 3)
     w_private = backend.scalar_vector(witness[pk.n_public + 1 :])
 
     h_scalars = backend.qap_odd_coset if pk.h_basis == ODD_COSET_LAGRANGE else backend.qap_quotient
 
+    # With two or more workers every MSM runs on ONE thread and the five jobs
+    # are shared greedily, longest first (the G2 MSM costs about two G1 MSMs
+    # of the same length; the quotient's NTTs precede the H MSM): the cores
+    # stay busy until the end, where splitting each MSM across the cores
+    # loses to its thread start-up and merge, and a fixed split of "quotient
+    # here, witness MSMs there" left one core idle for a third of the proof.
+    msm_threads = 1 if workers > 1 else None
+
     def quotient_msm():
-        h = h_scalars(backend.scalar_vector(a_rows), backend.scalar_vector(b_rows), backend.scalar_vector(c_rows))
+        h = h_scalars(a_rows, b_rows, c_rows)
         report("quotient", 2, 3)
-        return backend.g1_msm(pk.h_query, h)
+        return backend.g1_msm(pk.h_query, h, threads=msm_threads)
 
-    # The quotient's NTTs hold the GIL and use one core; the MSMs that need
-    # only the witness fill the other core meanwhile, on ONE thread: with the
-    # backend's default of a thread per core they would also take part of the
-    # NTTs' core, finish early and leave a core idle while the quotient (and so
-    # the H MSM, which uses every core) waits.
-    witness_threads = 1 if workers > 1 else None
+    def g1_msm(points, scalars):
+        return lambda: backend.g1_msm(points, scalars, threads=msm_threads)
 
-    def witness_msms():
-        return (backend.g2_msm(pk.b_g2_query, w_all, threads=witness_threads),
-                backend.g1_msm(pk.a_query, w_all, threads=witness_threads),
-                backend.g1_msm(pk.b_g1_query, w_all, threads=witness_threads),
-                backend.g1_msm(pk.l_query, w_private, threads=witness_threads))
-
-    h_sum, (b2_sum, a_sum, b1_sum, l_sum) = run_concurrently([quotient_msm, witness_msms], workers=workers)
+    b2_sum, h_sum, a_sum, b1_sum, l_sum = run_concurrently(
+        [lambda: backend.g2_msm(pk.b_g2_query, w_all, threads=msm_threads),
+         quotient_msm,
+         g1_msm(pk.a_query, w_all),
+         g1_msm(pk.b_g1_query, w_all),
+         g1_msm(pk.l_query, w_private)],
+        workers=workers,
+    )
     del a_rows, b_rows, c_rows
 
     g1_add, g1_mul = backend.g1_add, backend.g1_mul

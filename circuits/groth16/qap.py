@@ -149,20 +149,13 @@ def row_evaluations(r1cs: R1CS, witness: Sequence[int], n: int) -> tuple[list[in
         bj = side(constraint.b)
         cj = side(constraint.c)
         if aj * bj % R != cj:
-            raise unsatisfied(j)
+            raise UnsatisfiedConstraint.at(j)
         a[j] = aj
         b[j] = bj
         c[j] = cj
     for i in range(r1cs.n_public + 1):
         a[m + i] = w[i]
     return a, b, c
-
-
-def unsatisfied(index: int) -> UnsatisfiedConstraint:
-    """The error for a violated constraint; the index is also on `.constraint_index`."""
-    error = UnsatisfiedConstraint(f"witness violates constraint {index}: A*B != C")
-    error.constraint_index = index  # type: ignore[attr-defined]
-    return error
 
 
 def r1cs_digest(r1cs: R1CS) -> str:

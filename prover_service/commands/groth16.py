@@ -182,12 +182,12 @@ def _verify_contributions(args: argparse.Namespace) -> int:
 def _prove(args: argparse.Namespace) -> int:
     from circuits.errors import MalformedArtifact
     from circuits.groth16 import prove
-    from circuits.snarkjs import read_r1cs, read_wtns, write_proof, write_public
+    from circuits.snarkjs import read_r1cs_arrays, read_wtns, write_proof, write_public
 
     keydir: Path = args.keydir
     if not (keydir / CIRCUIT_FILE).is_file():
         raise MalformedArtifact(f"{keydir} has no {CIRCUIT_FILE}; run `fairproof groth16 setup` first")
-    r1cs = read_r1cs(keydir / CIRCUIT_FILE)
+    r1cs = read_r1cs_arrays(keydir / CIRCUIT_FILE)
     witness = read_wtns(args.witness)
     if len(witness) != r1cs.n_wires:
         raise MalformedArtifact(f"witness {args.witness} has {len(witness)} values, the circuit has {r1cs.n_wires} wires")

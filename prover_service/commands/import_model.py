@@ -16,7 +16,7 @@ from pathlib import Path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from fairness.model import MODEL_FORMATS
+    from fairness.model_formats import MODEL_FORMATS
 
     p = subparsers.add_parser("import-model", help="import a trained network (ONNX, torch, TorchScript, scikit-learn)")
     p.add_argument("file", help="the network: .onnx, a torch state dict (.pt), TorchScript, or a pickled MLPClassifier")
