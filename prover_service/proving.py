@@ -34,6 +34,7 @@ from circuits.builder import ConstraintSystem
 from circuits.groth16 import (ProvingKey, VerifyingKey, load_proving_key, proof_to_bytes, r1cs_digest,
                               save_proving_key, vk_digest)
 from circuits.relation import R1CS
+from circuits.relation_arrays import ArrayR1CS
 from circuits.snarkjs.json_formats import (proof_to_json, public_to_json, verifying_key_from_json,
                                            verifying_key_to_json)
 from circuits.snarkjs.ceremony import Ceremony
@@ -83,7 +84,7 @@ def needs_fast_statement(certificate: Certificate) -> bool:
 @dataclass(frozen=True)
 class BucketKeys:
     shape: StatementShape
-    r1cs: R1CS
+    r1cs: ArrayR1CS  # in arrays: every proof evaluates its rows in bulk
     proving_key: ProvingKey
     verifying_key: VerifyingKey
 
@@ -193,7 +194,7 @@ class Prover:
                 pk, vk, record = installed.proving_key, installed.verifying_key, installed.setup
                 self._save_keys(directory, shape, installed)
             self._publish_bucket(shape, r1cs, vk, record)
-        return self._remember(BucketKeys(shape, r1cs, pk, vk))
+        return self._remember(BucketKeys(shape, ArrayR1CS.from_r1cs(r1cs), pk, vk))
 
     def _remember(self, keys: BucketKeys) -> BucketKeys:
         self._keys[keys.shape.bucket] = keys

@@ -32,6 +32,7 @@ from circuits.field import R
 from circuits.groth16 import Proof, ProvingKey, VerifyingKey
 from circuits.groth16.verify import PreparedVerifyingKey, check_prepared_proof, prepare_verifying_key
 from circuits.relation import R1CS
+from circuits.relation_arrays import ArrayR1CS
 
 
 @runtime_checkable
@@ -57,9 +58,10 @@ class ProofSystem(Protocol):
 
 @dataclass(frozen=True)
 class RelationKey:
-    """A Groth16 proving key together with the R1CS it was set up for."""
+    """A Groth16 proving key together with the R1CS it was set up for (either form;
+    the array form proves faster)."""
 
-    relation: R1CS
+    relation: R1CS | ArrayR1CS
     key: ProvingKey
 
 
