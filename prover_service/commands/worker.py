@@ -97,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
         threading.Thread(target=_beat, args=(args.heartbeat_file, stop), name="heartbeat", daemon=True).start()
     try:
         asyncio.run(run_worker(settings.resolved_database_url, runner, concurrency=args.concurrency,
-                               lease_seconds=settings.lease_seconds))
+                               lease_seconds=settings.lease_seconds,
+                               shutdown_seconds=settings.shutdown_grace_seconds))
     finally:
         stop.set()
         registry.close()

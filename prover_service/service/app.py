@@ -37,7 +37,7 @@ from commitments.api import (API_PREFIX, DecisionAccepted, DecisionRequest, Erro
 from commitments.bundle import CertificateBundle
 from commitments.card import ModelCard
 
-from .errors import NotFound, ServiceError, TooManyRequests, Unavailable
+from .errors import STORAGE_ERRNOS, NotFound, ServiceError, TooManyRequests, Unavailable
 from .state import JobAccess, token_hash
 from .jobs import CERTIFICATE, PRECOMPUTE, JobRecord, QueueCaps, QueueFull
 from . import log_routes
@@ -112,7 +112,6 @@ def create_app(settings: Settings, *, backend=None) -> FastAPI:
 
 # Outages (database down, disk full) are answered 503 with this Retry-After, never a 500.
 OUTAGE_RETRY_SECONDS = 5
-STORAGE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO}
 
 # A full queue drains at roughly a certificate every few seconds per worker: ask for a short wait.
 QUEUE_FULL_RETRY_SECONDS = 10

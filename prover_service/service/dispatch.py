@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from typing import Protocol
 
 from .jobs import JobLedger
@@ -18,6 +19,12 @@ from .registry import ModelRegistry
 from .runner import JobRunner, orphaned_on_this_host, worker_name
 
 log = logging.getLogger("fairproof.dispatch")
+
+
+def sweep_interval(ledger: JobLedger) -> float:
+    """How often the ledger is swept for jobs to resume: every second (more often for a lease under 2 s), so
+    a job whose worker died is taken up within its lease and a second."""
+    return min(1.0, ledger.lease.total_seconds() / 2)
 
 
 class Dispatcher(Protocol):
@@ -38,14 +45,16 @@ class InProcessDispatcher:
     name = "inprocess"
 
     def __init__(self, ledger: JobLedger, registry: ModelRegistry, *, workers: int, data_dir: str | None = None,
-                 sweep_seconds: float | None = None):
+                 sweep_seconds: float | None = None, stop_seconds: float = 60.0):
         self.ledger = ledger
         self.registry = registry
         self.workers = workers
         self.data_dir = data_dir
-        self.sweep_seconds = sweep_seconds or max(1.0, ledger.lease.total_seconds() / 2)
+        self.sweep_seconds = sweep_seconds or sweep_interval(ledger)
+        self.stop_seconds = stop_seconds
         self._queue: queue.Queue[str | None] = queue.Queue()
         self._pending: set[str] = set()
+        self._in_flight: dict[str, str] = {}  # worker name -> the job it is running
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -65,7 +74,9 @@ class InProcessDispatcher:
 
     async def stop(self) -> None:
         """Take no new job, let each thread finish the one in flight; queued jobs stay queued in the ledger
-        (the next start resumes them), so stopping takes one proof's time, not the whole queue's."""
+        (the next start resumes them), so stopping takes one proof's time, not the whole queue's. A proof
+        still running after `stop_seconds` is handed back to the ledger (resumed at the next start, the
+        attempt not counted) and left behind: its thread dies with the process."""
         self._stopping.set()
         while True:
             try:
@@ -76,8 +87,17 @@ class InProcessDispatcher:
             self._pending.clear()
         for _ in range(self.workers):
             self._queue.put(None)
+        deadline = time.monotonic() + self.stop_seconds
         for thread in self._threads:
-            thread.join(timeout=60)  # a proof in flight finishes; its job is resumed otherwise
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        with self._lock:
+            unfinished = dict(self._in_flight)
+        for owner, job_id in unfinished.items():
+            try:
+                self.ledger.release(job_id, owner, "the service stopped before the proof finished", refund=True)
+                log.warning("proof in flight handed back at shutdown", extra={"job_id": job_id, "worker": owner})
+            except Exception:  # the lease runs out instead, or the next start finds the owner gone
+                log.warning("could not hand back a job at shutdown", extra={"job_id": job_id}, exc_info=True)
 
     async def enqueue(self, job_id: str) -> None:
         self._offer(job_id)
@@ -126,7 +146,11 @@ class InProcessDispatcher:
                 return
             with self._lock:
                 self._pending.discard(job_id)
+                self._in_flight[runner.owner] = job_id
             try:
                 runner.run(job_id)
             except Exception:  # the runner reports its own failures; this keeps the thread alive
                 log.exception("worker error", extra={"job_id": job_id})
+            finally:
+                with self._lock:
+                    self._in_flight.pop(runner.owner, None)

@@ -1,8 +1,14 @@
 """Failures the API reports to its caller, each with its HTTP status and a reason in words."""
 from __future__ import annotations
 
+import errno
+
 
 MAX_DETAIL_CHARS = 1000  # a reason is a sentence; whatever a client sent is not echoed at any length
+
+
+# errno values of a full or failing disk: answered 503 with Retry-After, and a job they interrupt keeps its attempt.
+STORAGE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO}
 
 
 class ServiceError(Exception):

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Callable
 
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import and_, case, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from commitments.bundle import CertificateBundle
@@ -260,15 +260,18 @@ class JobLedger:
                 released.append(job_id)
         return released
 
-    def release(self, job_id: str, owner: str, reason: str) -> None:
-        """Give the job back after a transient failure (it is claimed again, up to max_attempts)."""
+    def release(self, job_id: str, owner: str, reason: str, *, refund: bool = False) -> None:
+        """Give the job back after a transient failure (it is claimed again, up to max_attempts). `refund`:
+        the attempt does not count (the job did not fail: the service stopped, or its database or disk did)."""
         now = utcnow()
+        values: dict[str, Any] = {"status": QUEUED, "stage": f"retrying: {reason}"[:200], "lease_owner": None,
+                                  "lease_expires_at": None, "updated_at": now}
+        if refund:
+            values["attempts"] = case((Job.attempts > 0, Job.attempts - 1), else_=0)
         with self.db.transaction() as session:
             session.execute(
                 update(Job).where(Job.id == job_id, Job.status == RUNNING, Job.lease_owner == owner)
-                .values(status=QUEUED, stage=f"retrying: {reason}"[:200], lease_owner=None, lease_expires_at=None,
-                        updated_at=now)
-                .execution_options(synchronize_session=False))
+                .values(**values).execution_options(synchronize_session=False))
 
     # ------------------------------------------------------------- helpers
     @staticmethod

@@ -20,6 +20,7 @@ import psycopg
 from procrastinate.exceptions import AlreadyEnqueued
 from sqlalchemy.engine import make_url
 
+from .dispatch import sweep_interval
 from .jobs import JobLedger
 from .runner import JobRunner
 
@@ -98,7 +99,7 @@ class ProcrastinateDispatcher:
         self.ledger = ledger
         self.database_url = database_url
         self.app = build_queue(database_url)
-        self.sweep_seconds = sweep_seconds or max(1.0, ledger.lease.total_seconds() / 2)
+        self.sweep_seconds = sweep_seconds or sweep_interval(ledger)
         self._sweeper: asyncio.Task | None = None
         self._last_error: str | None = None
         self._live_workers: int | None = None
@@ -152,8 +153,9 @@ class ProcrastinateDispatcher:
 
 
 async def run_worker(database_url: str, runner: Callable[[], JobRunner], *, concurrency: int,
-                     lease_seconds: float) -> None:
-    """`fairproof worker`: take jobs from the queue until SIGINT/SIGTERM."""
+                     lease_seconds: float, shutdown_seconds: float | None = None) -> None:
+    """`fairproof worker`: take jobs from the queue until SIGINT/SIGTERM (then let the jobs in flight finish
+    for up to `shutdown_seconds`; a job cut short is resumed by another worker when its lease runs out)."""
     app = build_queue(database_url, runner)
     async with app.open_async():
         await ensure_queue_schema(app, database_url)
@@ -170,6 +172,7 @@ async def run_worker(database_url: str, runner: Callable[[], JobRunner], *, conc
         try:
             await app.run_worker_async(queues=[QUEUE], concurrency=concurrency, install_signal_handlers=True,
                                        update_heartbeat_interval=max(0.5, lease_seconds / 4),
-                                       stalled_worker_timeout=lease_seconds)
+                                       stalled_worker_timeout=lease_seconds,
+                                       shutdown_graceful_timeout=shutdown_seconds)
         finally:
             recovery.cancel()

@@ -25,6 +25,19 @@ from .registry import ModelRegistry
 log = logging.getLogger("fairproof.worker")
 
 PERMANENT_ERRORS: tuple[type[Exception], ...] = (FairnessError, CircuitError, ServiceError)
+# After its database or disk failed, a worker waits this long before its next job: the outage is not
+# spun through at a proof a second, and the job, handed back, keeps its attempts for after the outage.
+OUTAGE_PAUSE_SECONDS = 2.0
+
+
+def is_outage(exc: BaseException) -> bool:
+    """The database or the disk failed (not the job): the job is retried without counting the attempt."""
+    from sqlalchemy.exc import DBAPIError
+    from sqlalchemy.exc import TimeoutError as PoolTimeout
+
+    from .errors import STORAGE_ERRNOS
+
+    return isinstance(exc, (DBAPIError, PoolTimeout)) or (isinstance(exc, OSError) and exc.errno in STORAGE_ERRNOS)
 
 
 def public_reason(exc: Exception, job_id: str) -> str:
@@ -153,8 +166,13 @@ class JobRunner:
             self.ledger.fail(job.id, self.owner, public_reason(exc, job.id), result=retry_hint(exc))
             return "failed"
         except Exception as exc:
-            log.exception("job interrupted; it will be retried", extra={"job_id": job.id})
-            self.ledger.release(job.id, self.owner, f"{type(exc).__name__}: {exc}")
+            outage = is_outage(exc)
+            log.exception("job interrupted; it will be retried", extra={"job_id": job.id, "outage": outage})
+            try:
+                self.ledger.release(job.id, self.owner, f"{type(exc).__name__}: {str(exc)[:150]}", refund=outage)
+            finally:  # released, or its lease runs out: either way another try comes after the pause
+                if outage:
+                    time.sleep(OUTAGE_PAUSE_SECONDS)
             return "queued"
         return "succeeded"
 

@@ -38,7 +38,13 @@ class Settings(BaseModel):
     radius: Literal["fast", "exact"] = "fast"
     data_dir: str | None = None  # datasets, for precompute key setup on test customers
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
-    lease_seconds: float = Field(default=30.0, gt=1.0)  # a job whose worker went silent this long is resumed
+    # A job whose worker went silent this long is resumed by another worker; running workers renew their
+    # leases four times per lease and the queue is swept every second, so a worker killed mid-proof has its
+    # job taken up again within lease + 1 s.
+    lease_seconds: float = Field(default=3.0, gt=1.0)
+    # SIGTERM: open requests get up to half of this to finish, then proofs in flight the other half; a proof
+    # still running then is handed back to the queue (resumed at the next start) and the process exits.
+    shutdown_grace_seconds: float = Field(default=25.0, ge=1.0)
     max_attempts: int = Field(default=3, ge=1)
     # Backpressure: certificate jobs waiting or running, in all and per model, beyond which a new
     # decision request gets 429 with Retry-After (each costs seconds of proving).

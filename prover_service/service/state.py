@@ -48,7 +48,8 @@ def build_state(settings: Settings, backend=None) -> ServiceState:
 
         dispatcher = ProcrastinateDispatcher(ledger, settings.resolved_database_url)
     else:
-        dispatcher = InProcessDispatcher(ledger, registry, workers=settings.workers, data_dir=settings.data_dir)
+        dispatcher = InProcessDispatcher(ledger, registry, workers=settings.workers, data_dir=settings.data_dir,
+                                         stop_seconds=settings.shutdown_grace_seconds / 2)
     rate_limit = ClientRateLimit(settings.rate_limit_per_minute) if settings.rate_limit_per_minute else None
     return ServiceState(settings, db, ledger, registry, dispatcher, transparency, rate_limit)
 
