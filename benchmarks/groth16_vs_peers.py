@@ -99,6 +99,7 @@ def worker_main(argv: list[str]) -> None:
         from circuits.backends import get_backend
         from circuits.groth16 import save_proving_key, setup
         from circuits.snarkjs import read_r1cs, write_verifying_key
+        from prover_service.commands.groth16 import load_relation_arrays
 
         backend = get_backend(backend_name)
         r1cs = read_r1cs(r1cs_path)
@@ -107,7 +108,8 @@ def worker_main(argv: list[str]) -> None:
         t_setup = time.perf_counter() - t0
         save_proving_key(pk, Path(keydir) / "proving_key", backend)
         write_verifying_key(Path(keydir) / "verification_key.json", vk)
-        shutil.copyfile(r1cs_path, Path(keydir) / "circuit.r1cs")  # a `fairproof groth16` key directory
+        shutil.copyfile(r1cs_path, Path(keydir) / "circuit.r1cs")  # a `fairproof groth16` key directory,
+        load_relation_arrays(Path(keydir))  # as `fairproof groth16 setup` leaves it
         _emit({"setup_s": t_setup})
     elif kind == "ours-prove":
         r1cs_path, wtns_path, keydir, backend_name, outdir = argv[1:6]

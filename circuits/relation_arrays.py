@@ -11,8 +11,11 @@ made from either is the same.
 """
 from __future__ import annotations
 
+import os
+import zipfile
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 
 import numpy as np
 
@@ -122,6 +125,38 @@ class ArrayR1CS:
     def check(self) -> None:
         for name, side in (("A", self.a), ("B", self.b), ("C", self.c)):
             side.check(self.n_wires, f"side {name}")
+
+    def save(self, path: str | Path, source_sha256: str) -> None:
+        """Write the arrays to an .npz file (atomically), naming the SHA-256 of
+        the .r1cs file they were decoded from."""
+        arrays = {"header": np.array([self.n_wires, self.n_public, self.n_public_outputs], dtype=np.int64),
+                  "source_sha256": np.frombuffer(bytes.fromhex(source_sha256), dtype=np.uint8)}
+        for name, side in (("a", self.a), ("b", self.b), ("c", self.c)):
+            arrays.update({f"{name}_start": side.start, f"{name}_wire": side.wire, f"{name}_coefficient": side.coefficient})
+        path = Path(path)
+        partial = path.with_name(path.name + ".partial")
+        with open(partial, "wb") as out:
+            np.savez(out, **arrays)
+        os.replace(partial, path)
+
+    @classmethod
+    def load(cls, path: str | Path, source_sha256: str) -> ArrayR1CS | None:
+        """The arrays saved for the .r1cs file of SHA-256 `source_sha256`, checked
+        (wires in range, coefficients below r); None if `path` is missing,
+        unreadable or was saved for another file."""
+        try:
+            with np.load(path, allow_pickle=False) as saved:
+                if saved["source_sha256"].tobytes().hex() != source_sha256:
+                    return None
+                n_wires, n_public, n_public_outputs = (int(v) for v in saved["header"])
+                sides = [SparseRows(saved[f"{n}_start"].astype(np.int64, copy=False),
+                                    saved[f"{n}_wire"].astype(np.int64, copy=False),
+                                    saved[f"{n}_coefficient"]) for n in "abc"]
+            relation = cls(n_wires, n_public, *sides, n_public_outputs=n_public_outputs)
+            relation.check()
+        except (OSError, KeyError, ValueError, TypeError, zipfile.BadZipFile):
+            return None
+        return relation
 
     @classmethod
     def from_r1cs(cls, r1cs: R1CS) -> ArrayR1CS:

@@ -32,6 +32,7 @@ from circuits.snarkjs import (
 )
 from circuits.snarkjs.node import missing_reason
 from prover_service.cli import main as fairproof
+from groth16_circuits import random_system
 
 needs_snarkjs = pytest.mark.skipif(find_snarkjs() is None, reason=missing_reason())
 TIMEOUT = 120
@@ -207,6 +208,62 @@ def test_cli_refuses_tampered_and_malformed_inputs(cli_keys, capsys, tmp_path):
     (tmp_path / "r1cs.bin").write_bytes(b"r1cs" + bytes(4))
     assert fairproof(["groth16", "prove", str(tmp_path), str(tmp_path / "r1cs.bin"), str(tmp_path / "o")]) == 1
     assert "no circuit.r1cs" in capsys.readouterr().err
+
+
+def test_the_saved_rows_serve_only_the_circuit_they_were_decoded_from(cli_keys, capsys, tmp_path, circuit_files):
+    import hashlib
+    import shutil
+    from dataclasses import replace
+
+    import numpy as np
+
+    from circuits.relation_arrays import ArrayR1CS
+    from prover_service.commands.groth16 import ROWS_FILE, load_relation_arrays
+
+    keydir, _ = cli_keys
+    directory, r1cs, witness = circuit_files
+    keys = tmp_path / "keys"
+    shutil.copytree(keydir, keys)
+    rows = keys / ROWS_FILE
+    assert rows.is_file()  # written by setup
+    assert load_relation_arrays(keys).relation == r1cs
+
+    def prove_and_verify(name: str) -> int:
+        out = tmp_path / name
+        code = fairproof(["groth16", "prove", str(keys), str(directory / "witness.wtns"), str(out)])
+        if code == 0:
+            code = fairproof(["groth16", "verify", str(keys / "verification_key.json"), str(out / "proof.json"),
+                              str(out / "public.json")])
+        return code
+
+    # Garbage where the arrays were: decoded from circuit.r1cs again, saved again, proved.
+    rows.write_bytes(b"PK\x03\x04 not a zip")
+    assert prove_and_verify("after_garbage") == 0
+    assert rows.read_bytes() != b"PK\x03\x04 not a zip"
+
+    # Arrays saved for another circuit (another SHA-256) are not used.
+    other, _ = random_system(20, 2, seed=4)
+    ArrayR1CS.from_r1cs(other).save(rows, "00" * 32)
+    assert load_relation_arrays(keys).relation == r1cs
+
+    # Arrays that name circuit.r1cs's digest but hold a coefficient >= r are refused on load.
+    def with_coefficient(relation: ArrayR1CS, side: str, value: int) -> ArrayR1CS:
+        rows_of_side = getattr(relation, side)
+        coefficient = rows_of_side.coefficient.copy()
+        coefficient[0] = np.frombuffer(value.to_bytes(32, "little"), dtype=np.uint8)
+        return replace(relation, **{side: replace(rows_of_side, coefficient=coefficient)})
+
+    digest = hashlib.sha256((keys / "circuit.r1cs").read_bytes()).hexdigest()
+    with_coefficient(ArrayR1CS.from_r1cs(r1cs), "a", (1 << 256) - 1).save(rows, digest)
+    assert ArrayR1CS.load(rows, digest) is None
+    assert load_relation_arrays(keys).relation == r1cs
+
+    # Arrays that name the digest but describe another valid relation: the prover finds the
+    # witness does not satisfy it and proves nothing (a wrong cache never yields a proof).
+    with_coefficient(ArrayR1CS.from_r1cs(r1cs), "c", 2).save(rows, digest)
+    capsys.readouterr()
+    assert prove_and_verify("after_forgery") == 1
+    assert "violates constraint 0" in capsys.readouterr().err
 
 
 def test_cli_verify_contributions_detects_a_swapped_key(cli_keys, capsys, tmp_path, circuit_files, backend):

@@ -8,7 +8,9 @@
   import-ptau PTAU [--check-power P]        check a snarkjs powers-of-tau file (exit 2 if unusable)
   dev-ptau POWER OUT.ptau [--name NAME]     write a DEVELOPMENT phase 1 (one party's secrets; exit 2 on bad arguments)
 
-KEYDIR holds circuit.r1cs (the relation the key is for), proving_key/ (the
+KEYDIR holds circuit.r1cs (the relation the key is for), circuit.rows.npz (the
+same relation in the arrays the prover reads, with circuit.r1cs's SHA-256;
+rebuilt from circuit.r1cs whenever that does not match), proving_key/ (the
 current proving key's raw arrays, written by circuits.groth16.keys),
 initial_proving_key/ (the key as setup made it, which the contribution chain
 is checked against), verification_key.json (snarkjs's format, usable with
@@ -27,6 +29,7 @@ PROVING_KEY_DIR = "proving_key"
 INITIAL_KEY_DIR = "initial_proving_key"
 VK_FILE = "verification_key.json"
 TRANSCRIPT_FILE = "transcript.json"
+ROWS_FILE = "circuit.rows.npz"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -110,6 +113,7 @@ def _setup(args: argparse.Namespace) -> int:
     keydir: Path = args.keydir
     keydir.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(args.circuit, keydir / CIRCUIT_FILE)
+    load_relation_arrays(keydir)
     save_proving_key(pk, keydir / PROVING_KEY_DIR, backend)
     save_proving_key(pk, keydir / INITIAL_KEY_DIR, backend)
     write_verifying_key(keydir / VK_FILE, vk)
@@ -179,15 +183,37 @@ def _verify_contributions(args: argparse.Namespace) -> int:
     return 0
 
 
+def load_relation_arrays(keydir: Path):
+    """The key's circuit in arrays: from ROWS_FILE when it was saved for this very
+    circuit.r1cs (by SHA-256), else decoded from circuit.r1cs and saved for next time."""
+    import hashlib
+
+    from circuits.relation_arrays import ArrayR1CS
+    from circuits.snarkjs import decode_r1cs_arrays
+    from circuits.snarkjs.binfile import read_file_bytes
+
+    path = keydir / CIRCUIT_FILE
+    data = read_file_bytes(path, "r1cs file")
+    digest = hashlib.sha256(data).hexdigest()
+    relation = ArrayR1CS.load(keydir / ROWS_FILE, digest)
+    if relation is None:
+        relation = decode_r1cs_arrays(data, what=f"r1cs file {path}")
+        try:
+            relation.save(keydir / ROWS_FILE, digest)
+        except OSError:
+            pass  # a read-only key directory: decode again next time
+    return relation
+
+
 def _prove(args: argparse.Namespace) -> int:
     from circuits.errors import MalformedArtifact
     from circuits.groth16 import prove
-    from circuits.snarkjs import read_r1cs_arrays, read_wtns, write_proof, write_public
+    from circuits.snarkjs import read_wtns, write_proof, write_public
 
     keydir: Path = args.keydir
     if not (keydir / CIRCUIT_FILE).is_file():
         raise MalformedArtifact(f"{keydir} has no {CIRCUIT_FILE}; run `fairproof groth16 setup` first")
-    r1cs = read_r1cs_arrays(keydir / CIRCUIT_FILE)
+    r1cs = load_relation_arrays(keydir)
     witness = read_wtns(args.witness)
     if len(witness) != r1cs.n_wires:
         raise MalformedArtifact(f"witness {args.witness} has {len(witness)} values, the circuit has {r1cs.n_wires} wires")
