@@ -12,6 +12,7 @@ made from either is the same.
 from __future__ import annotations
 
 import os
+import tempfile
 import zipfile
 from dataclasses import dataclass
 from functools import cached_property
@@ -126,27 +127,33 @@ class ArrayR1CS:
         for name, side in (("A", self.a), ("B", self.b), ("C", self.c)):
             side.check(self.n_wires, f"side {name}")
 
-    def save(self, path: str | Path, source_sha256: str) -> None:
-        """Write the arrays to an .npz file (atomically), naming the SHA-256 of
-        the .r1cs file they were decoded from."""
+    def save(self, path: str | Path, source_digest: str) -> None:
+        """Write the arrays to an .npz file (atomically), naming a hex digest of
+        what they were made from (an .r1cs file's SHA-256, an `r1cs_digest`)."""
         arrays = {"header": np.array([self.n_wires, self.n_public, self.n_public_outputs], dtype=np.int64),
-                  "source_sha256": np.frombuffer(bytes.fromhex(source_sha256), dtype=np.uint8)}
+                  "source_digest": np.frombuffer(bytes.fromhex(source_digest), dtype=np.uint8)}
         for name, side in (("a", self.a), ("b", self.b), ("c", self.c)):
             arrays.update({f"{name}_start": side.start, f"{name}_wire": side.wire, f"{name}_coefficient": side.coefficient})
         path = Path(path)
-        partial = path.with_name(path.name + ".partial")
-        with open(partial, "wb") as out:
-            np.savez(out, **arrays)
-        os.replace(partial, path)
+        # a temporary name of its own: several processes may save the same file at once
+        descriptor, partial = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".partial")
+        try:
+            with os.fdopen(descriptor, "wb") as out:
+                np.savez(out, **arrays)
+            os.replace(partial, path)
+        except BaseException:
+            Path(partial).unlink(missing_ok=True)
+            raise
 
     @classmethod
-    def load(cls, path: str | Path, source_sha256: str) -> ArrayR1CS | None:
-        """The arrays saved for the .r1cs file of SHA-256 `source_sha256`, checked
-        (wires in range, coefficients below r); None if `path` is missing,
-        unreadable or was saved for another file."""
+    def load(cls, path: str | Path, source_digest: str) -> ArrayR1CS | None:
+        """The arrays saved under `source_digest`, checked (wires in range,
+        coefficients below r); None if `path` is missing, unreadable, malformed
+        or was saved under another digest. The digest is what the saver
+        claimed: a caller that needs more recomputes it from the arrays."""
         try:
             with np.load(path, allow_pickle=False) as saved:
-                if saved["source_sha256"].tobytes().hex() != source_sha256:
+                if saved["source_digest"].tobytes().hex() != source_digest:
                     return None
                 n_wires, n_public, n_public_outputs = (int(v) for v in saved["header"])
                 sides = [SparseRows(saved[f"{n}_start"].astype(np.int64, copy=False),

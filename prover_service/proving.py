@@ -81,6 +81,10 @@ def needs_fast_statement(certificate: Certificate) -> bool:
             and certificate.attainment.kind not in (CAP, COUNTEREXAMPLE))
 
 
+# A bucket's circuit in the prover's arrays, saved under its `r1cs_digest` (see Prover.keys).
+RELATION_FILE = "relation.npz"
+
+
 @dataclass(frozen=True)
 class BucketKeys:
     shape: StatementShape
@@ -177,11 +181,14 @@ class Prover:
         if cached is not None:
             self._keys.move_to_end(shape.bucket)
             return cached
+        directory = self.bucket_dir(shape)
+        published = self._load_published(shape, directory)
+        if published is not None:
+            return self._remember(published)
         r1cs = statement_relation(shape)
         # Workers in other processes may need the same new bucket at once: one sets it up,
         # the others wait and load it; the card is rewritten under the same lock.
         with exclusive_lock(self.workspace.root / "keys" / ".setup.lock"):
-            directory = self.bucket_dir(shape)
             if (directory / "verification_key.json").is_file() and (directory / "proving_key").is_dir():
                 pk, vk, record = self._load_keys(directory)
             else:
@@ -194,7 +201,30 @@ class Prover:
                 pk, vk, record = installed.proving_key, installed.verifying_key, installed.setup
                 self._save_keys(directory, shape, installed)
             self._publish_bucket(shape, r1cs, vk, record)
-        return self._remember(BucketKeys(shape, ArrayR1CS.from_r1cs(r1cs), pk, vk))
+        relation = ArrayR1CS.from_r1cs(r1cs)
+        try:
+            relation.save(directory / RELATION_FILE, r1cs_digest(relation))
+        except OSError as exc:  # a read-only model directory: the circuit is rebuilt on every load
+            self.progress(f"could not save the circuit of bucket {shape.bucket} for faster loading: {exc}")
+        return self._remember(BucketKeys(shape, relation, pk, vk))
+
+    def _load_published(self, shape: StatementShape, directory: Path) -> BucketKeys | None:
+        """A published bucket straight from disk, without rebuilding its circuit (the
+        slow part of loading a bucket): only when the card publishes this very shape,
+        the saved relation hashes to the card's `r1cs_digest` and the verifying key on
+        disk is the card's. Anything else (None) takes the path that rebuilds and says why."""
+        published = next((b for b in self.card.circuits if b.bucket == shape.bucket), None)
+        if published is None or self.card.statement_shape_json(published) != json.loads(json.dumps(shape.to_json())):
+            return None
+        relation = ArrayR1CS.load(directory / RELATION_FILE, published.r1cs_digest)
+        if relation is None or r1cs_digest(relation) != published.r1cs_digest:
+            return None
+        if not ((directory / "verification_key.json").is_file() and (directory / "proving_key").is_dir()):
+            return None
+        pk, vk, _ = self._load_keys(directory)
+        if vk_digest(vk) != published.verifying_key_digest:
+            return None
+        return BucketKeys(shape, relation, pk, vk)
 
     def _remember(self, keys: BucketKeys) -> BucketKeys:
         self._keys[keys.shape.bucket] = keys

@@ -202,6 +202,51 @@ def test_prover_refuses_a_witness_the_statement_does_not_satisfy(fair, proved):
         build_statement(ConstraintSystem(with_values=True), shape, inflated, witness)
 
 
+def test_a_published_bucket_loads_from_its_saved_relation_only_when_it_hashes_to_the_card(fair, proved, monkeypatch):
+    from dataclasses import replace
+
+    import numpy as np
+
+    from circuits.groth16 import r1cs_digest
+    from circuits.relation_arrays import ArrayR1CS
+    from offline_precompute.certify import query_from_index
+    from prover_service import proving
+    from prover_service.bucket_keys import SinglePartyKeySetup
+
+    shape = fair.shape_for_certificate(proved[0].certificate)
+    saved = fair.bucket_dir(shape) / proving.RELATION_FILE
+    published = fair.card.bucket(shape.bucket)
+    assert saved.is_file() and r1cs_digest(ArrayR1CS.load(saved, published.r1cs_digest)) == published.r1cs_digest
+    rebuilt = []
+    build = proving.statement_relation
+    monkeypatch.setattr(proving, "statement_relation", lambda s: rebuilt.append(s) or build(s))
+    query = query_from_index(fair.workspace.artifact, fair.model, 0)
+
+    def fresh_proof():
+        prover = proving.Prover(fair.workspace, fair.db, fair.backend, key_setup=SinglePartyKeySetup())
+        result = prover.prove(query)
+        assert verify_bundle(result.bundle, fair.card)
+        return result
+
+    fresh_proof()  # a new process: the saved relation, no circuit rebuilt
+    assert rebuilt == []
+
+    # Saved arrays that claim the card's digest but hold another relation (one coefficient
+    # changed): the digest recomputed from them differs, so the circuit is rebuilt.
+    honest = ArrayR1CS.load(saved, published.r1cs_digest)
+    coefficient = honest.c.coefficient.copy()
+    coefficient[0] = np.frombuffer((2).to_bytes(32, "little"), dtype=np.uint8)
+    replace(honest, c=replace(honest.c, coefficient=coefficient)).save(saved, published.r1cs_digest)
+    fresh_proof()
+    assert rebuilt == [shape]
+    assert r1cs_digest(ArrayR1CS.load(saved, published.r1cs_digest)) == published.r1cs_digest  # saved again
+
+    saved.write_bytes(b"not arrays")
+    fresh_proof()
+    assert rebuilt == [shape, shape]
+    assert ArrayR1CS.load(saved, published.r1cs_digest) is not None
+
+
 def _integers_in(node):
     """Every integer a JSON document states: numbers, and strings that are a whole decimal
     integer (field elements travel as strings). Digit runs inside hex digests and ids are

@@ -114,3 +114,18 @@ def _rows(starts, wires, coefficients) -> SparseRows:
 def test_malformed_rows_are_refused_with_the_constraint_named(rows, message):
     with pytest.raises(ValueError, match=message):
         rows.check(3, "side A")
+
+
+@pytest.mark.parametrize("size, seed", [(0, 0), (1, 1), (40, 2), (500, 3)])
+def test_the_digest_is_the_same_for_either_form_and_changes_with_any_term(size, seed):
+    from circuits.groth16 import r1cs_digest
+    from circuits.relation import R1CS, Constraint
+
+    r1cs, _ = random_system(size, 2, seed=seed)
+    arrays = ArrayR1CS.from_r1cs(r1cs)
+    assert r1cs_digest(arrays) == r1cs_digest(r1cs)
+    if size:
+        first = r1cs.constraints[0]
+        moved = Constraint(first.a, first.b, first.c + ((0, 1),))
+        other = R1CS(r1cs.n_wires, r1cs.n_public, (moved, *r1cs.constraints[1:]))
+        assert r1cs_digest(ArrayR1CS.from_r1cs(other)) == r1cs_digest(other) != r1cs_digest(r1cs)

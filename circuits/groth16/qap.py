@@ -22,9 +22,12 @@ import hashlib
 from dataclasses import dataclass
 from typing import Sequence
 
+import numpy as np
+
 from ..errors import CircuitError, UnsatisfiedConstraint
 from ..field import R, R_GENERATOR, R_TWO_ADICITY
 from ..relation import R1CS
+from ..relation_arrays import ArrayR1CS
 
 
 def domain_size(r1cs: R1CS) -> int:
@@ -158,16 +161,51 @@ def row_evaluations(r1cs: R1CS, witness: Sequence[int], n: int) -> tuple[list[in
     return a, b, c
 
 
-def r1cs_digest(r1cs: R1CS) -> str:
-    """Hex SHA-256 over the relation's shape and every (wire, coefficient) term.
-
-    Binds a proving key to the exact constraint system it was made for."""
+def _digest_prefix(r1cs: R1CS | ArrayR1CS) -> "hashlib._Hash":
     h = hashlib.sha256()
     h.update(b"fairproof-r1cs-v1")
     for value in (r1cs.n_wires, r1cs.n_public, r1cs.n_public_outputs, r1cs.n_constraints):
         h.update(value.to_bytes(8, "big"))
+    return h
+
+
+def r1cs_digest(r1cs: R1CS | ArrayR1CS) -> str:
+    """Hex SHA-256 over the relation's shape and every (wire, coefficient) term:
+    per constraint, for A, B, C in turn, the term count (4 bytes) and each
+    term's wire (4 bytes) and coefficient (32 bytes), big-endian.
+
+    Binds a proving key to the exact constraint system it was made for. The
+    same relation in either form has the same digest."""
+    if isinstance(r1cs, ArrayR1CS):
+        return _array_r1cs_digest(r1cs)
+    h = _digest_prefix(r1cs)
     for constraint in r1cs.constraints:
         for side in (constraint.a, constraint.b, constraint.c):
             h.update(len(side).to_bytes(4, "big"))
             h.update(b"".join(wire.to_bytes(4, "big") + (k % R).to_bytes(32, "big") for wire, k in side))
+    return h.hexdigest()
+
+
+def _array_r1cs_digest(relation: ArrayR1CS) -> str:
+    """`r1cs_digest` of the array form, with the hashed bytes laid out in bulk:
+    36-byte term records (wire, coefficient), put in constraint-then-side
+    order, around the 4-byte counts that open each side."""
+    m = relation.n_constraints
+    sides = (relation.a, relation.b, relation.c)
+    counts = np.stack([np.diff(side.start) for side in sides], axis=1).reshape(-1)  # section 3j + s
+    records = np.concatenate([
+        np.concatenate([side.wire.astype(">u4").view(np.uint8).reshape(-1, 4), side.coefficient[:, ::-1]], axis=1)
+        for side in sides]) if m else np.zeros((0, 36), dtype=np.uint8)
+    section = np.concatenate([3 * np.repeat(np.arange(m), np.diff(side.start)) + s for s, side in enumerate(sides)])
+    records = records[np.argsort(section, kind="stable")]
+    stream = np.empty(4 * len(counts) + 36 * len(records), dtype=np.uint8)
+    is_count = np.zeros(len(stream), dtype=bool)
+    count_at = np.zeros(len(counts), dtype=np.int64)
+    np.cumsum(4 + 36 * counts[:-1], out=count_at[1:])
+    for k in range(4):
+        is_count[count_at + k] = True
+    stream[is_count] = counts.astype(">u4").view(np.uint8)
+    stream[~is_count] = records.reshape(-1)
+    h = _digest_prefix(relation)
+    h.update(stream.tobytes())
     return h.hexdigest()
