@@ -293,6 +293,91 @@ def test_a_huge_response_is_refused_without_being_read_whole():
         assert body.sent <= MAX_RESPONSE_BYTES + (1 << 20)  # stopped at the cap, not at 200 MB
 
 
+# A service that answers 200 MB to every request: chunked, or with its Content-Length declared (`/declared/`).
+_HUGE_SERVER = """
+import sys
+
+import uvicorn
+
+SIZE, CHUNK = 200 * (1 << 20), 1 << 20
+
+
+async def app(scope, receive, send):
+    if scope["type"] != "http":
+        return
+    if scope["path"] == "/ping":
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+        return
+    headers = [(b"content-type", b"application/json")]
+    if "/declared" in scope["path"]:
+        headers.append((b"content-length", str(SIZE).encode()))
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    block = b"[" + b" " * (CHUNK - 1)
+    for _ in range(SIZE // CHUNK):
+        await send({"type": "http.response.body", "body": block, "more_body": True})
+        block = b" " * CHUNK
+    await send({"type": "http.response.body", "body": b""})
+
+
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+"""
+
+# The customer's client in a process of its own, so that its peak RSS is the client's alone.
+_CLIENT = """
+import json, sys
+
+from verifier_client.service_client import ServiceClient, ServiceError
+
+refusals = []
+with ServiceClient(sys.argv[1]) as client:
+    for call in (lambda: client.card("chunked"), lambda: client.card("declared"),
+                 lambda: client.job("chunked", "t"), lambda: client.entries(0, 10)):
+        try:
+            call()
+            refusals.append(None)
+        except ServiceError as exc:
+            refusals.append(str(exc))
+# VmHWM: this process image's peak RSS (ru_maxrss would carry over the forking parent's peak across exec).
+peak = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(json.dumps({"refusals": refusals, "max_rss_kb": peak}))
+"""
+
+
+def test_a_200_mb_response_keeps_the_client_under_100_mb_rss(tmp_path):
+    """A real HTTP server (uvicorn) sends 200 MB; the client refuses it and its process never holds it."""
+    import time
+
+    from tests.service_fixtures import free_port
+
+    port = free_port()
+    with open(tmp_path / "server.log", "wb") as log:  # a file, not a pipe: nobody reads it while it runs
+        server = subprocess.Popen([sys.executable, "-c", _HUGE_SERVER, str(port)], stdout=log, stderr=log)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/ping", timeout=1)
+                break
+            except httpx.HTTPError:
+                assert server.poll() is None and time.monotonic() < deadline, \
+                    (tmp_path / "server.log").read_text(errors="replace")[-2000:]
+                time.sleep(0.1)
+        done = subprocess.run([sys.executable, "-c", _CLIENT, f"http://127.0.0.1:{port}"], cwd=ROOT,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+                              timeout=120)
+    finally:
+        server.kill()
+        server.wait(timeout=30)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    chunked, declared, job, entries = report["refusals"]
+    for refusal in (chunked, job, entries):
+        assert refusal and "exceeds the" in refusal, refusal  # read up to the cap, then refused
+    assert declared and "the response is 209715200 bytes, more than" in declared  # refused before reading
+    assert report["max_rss_kb"] < 100 * 1024, f"client peak RSS {report['max_rss_kb'] / 1024:.0f} MB"
+
+
 def test_a_redirect_is_refused_with_where_it_points():
     transport = httpx.MockTransport(lambda request: httpx.Response(302, headers={"location": "https://elsewhere.example/v1/models"}))
     with ServiceClient(URL, transport=transport) as client, pytest.raises(ServiceError) as refused:
