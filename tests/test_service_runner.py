@@ -203,3 +203,78 @@ def test_stopping_finishes_the_job_in_flight_and_leaves_the_queue_for_the_next_s
     statuses = [ledger.get(j.id).status for j in jobs]
     assert statuses.count("failed") == 1 and statuses.count("queued") == 24  # the rest wait for the restart
     assert len(ledger.resumable()) == 24
+
+
+def test_a_proof_still_running_at_the_stop_deadline_is_handed_back_without_counting_the_attempt(ledger):
+    import asyncio
+    import threading
+    import time
+
+    from prover_service.service.dispatch import InProcessDispatcher
+
+    never = threading.Event()
+
+    class _StuckProver:
+        def prove(self, query, on_stage):
+            on_stage("proving", 0.5)
+            never.wait(30)
+            raise DataError("too late")
+
+    class _StuckRegistry(_Registry):
+        def prover(self, model_id):
+            return _StuckProver()
+
+    jobs = [ledger.submit(CERTIFICATE, "m", {"query": [i]}, decision=0, card_digest="d" * 64) for i in range(3)]
+    dispatcher = InProcessDispatcher(ledger, _StuckRegistry(None), workers=1, stop_seconds=0.5)
+    asyncio.run(dispatcher.start())
+    while not any(ledger.get(j.id).status == "running" for j in jobs):
+        time.sleep(0.02)
+    started = time.monotonic()
+    asyncio.run(dispatcher.stop())
+    assert time.monotonic() - started < 2  # the deadline, not the proof, ended the stop
+    views = [ledger.get(j.id) for j in jobs]
+    assert [v.status for v in views] == ["queued"] * 3 and all(v.attempts == 0 for v in views)
+    assert sorted(ledger.resumable()) == sorted(j.id for j in jobs)  # the next start takes them all up
+    never.set()
+
+
+@pytest.mark.parametrize("outage", ["database", "disk"])
+def test_a_database_or_disk_outage_hands_the_job_back_keeping_its_attempts(ledger, monkeypatch, outage):
+    import errno
+
+    from sqlalchemy.exc import OperationalError
+
+    from prover_service.service import runner
+
+    monkeypatch.setattr(runner, "OUTAGE_PAUSE_SECONDS", 0.0)
+    error = (OperationalError("INSERT", {}, ConnectionRefusedError("connection refused")) if outage == "database"
+             else OSError(errno.ENOSPC, "No space left on device"))
+    job = ledger.submit(CERTIFICATE, "m", {"query": [1, 2]}, decision=0, card_digest="d" * 64)
+    for _ in range(ledger.max_attempts + 2):  # more outages than attempts: the job still waits for the next try
+        assert JobRunner(ledger, _Registry(error), "tester").run(job.id) == "queued"
+    view = ledger.get(job.id)
+    assert view.status == "queued" and view.attempts == 0
+    # Any other error counts: a job that keeps failing so gives up after its attempts.
+    for _ in range(ledger.max_attempts):
+        JobRunner(ledger, _Registry(RuntimeError("bug")), "tester").run(job.id)
+    assert JobRunner(ledger, _Registry(RuntimeError("bug")), "tester").run(job.id) is None
+    assert ledger.get(job.id).status == "failed"
+
+
+def test_the_queue_caps_hold_for_submissions_arriving_together(ledger):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from prover_service.service.jobs import QueueCaps, QueueFull
+
+    def submit(i: int) -> str:
+        try:
+            ledger.submit(CERTIFICATE, "m", {"query": [i]}, decision=0, card_digest="d" * 64, caps=QueueCaps(3, 100))
+            return "accepted"
+        except QueueFull as exc:
+            return exc.detail
+
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        outcomes = list(pool.map(submit, range(12)))
+    assert outcomes.count("accepted") == 3, outcomes
+    assert outcomes.count("model m has 3 certificates waiting") == 9
+    assert ledger.backlog(CERTIFICATE, "m") == 3 and ledger.log.size() == 3  # refused: no job, no log leaf
