@@ -8,7 +8,11 @@
       precompute.sqlite           the default precompute store
 
 Everything secret is under `secret/`; everything a customer may see is
-`card.json` and the verifying keys it embeds.
+`card.json` and the verifying keys it embeds. A deployment whose services
+must not all see the salts keeps them apart instead: with a secrets
+directory (FAIRPROOF_SECRETS_DIR), the salt of MODEL_DIR is
+SECRETS_DIR/<name of MODEL_DIR>/salt, and only the processes that prove
+mount it.
 """
 from __future__ import annotations
 
@@ -42,24 +46,40 @@ def write_atomically(path: Path, data: str | bytes, mode: int = 0o644) -> None:
         raise
 
 
+SECRETS_DIR_ENV = "FAIRPROOF_SECRETS_DIR"
+
+
 @dataclass(frozen=True)
 class ModelWorkspace:
     root: Path
+    # Salts kept apart from the model directories (see the module's docstring); None: root/secret.
+    secrets_root: Path | None = None
 
     @classmethod
-    def open(cls, directory: str | os.PathLike[str]) -> "ModelWorkspace":
+    def open(cls, directory: str | os.PathLike[str], secrets_dir: str | os.PathLike[str] | None = None
+             ) -> "ModelWorkspace":
+        """The model directory `directory`; its salt under `secrets_dir` if given, else under
+        $FAIRPROOF_SECRETS_DIR if set, else in the directory's own secret/."""
         root = Path(directory)
         if not (root / "model.json").is_file():
             raise ModelError(f"{root} is not a model directory (no model.json): train or import a model first")
-        return cls(root)
+        if secrets_dir is None:
+            secrets_dir = os.environ.get(SECRETS_DIR_ENV) or None
+        return cls(root, Path(secrets_dir) if secrets_dir is not None else None)
 
     @property
     def card_path(self) -> Path:
         return self.root / "card.json"
 
     @property
+    def secret_dir(self) -> Path:
+        if self.secrets_root is None:
+            return self.root / "secret"
+        return self.secrets_root / self.root.resolve().name
+
+    @property
     def salt_path(self) -> Path:
-        return self.root / "secret" / "salt"
+        return self.secret_dir / "salt"
 
     def keys_dir(self, bucket: str) -> Path:
         return self.root / "keys" / bucket
@@ -88,7 +108,12 @@ class ModelWorkspace:
         try:
             value = int(self.salt_path.read_text().strip())
         except FileNotFoundError:
-            raise ModelError(f"{self.root} has no salt: run `fairproof commit --model {self.root}` first") from None
+            inside = self.root / "secret" / "salt"
+            if self.secrets_root is not None and inside.is_file():
+                raise ModelError(f"{self.salt_path} is missing: the salt of {self.root} is still in {inside}; "
+                                 f"move it to the secrets directory {self.secrets_root}") from None
+            raise ModelError(f"{self.root} has no salt at {self.salt_path}: run `fairproof commit --model "
+                             f"{self.root}` first") from None
         except ValueError:
             raise ModelError(f"{self.salt_path} is corrupt (not an integer)") from None
         if not 0 <= value < R:
@@ -96,7 +121,7 @@ class ModelWorkspace:
         return value
 
     def save_salt(self, salt: int) -> None:
-        self.salt_path.parent.mkdir(mode=0o700, exist_ok=True)
+        self.salt_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         write_atomically(self.salt_path, f"{salt}\n", mode=0o600)
 
     def fixed_point(self) -> FixedPointModel:

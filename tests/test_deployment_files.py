@@ -192,6 +192,18 @@ def test_the_api_mounts_models_read_only_and_every_container_is_bounded():
         assert limits["memory"] and limits["cpus"]
 
 
+def test_only_the_workers_mount_the_salts():
+    compose = load_compose()
+    prover, worker = compose["services"]["prover"], compose["services"]["worker"]
+    assert not any(v.split(":")[1] == "/secrets" for v in prover["volumes"])
+    assert "FAIRPROOF_SECRETS_DIR" not in service_environment(compose, "prover")
+    secrets = [v for v in worker["volumes"] if v.split(":")[1] == "/secrets"]
+    assert len(secrets) == 1 and secrets[0].split(":")[2].startswith("ro")
+    assert service_environment(compose, "worker")["FAIRPROOF_SECRETS_DIR"] == "/secrets"
+    host_models = next(v.split(":")[0] for v in prover["volumes"] if v.split(":")[1] == "/models")
+    assert not secrets[0].split(":")[0].startswith(host_models + "/")  # the salts are not under the models
+
+
 def test_the_image_builds_its_native_kernels_and_requires_them():
     dockerfile = (REPO / "Dockerfile").read_text()
     build = dockerfile.index("from circuits.backends.native.kernels import load; load()")

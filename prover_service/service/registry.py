@@ -62,12 +62,22 @@ class ModelRegistry:
         self._lock = threading.Lock()
 
     # ---------------------------------------------------------- registration
+    def _open(self, root: Path) -> ModelWorkspace:
+        return ModelWorkspace.open(root, secrets_dir=self.settings.secrets_dir)
+
+    def _check_salt(self, workspace: ModelWorkspace) -> None:
+        """A card without its salt cannot be proved against: refuse it where salts are visible (a
+        process that proves, or one given the secrets directory). An API that never proves is not
+        given the salts; its workers refuse such a model's jobs with the same reason."""
+        if self.settings.proves_here or self.settings.secrets_dir is not None:
+            workspace.salt()
+
     def register(self, directory: str) -> LoadedModel:
         root = self._model_directory(directory)
         try:
-            workspace = ModelWorkspace.open(root)
+            workspace = self._open(root)
             card = workspace.card()
-            workspace.salt()  # a card without its salt cannot be proved against
+            self._check_salt(workspace)
         except FairnessError as exc:
             raise BadRequest(f"cannot register {directory}: {exc}") from None
         with self.db.transaction() as session:
@@ -95,9 +105,9 @@ class ModelRegistry:
                 raise NotFound(f"unknown model {model_id!r}")
             directory = row.directory
         try:
-            workspace = ModelWorkspace.open(self._model_directory(directory))
+            workspace = self._open(self._model_directory(directory))
             card = workspace.card()
-            workspace.salt()
+            self._check_salt(workspace)
         except FairnessError as exc:
             raise BadRequest(f"cannot publish the card of {model_id}: {exc}") from None
         if card.model_id != model_id:
@@ -188,7 +198,7 @@ class ModelRegistry:
         if loaded is not None:
             self._forget(model_id)  # published under a new commitment by another process
         try:
-            workspace = ModelWorkspace.open(self._model_directory(directory))
+            workspace = self._open(self._model_directory(directory))
             on_disk = workspace.card().commitment
             if on_disk != commitment:
                 raise Unavailable(f"model {model_id}: its directory holds commitment {on_disk[:16]}..., the "

@@ -20,6 +20,10 @@ class Settings(BaseModel):
 
     # Committed model directories (fairproof train/commit) live here; admins register them by name.
     models_dir: Path = Path("var/models")
+    # Salts kept apart from the models (SECRETS_DIR/<model directory name>/salt): set where proofs are
+    # made; left unset where nothing proves (the API beside procrastinate workers), which then never
+    # reads a salt. Unset where proofs are made: each model directory's own secret/salt.
+    secrets_dir: Path | None = None
     # The service's own database: jobs, certificates, cards, audit log.
     database_url: str = ""
     # How long serve and worker wait for that database to answer at start (retried with backoff).
@@ -82,10 +86,18 @@ class Settings(BaseModel):
         if self.resolved_log_key_file.resolve().is_relative_to(models):
             raise ValueError("FAIRPROOF_LOG_KEY_FILE must lie outside the models directory: whoever can "
                              "write model directories must not hold the log's signing key")
+        if self.secrets_dir is not None and self.secrets_dir.resolve().is_relative_to(models):
+            raise ValueError("FAIRPROOF_SECRETS_DIR must lie outside the models directory: it keeps the salts "
+                             "away from processes that read the models")
         if self.queue == "procrastinate" and not self.resolved_database_url.startswith("postgresql"):
             raise ValueError("FAIRPROOF_QUEUE=procrastinate needs a PostgreSQL FAIRPROOF_DATABASE_URL "
                              "(the queue lives in that database)")
         return self
+
+    @property
+    def proves_here(self) -> bool:
+        """Whether this process makes proofs (and so needs the salts)."""
+        return self.queue == "inprocess" and self.workers > 0
 
     @property
     def resolved_database_url(self) -> str:
