@@ -2,8 +2,8 @@
 
 The prover is frozen (SIGSTOP) in short steps until the ledger shows it in
 the proving stage of the job, and then killed (SIGKILL: no shutdown code
-runs), so it certainly dies mid-proof. Leases are short so the test does not
-wait long for the dead worker's lease to run out.
+runs), so it certainly dies mid-proof. The service runs with its default lease
+and sweep: a killed prover's job must be taken up again within 5 s.
 """
 from __future__ import annotations
 
@@ -27,9 +27,6 @@ from verifier_client.verify import verify_bundle
 
 pytestmark = pytest.mark.postgres
 
-LEASE = {"FAIRPROOF_LEASE_SECONDS": "3"}
-
-
 @pytest.fixture(scope="module")
 def models_dir(service_models, tmp_path_factory):
     return copy_models_dir(service_models, tmp_path_factory.mktemp("fault-models"))
@@ -42,27 +39,65 @@ def _submit(url: str, index: int = 0) -> str:
     return r.json()["job_id"]
 
 
-def _kill_mid_proof(process, db_url: str, job_id: str, timeout: float = 120.0) -> None:
-    """Let `process` run in 10 ms steps until the ledger shows it proving the job, then kill it."""
+def _kill_mid_proof(processes, db_url: str, job_id: str, timeout: float = 120.0):
+    """Let `processes` run in 10 ms steps until the ledger shows one of them proving the job, then kill that
+    one (frozen inside the proving step, so it dies mid-proof). Returns it and the monotonic time of the kill."""
     from sqlalchemy import create_engine, text
 
     engine = create_engine(db_url)
     deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
-            process.process.send_signal(signal.SIGSTOP)
-            with engine.connect() as conn:
-                status, stage = conn.execute(text("SELECT status, stage FROM service_jobs WHERE id = :id"),
-                                             {"id": job_id}).one()
-            if status == "running" and stage.startswith("proving"):
-                process.kill()  # frozen inside the proving step
-                return
-            assert status in ("queued", "running"), (status, stage)
-            process.process.send_signal(signal.SIGCONT)
+            for p in processes:
+                p.process.send_signal(signal.SIGSTOP)
+            try:
+                with engine.connect() as conn:
+                    status, stage, owner = conn.execute(
+                        text("SELECT status, stage, lease_owner FROM service_jobs WHERE id = :id"), {"id": job_id}).one()
+                if status == "running" and stage.startswith("proving"):
+                    pid = int(owner.rsplit(":", 2)[1])  # worker names are role@host:pid:suffix
+                    victim = next(p for p in processes if p.process.pid == pid)
+                    victim.kill()
+                    return victim, time.monotonic()
+                assert status in ("queued", "running"), (status, stage)
+            finally:
+                for p in processes:
+                    if p.process.poll() is None:
+                        p.process.send_signal(signal.SIGCONT)
             time.sleep(0.01)
         raise AssertionError(f"job {job_id} never reached its proving stage")
     finally:
         engine.dispose()
+
+
+RESUME_SECONDS = 5.0  # a job whose prover was killed mid-proof is taken up again this soon
+
+
+def _seconds_until_resumed(db_url: str, job_id: str, since: float, timeout: float = 60.0) -> float:
+    """Seconds from `since` until the job is claimed again (its second attempt) or done."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(db_url)
+    try:
+        while time.monotonic() - since < timeout:
+            with engine.connect() as conn:
+                status, attempts = conn.execute(text("SELECT status, attempts FROM service_jobs WHERE id = :id"),
+                                                {"id": job_id}).one()
+            if attempts >= 2 or status == "succeeded":
+                return time.monotonic() - since
+            time.sleep(0.02)
+        raise AssertionError(f"job {job_id} not resumed within {timeout} s")
+    finally:
+        engine.dispose()
+
+
+def _wait_for_live_workers(url: str, n: int, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if f"{n} live worker" in httpx.get(f"{url}/v1/ready", timeout=10).json()["checks"]["workers"]:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{n} workers not live after {timeout} s")
 
 
 def _assert_one_valid_certificate(url: str, job_id: str) -> None:
@@ -88,36 +123,71 @@ def _assert_logged_once(url: str, job_id: str, bundle: CertificateBundle, card: 
         "decision_requested", "certificate_issued"]
 
 
-def test_killed_queue_worker_is_replaced_and_the_job_completes(models_dir, tmp_path):
+def test_killed_queue_worker_is_replaced_within_5_s_and_the_job_completes(models_dir, tmp_path):
+    """Two queue workers with the default lease; the one proving the job is killed (SIGKILL) mid-proof; the
+    other has taken the job up within 5 s, and the job ends with one valid certificate."""
     with fresh_pg_database() as db_url:
-        service = serve(models_dir, db_url, tmp_path / "serve.log", FAIRPROOF_QUEUE="procrastinate", **LEASE).start()
-        doomed = worker(models_dir, db_url, tmp_path / "worker-1.log", **LEASE)
-        replacement = worker(models_dir, db_url, tmp_path / "worker-2.log", **LEASE)
+        service = serve(models_dir, db_url, tmp_path / "serve.log", FAIRPROOF_QUEUE="procrastinate").start()
+        workers = [worker(models_dir, db_url, tmp_path / f"worker-{i}.log") for i in (1, 2)]
         try:
             register_model(service.url)
-            doomed.start()
+            for w in workers:
+                w.start()
+            _wait_for_live_workers(service.url, 2)
             job_id = _submit(service.url)
-            _kill_mid_proof(doomed, db_url, job_id)
-            replacement.start()
+            victim, killed_at = _kill_mid_proof(workers, db_url, job_id)
+            resumed = _seconds_until_resumed(db_url, job_id, killed_at)
+            print(f"resumed {resumed:.2f} s after the kill")
+            assert resumed <= RESUME_SECONDS, f"resumed {resumed:.1f} s after the kill"
             _assert_one_valid_certificate(service.url, job_id)
-            # The replacement serves new customers too.
+            # The survivor serves new customers too.
             assert wait_for_job(service.url, _submit(service.url, 1))["status"] == "succeeded"
         finally:
-            for p in (replacement, doomed, service):
+            for p in (*workers, service):
                 p.stop()
 
 
-def test_killed_service_resumes_its_accepted_jobs_on_restart(models_dir, tmp_path):
+@pytest.mark.slow
+def test_a_killed_service_process_has_its_job_resumed_by_its_peer_within_5_s(models_dir, tmp_path):
+    """Two `fairproof serve` processes with in-process workers on one database: the one proving is killed."""
     with fresh_pg_database() as db_url:
-        first = serve(models_dir, db_url, tmp_path / "serve-1.log", **LEASE).start()
+        services = [serve(models_dir, db_url, tmp_path / f"serve-{i}.log") for i in (1, 2)]
+        try:
+            for s in services:
+                s.start()
+            register_model(services[0].url)
+            register_model(services[1].url)
+            job_id = _submit(services[0].url)
+            victim, killed_at = _kill_mid_proof(services, db_url, job_id)
+            resumed = _seconds_until_resumed(db_url, job_id, killed_at)
+            print(f"resumed {resumed:.2f} s after the kill")
+            assert resumed <= RESUME_SECONDS, f"resumed {resumed:.1f} s after the kill"
+            survivor = next(s for s in services if s is not victim)
+            _assert_one_valid_certificate(survivor.url, job_id)
+        finally:
+            for s in services:
+                s.stop()
+
+
+def test_killed_service_resumes_its_accepted_jobs_on_restart(models_dir, tmp_path):
+    """The only service is killed mid-proof; its restart takes the job up as it starts (its predecessor's pid
+    is gone: no lease to wait out), within 5 s of the new process starting."""
+    with fresh_pg_database() as db_url:
+        first = serve(models_dir, db_url, tmp_path / "serve-1.log").start()
         try:
             register_model(first.url)
             job_id = _submit(first.url)
-            _kill_mid_proof(first, db_url, job_id)
+            _kill_mid_proof([first], db_url, job_id)
         finally:
             first.kill()
-        second = serve(models_dir, db_url, tmp_path / "serve-2.log", **LEASE).start()
+        second = serve(models_dir, db_url, tmp_path / "serve-2.log")
+        restarted = time.monotonic()
+        second.start(wait_ready=False)
         try:
+            resumed = _seconds_until_resumed(db_url, job_id, restarted)
+            print(f"resumed {resumed:.2f} s after the restart began")
+            assert resumed <= RESUME_SECONDS, f"resumed {resumed:.1f} s after the restart began"
+            second.wait_ready()
             _assert_one_valid_certificate(second.url, job_id)
         finally:
             second.stop()
@@ -125,8 +195,8 @@ def test_killed_service_resumes_its_accepted_jobs_on_restart(models_dir, tmp_pat
 
 def test_a_job_accepted_while_no_worker_runs_waits_and_then_completes(models_dir, tmp_path):
     with fresh_pg_database() as db_url:
-        service = serve(models_dir, db_url, tmp_path / "serve.log", FAIRPROOF_QUEUE="procrastinate", **LEASE).start()
-        late = worker(models_dir, db_url, tmp_path / "worker.log", **LEASE)
+        service = serve(models_dir, db_url, tmp_path / "serve.log", FAIRPROOF_QUEUE="procrastinate").start()
+        late = worker(models_dir, db_url, tmp_path / "worker.log")
         try:
             register_model(service.url)
             job_id = _submit(service.url)
