@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from circuits.errors import CircuitError
@@ -62,9 +63,21 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _reader_gone()
     except USER_ERRORS as exc:
         print(f"fairproof: error: {exc}", file=sys.stderr)
         return 1
+
+
+def _reader_gone() -> int:
+    """Whoever read our output went away (`| head`): stop quietly, with the status a
+    program killed by SIGPIPE has."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the interpreter's final flush
+    except (OSError, ValueError, AttributeError):
+        pass
+    return 141
 
 
 if __name__ == "__main__":

@@ -247,6 +247,24 @@ def test_a_published_bucket_loads_from_its_saved_relation_only_when_it_hashes_to
     assert ArrayR1CS.load(saved, published.r1cs_digest) is not None
 
 
+def test_a_reader_that_goes_away_gets_no_traceback(fair, proved, tmp_path):
+    """`fairproof-verify ... | head`: the verifier, and the prover's commands, stop quietly with
+    SIGPIPE's status (141), never a traceback, and never a status a script would read as a verdict."""
+    import sys
+
+    bundle_path, card_path = _files(tmp_path, proved[0].bundle, fair.card)
+    prove = [sys.executable, "-m", "prover_service.cli", "prove", "--model", str(fair.workspace.root), "--index", "0",
+             "--out", str(tmp_path / "again.json")]
+    for command in ([sys.executable, "-m", "verifier_client.cli", bundle_path, "--card", card_path], prove):
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        child.stdout.close()  # the reader is gone before the first line
+        err = child.stderr.read().decode()
+        child.stderr.close()
+        code = child.wait(timeout=120)
+        assert "Traceback" not in err, err
+        assert code == 141, (code, err)
+
+
 def _integers_in(node):
     """Every integer a JSON document states: numbers, and strings that are a whole decimal
     integer (field elements travel as strings). Digit runs inside hex digests and ids are

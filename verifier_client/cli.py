@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -169,9 +170,22 @@ def main(argv: list[str] | None = None, *, transport=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _check_mode(parser, args)
-    if args.url is not None:
-        return _from_service(args, transport)
-    return _from_files(args)
+    try:
+        if args.url is not None:
+            return _from_service(args, transport)
+        return _from_files(args)
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """Whoever read our output went away (`| head`): stop quietly, with the status a
+    program killed by SIGPIPE has, so that nothing reads it as a verdict."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the interpreter's final flush
+    except (OSError, ValueError, AttributeError):
+        pass
+    return 141
 
 
 def _from_files(args: argparse.Namespace) -> int:
