@@ -70,6 +70,22 @@ def train_bank_network(X: np.ndarray, y: np.ndarray, hidden: int = 4, seed: int 
     return net
 
 
+def write_bank(root: Path, n_rows: int, seed: int, hidden: int = 3) -> list[dict[str, str]]:
+    """The bank's files in `root`: its network trained on `n_rows` rows (net.pt, a torch state dict)
+    and its schema (schema.json); returns the rows."""
+    import json
+
+    import torch
+
+    rows = raw_rows(n_rows, seed=seed)
+    bank_schema = schema()
+    X = np.array([bank_schema.encode({a: r[a] for a in bank_schema.attributes}) for r in rows])
+    y = np.array([bank_schema.label.values.index(r["default"]) for r in rows])
+    torch.save(train_bank_network(X, y, hidden=hidden).state_dict(), root / "net.pt")
+    (root / "schema.json").write_text(json.dumps(SCHEMA))
+    return rows
+
+
 def write_csv(path: Path, rows: list[dict[str, str]], decisions: list[str] | None = None,
               columns: list[str] | None = None) -> Path:
     """The bank's export: its own column order (deliberately not the schema's), plus its decisions."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 import synthetic_credit as book
@@ -21,12 +20,7 @@ def committed(tmp_path_factory):
     from prover_service.workspace import SECRETS_DIR_ENV
 
     root = tmp_path_factory.mktemp("secrets-bank")
-    schema = book.schema()
-    rows = book.raw_rows(80, seed=5)
-    X = np.array([schema.encode({a: r[a] for a in schema.attributes}) for r in rows])
-    y = np.array([schema.label.values.index(r["default"]) for r in rows])
-    torch.save(book.train_bank_network(X, y, hidden=3).state_dict(), root / "net.pt")
-    (root / "schema.json").write_text(json.dumps(book.SCHEMA))
+    book.write_bank(root, 80, seed=5)
     models, secrets = root / "models", root / "secrets"
     assert fairproof(["import-model", str(root / "net.pt"), "--format", "torch", "--schema", str(root / "schema.json"),
                       "--no-check", "--out", str(models / "synthetic")]) == 0

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 import synthetic_credit as book
@@ -20,13 +19,7 @@ torch = pytest.importorskip("torch")
 def bank(tmp_path_factory):
     """The bank's schema, its torch network and a few customers' records."""
     root = tmp_path_factory.mktemp("service-bank")
-    schema = book.schema()
-    rows = book.raw_rows(120, seed=3)
-    X = np.array([schema.encode({a: r[a] for a in schema.attributes}) for r in rows])
-    y = np.array([schema.label.values.index(r["default"]) for r in rows])
-    torch.save(book.train_bank_network(X, y, hidden=3).state_dict(), root / "net.pt")
-    (root / "schema.json").write_text(json.dumps(book.SCHEMA))
-    return {"root": root, "rows": rows}
+    return {"root": root, "rows": book.write_bank(root, 120, seed=3)}
 
 
 ADMIN = {"X-API-Key": "service-operations-admin-key"}
