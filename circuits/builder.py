@@ -59,9 +59,14 @@ class ConstraintSystem:
     checks, reject bad values.
     """
 
-    def __init__(self, with_values: bool = True, strict: bool = True):
+    def __init__(self, with_values: bool = True, strict: bool = True, keep_constraints: bool = True):
         self.with_values = with_values
         self.strict = strict and with_values
+        # keep_constraints=False (with values only): count and check each constraint as it is emitted,
+        # then let it go; for a prover whose relation is already at hand, the witness is all it
+        # needs, and on circuits of millions of constraints their terms are most of the memory.
+        self.keep_constraints = keep_constraints or not with_values
+        self._n_constraints = 0
         # Internal wire tables (index 0 = constant one).
         self._values: list[int | None] = [1]
         self._wire_scope: list[str] = [""]
@@ -110,7 +115,11 @@ class ConstraintSystem:
     # ------------------------------------------------------------------ sizes
     @property
     def n_constraints(self) -> int:
-        return len(self._a)
+        return self._n_constraints
+
+    def _require_constraints(self) -> None:
+        if not self.keep_constraints:
+            raise CircuitError("this constraint system kept only its witness (keep_constraints=False)")
 
     @property
     def n_wires(self) -> int:
@@ -336,13 +345,15 @@ class ConstraintSystem:
                 )
             if self.strict and (va * vb - vc) % R:
                 raise UnsatisfiedConstraint(
-                    f"constraint #{len(self._a)} in {self._scope or '<top>'} is not satisfied by the witness: "
+                    f"constraint #{self._n_constraints} in {self._scope or '<top>'} is not satisfied by the witness: "
                     f"{to_signed(va)} * {to_signed(vb)} != {to_signed(vc)}"
                 )
-        self._a.append(a.terms)
-        self._b.append(b.terms)
-        self._c.append(c.terms)
-        self._labels.append(self._scope)
+        self._n_constraints += 1
+        if self.keep_constraints:
+            self._a.append(a.terms)
+            self._b.append(b.terms)
+            self._c.append(c.terms)
+            self._labels.append(self._scope)
         self._compiled = None
 
     def _alloc(self, value: int | None, local: object) -> LC:
@@ -609,6 +620,7 @@ class ConstraintSystem:
 
     def compile(self, wire_names: bool = True) -> R1CS:
         """The R1CS (public wires first). Cached until more constraints are added."""
+        self._require_constraints()
         if self._compiled is not None and (bool(self._compiled.wire_names) == wire_names):
             return self._compiled
         perm = self._permutation()
@@ -696,6 +708,7 @@ class ConstraintSystem:
         failing constraint's gadget scope."""
         if not self.with_values:
             raise CircuitError("this constraint system was built without values")
+        self._require_constraints()
         if self._unbound:
             raise CircuitError(f"public inputs never bound: {', '.join(sorted(self._unbound.values()))}")
         vals = self._values
@@ -709,6 +722,7 @@ class ConstraintSystem:
     def unconstrained_wires(self) -> list[str]:
         """Names of wires that appear in no constraint (a forgotten hint output
         or an unused input): each is a value the proof says nothing about."""
+        self._require_constraints()
         used = bytearray(len(self._values))
         used[0] = 1
         for side in (self._a, self._b, self._c):
@@ -719,6 +733,7 @@ class ConstraintSystem:
 
     def constraint_label(self, index: int) -> str:
         """Gadget scope that emitted constraint `index`."""
+        self._require_constraints()
         return self._labels[index]
 
 

@@ -325,7 +325,7 @@ class Prover:
         t2 = time.perf_counter()  # key setup is offline work: not counted online
         on_stage("building the statement witness", 0.35)
         public, witness = statement_inputs(self.model, self.salt, certificate, keys.shape)
-        cs = ConstraintSystem(with_values=True)
+        cs = ConstraintSystem(with_values=True, keep_constraints=False)  # the relation is keys.r1cs
         build_statement(cs, keys.shape, public, witness)
         values = cs.witness()
         t3 = time.perf_counter()

@@ -390,3 +390,52 @@ def test_random_arithmetic_matches_python():
         expect = (expect * xs[i] + xs[(i + 1) % 6] * xs[i]) % R
     assert acc.value == expect
     assert cs.compile().is_satisfied(cs.witness())
+
+
+def _mixed_circuit(cs: ConstraintSystem, xs: list[int]) -> None:
+    """Range checks (the bits fast path), comparisons, products and a public output."""
+    out = cs.public_input("out")
+    inputs = [cs.private_input(f"x{i}", x) for i, x in enumerate(xs)]
+    acc = cs.constant(0)
+    for a, b in zip(inputs, inputs[1:]):
+        cs.assert_range(a, 20)
+        acc = cs.add(acc, cs.select(cs.is_less(a, b, 21), cs.mul(a, b), cs.square(b)))
+    cs.bind(out, acc)
+
+
+def test_a_witness_only_build_gives_the_same_witness_and_keeps_no_constraint():
+    import tracemalloc
+
+    xs = [random.Random(7).randrange(1 << 20) for _ in range(300)]
+    full = ConstraintSystem(with_values=True)
+    _mixed_circuit(full, xs)
+    tracemalloc.start()
+    lean = ConstraintSystem(with_values=True, keep_constraints=False)
+    _mixed_circuit(lean, xs)
+    _, lean_peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    tracemalloc.start()
+    _mixed_circuit(ConstraintSystem(with_values=True), xs)
+    _, full_peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert lean.witness() == full.witness() and lean.n_constraints == full.n_constraints > 0
+    assert full.compile().is_satisfied(lean.witness())
+    assert lean_peak < 0.8 * full_peak, (lean_peak, full_peak)
+    for read in (lean.compile, lean.check_witness, lean.unconstrained_wires, lambda: lean.constraint_label(0)):
+        with pytest.raises(CircuitError, match="kept only its witness"):
+            read()
+    # A setup build always keeps its constraints: they are all it makes.
+    setup = ConstraintSystem(with_values=False, keep_constraints=False)
+    _mixed_circuit(setup, [0] * len(xs))
+    assert setup.compile() == full.compile()
+
+
+def test_a_witness_only_build_still_refuses_a_bad_value_on_the_spot():
+    cs = ConstraintSystem(with_values=True, keep_constraints=False)
+    x = cs.private_input("x", 1 << 20)
+    with pytest.raises(UnsatisfiedConstraint, match="not in"):
+        cs.assert_range(x, 20)
+    cs = ConstraintSystem(with_values=True, keep_constraints=False)
+    a = cs.private_input("a", 3)
+    with pytest.raises(UnsatisfiedConstraint, match="constraint #0 .* 3 \\* 3 != 10"):
+        cs.assert_mul(a, a, 10)

@@ -52,6 +52,7 @@ def to_bits(cs, x, n_bits: int) -> list:
         # construction, so only the top bit's constraint is checked.
         values, scopes, locals_ = cs._values, cs._wire_scope, cs._wire_local
         A, B, C, labels = cs._a, cs._b, cs._c, cs._labels
+        keep = cs.keep_constraints
         scope = cs._scope
         base = len(values)
         rest_terms = dict(x.terms)
@@ -63,12 +64,14 @@ def to_bits(cs, x, n_bits: int) -> list:
             scopes.append(scope)
             locals_.append(("bit", i))
             d = {w: 1}
-            A.append(d)
-            B.append(d)
-            C.append(d)
-            labels.append(scope)
+            if keep:
+                A.append(d)
+                B.append(d)
+                C.append(d)
+                labels.append(scope)
             bits.append(LC(cs, d, bv, True))
             rest_terms[w] = _NEG_POW2[i]
+        cs._n_constraints += n_bits - 1
         cs._compiled = None
         top = n_bits - 1
         scale = _INV_POW2[top]
