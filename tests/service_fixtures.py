@@ -226,3 +226,120 @@ def wait_for_job(url: str, job_id: str, timeout: float = 120.0, *, until=("succe
             return job
         time.sleep(0.1)
     raise AssertionError(f"job {job_id} not {until} after {timeout} s: {job}")
+
+
+# ------------------------------------------------------------------ a private PostgreSQL server
+@dataclass
+class PrivatePostgres:
+    """A throwaway PostgreSQL server of this test's own (initdb into a temporary directory, a free port),
+    which a test may stop, start or starve of disk without touching the machine's shared server."""
+
+    bin_dir: Path
+    data_dir: Path
+    wal_dir: Path
+    socket_dir: Path
+    log_path: Path
+    port: int
+    run_as: list[str]  # ["runuser", "-u", "postgres", "--"] when the tests run as root (initdb refuses root)
+
+    @property
+    def admin_url(self) -> str:
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/postgres"
+
+    def _ctl(self, *args: str, timeout: float = 60.0) -> None:
+        done = subprocess.run([*self.run_as, str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), *args],
+                              capture_output=True, text=True, timeout=timeout)
+        if done.returncode != 0:
+            raise RuntimeError(f"pg_ctl {' '.join(args)}: {done.stdout[-500:]}{done.stderr[-500:]}\n"
+                               f"{self.log_path.read_text(errors='replace')[-2000:] if self.log_path.exists() else ''}")
+
+    def start(self) -> None:
+        options = (f"-p {self.port} -k {self.socket_dir} -c listen_addresses=127.0.0.1 -c fsync=off "
+                   "-c synchronous_commit=off -c full_page_writes=off -c max_connections=50")
+        self._ctl("-o", options, "-l", str(self.log_path), "-w", "-t", "60", "start")
+
+    def stop(self, mode: str = "fast") -> None:
+        self._ctl("-m", mode, "-w", "-t", "60", "stop")
+
+    def running(self) -> bool:
+        return subprocess.run([*self.run_as, str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "status"],
+                              capture_output=True).returncode == 0
+
+    def create_database(self, name: str) -> str:
+        from sqlalchemy import create_engine, text
+        from sqlalchemy.engine import make_url
+
+        engine = create_engine(self.admin_url, isolation_level="AUTOCOMMIT")
+        try:
+            with engine.connect() as conn:
+                conn.execute(text(f'CREATE DATABASE "{name}"'))
+        finally:
+            engine.dispose()
+        return make_url(self.admin_url).set(database=name).render_as_string(hide_password=False)
+
+
+def postgres_bin_dir() -> Path | None:
+    """The newest installed PostgreSQL server binaries (Debian layout), if any."""
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3])
+                   if p.parts[-3].isdigit() else 0)
+    return found[-1].parent if found else None
+
+
+@contextlib.contextmanager
+def private_postgres(*, disk_mb: int | None = None) -> Iterator[PrivatePostgres]:
+    """initdb a server in a new directory, start it on a free port, and remove it all on exit. With
+    `disk_mb`, its data files live on a tmpfs of that size (`server.disk`, where a test may also put files
+    of its own and fill the disk); the write-ahead log stays outside it. Skips if the server binaries are
+    missing, if as root there is no `postgres` user to run them as, or if the tmpfs cannot be mounted."""
+    import pwd
+    import shutil
+    import tempfile
+
+    bin_dir = postgres_bin_dir()
+    if bin_dir is None:
+        pytest.skip("no PostgreSQL server binaries under /usr/lib/postgresql/*/bin for a private server")
+    run_as: list[str] = []
+    owner = None
+    if os.geteuid() == 0:  # initdb and postgres refuse to run as root
+        try:
+            owner = pwd.getpwnam("postgres")
+        except KeyError:
+            pytest.skip("running as root and no `postgres` user to run a private PostgreSQL server as")
+        if shutil.which("runuser") is None:
+            pytest.skip("running as root without runuser to start a private PostgreSQL server as `postgres`")
+        run_as = ["runuser", "-u", "postgres", "--"]
+    root = Path(tempfile.mkdtemp(prefix="fairproof-pg-"))  # in /tmp, which the postgres user can reach
+    mounted = False
+    try:
+        disk = root / "disk"
+        disk.mkdir()
+        if disk_mb is not None:
+            mount = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={disk_mb}m,mode=0755", "tmpfs", str(disk)],
+                                   capture_output=True, text=True)
+            if mount.returncode != 0:
+                pytest.skip(f"cannot mount a {disk_mb} MB tmpfs to fill (needs root with CAP_SYS_ADMIN): "
+                            f"{mount.stderr.strip()[:200]}")
+            mounted = True
+        socket_dir = root / "socket"
+        socket_dir.mkdir()
+        for path in (root, disk, socket_dir):
+            if owner is not None:
+                os.chown(path, owner.pw_uid, owner.pw_gid)
+        server = PrivatePostgres(bin_dir, disk / "pgdata", root / "pgwal", socket_dir, root / "postgres.log",
+                                 free_port(), run_as)
+        server.disk = disk  # type: ignore[attr-defined]
+        done = subprocess.run([*run_as, str(bin_dir / "initdb"), "-D", str(server.data_dir), "-X", str(server.wal_dir),
+                               "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions"],
+                              capture_output=True, text=True, timeout=180)
+        if done.returncode != 0:
+            pytest.skip(f"initdb of a private PostgreSQL server failed: {done.stderr.strip()[-500:]}")
+        server.start()
+        try:
+            yield server
+        finally:
+            if server.running():
+                server.stop("immediate")
+    finally:
+        if mounted:
+            subprocess.run(["umount", "-l", str(root / "disk")], capture_output=True)
+        shutil.rmtree(root, ignore_errors=True)
