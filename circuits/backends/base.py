@@ -261,6 +261,10 @@ class CurveBackend(ABC):
     def vector_len(self, vector: Any) -> int:
         return len(vector)
 
+    def vector_slice(self, vector: Any, start: int, stop: int) -> Any:
+        """Entries start..stop-1 of a scalar or point vector (a view where the backend can)."""
+        return vector[start:stop]
+
 
 _MONT_Q = (1 << 256) % Q
 _MONT_Q_INV = pow(1 << 256, -1, Q)

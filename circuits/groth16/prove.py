@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import operator
 import secrets
+import threading
 from typing import Any, Callable, Sequence
 
 from ..errors import CircuitError
@@ -117,30 +118,49 @@ def prove(
 
     h_scalars = backend.qap_odd_coset if pk.h_basis == ODD_COSET_LAGRANGE else backend.qap_quotient
 
-    # With two or more workers every MSM runs on ONE thread and the five jobs
-    # are shared greedily, longest first (the G2 MSM costs about two G1 MSMs
-    # of the same length; the quotient's NTTs precede the H MSM): the cores
-    # stay busy until the end, where splitting each MSM across the cores
-    # loses to its thread start-up and merge, and a fixed split of "quotient
-    # here, witness MSMs there" left one core idle for a third of the proof.
+    # With two or more workers every MSM runs on ONE thread and the jobs are
+    # shared greedily, longest first (the G2 MSM costs about two G1 MSMs of
+    # the same length): the cores stay busy until the end, where splitting
+    # each MSM across the cores loses to its thread start-up and merge. The
+    # H MSM waits for the quotient, so it comes in two halves: the quotient's
+    # thread takes the first, and the second is the last job, which a thread
+    # free by then takes, however early the quotient was done (with 0/1
+    # witnesses the other MSMs are cheap and the H MSM is most of the proof).
     msm_threads = 1 if workers > 1 else None
+    n_h = backend.vector_len(pk.h_query)
+    half = n_h // 2
+    h_ready = threading.Event()
+    h_found: list = []
 
-    def quotient_msm():
-        h = h_scalars(a_rows, b_rows, c_rows)
+    def h_part(start: int, stop: int):
+        return backend.g1_msm(backend.vector_slice(pk.h_query, start, stop),
+                              backend.vector_slice(h_found[0], start, stop), threads=msm_threads)
+
+    def quotient_and_first_half():
+        try:
+            h_found.append(h_scalars(a_rows, b_rows, c_rows))
+        finally:
+            h_ready.set()
         report("quotient", 2, 3)
-        return backend.g1_msm(pk.h_query, h, threads=msm_threads)
+        return h_part(0, half)
+
+    def second_half():
+        h_ready.wait()
+        return h_part(half, n_h) if h_found else None  # else the quotient failed: its error is raised
 
     def g1_msm(points, scalars):
         return lambda: backend.g1_msm(points, scalars, threads=msm_threads)
 
-    b2_sum, h_sum, a_sum, b1_sum, l_sum = run_concurrently(
+    b2_sum, h_first, a_sum, b1_sum, l_sum, h_second = run_concurrently(
         [lambda: backend.g2_msm(pk.b_g2_query, w_all, threads=msm_threads),
-         quotient_msm,
+         quotient_and_first_half,
          g1_msm(pk.a_query, w_all),
          g1_msm(pk.b_g1_query, w_all),
-         g1_msm(pk.l_query, w_private)],
+         g1_msm(pk.l_query, w_private),
+         second_half],
         workers=workers,
     )
+    h_sum = backend.g1_add(h_first, h_second)
     del a_rows, b_rows, c_rows
 
     g1_add, g1_mul = backend.g1_add, backend.g1_mul
