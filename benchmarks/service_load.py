@@ -67,6 +67,8 @@ from typing import Callable, Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from verifier_client.service_client import DEFAULT_POLL_INTERVAL  # noqa: E402  (after the path)
+
 RESULTS = Path(__file__).resolve().parent / "results"
 CONFIGS = ("procrastinate", "inprocess")
 SERVICE_WORKERS = 2
@@ -624,7 +626,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--configs", default=",".join(CONFIGS), help=f"service configurations (default {','.join(CONFIGS)})")
     ap.add_argument("--inprocess-database", choices=("postgres", "sqlite"), default="postgres",
                     help="database of the in-process configuration (default postgres)")
-    ap.add_argument("--poll-interval", type=float, default=0.25, help="seconds between a customer's job polls")
+    ap.add_argument("--poll-interval", type=float, default=DEFAULT_POLL_INTERVAL,
+                    help=f"seconds between a customer's job polls (default: the customer client's, {DEFAULT_POLL_INTERVAL})")
     ap.add_argument("--workdir", type=Path, default=None, help="keep (and reuse) the model here")
     args = ap.parse_args(argv)
     args.databases = [d.strip() for d in args.databases.split(",") if d.strip()]

@@ -38,7 +38,9 @@ DEFAULT_TIMEOUT = 30.0  # seconds, per HTTP request
 # process under 100 MB. A card takes about 10 KB per circuit bucket, a page of log entries well under 1 MB.
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 DEFAULT_WAIT = 300.0  # seconds, for a certificate job to finish
-DEFAULT_POLL_INTERVAL = 0.5
+# A certificate takes seconds to prove; polling every second keeps a crowd's job reads from taking
+# the proving cores (service_load: 0.84 certificates/s with 50 customers polling every 0.25 s, 1.21 at 1 s).
+DEFAULT_POLL_INTERVAL = 1.0
 
 
 class ServiceError(Exception):
