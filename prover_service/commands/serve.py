@@ -76,6 +76,10 @@ def run(args: argparse.Namespace) -> int:
             registry.close()
     finally:
         db.dispose()
+    if settings.queue == "procrastinate":
+        from prover_service.service.queue_procrastinate import check_queue_schema
+
+        check_queue_schema(settings.resolved_database_url)
     # SIGTERM: open requests get half the grace period, proofs in flight the other half (the dispatcher's stop).
     uvicorn.run(create_app(settings), host=args.host, port=args.port, log_config=None,
                 timeout_keep_alive=args.keep_alive, timeout_graceful_shutdown=settings.shutdown_grace_seconds / 2)

@@ -12,6 +12,7 @@ a message delivered twice still yields one certificate.
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import logging
 from typing import Callable
 
@@ -21,6 +22,7 @@ from procrastinate.exceptions import AlreadyEnqueued
 from sqlalchemy.engine import make_url
 
 from .dispatch import sweep_interval
+from .errors import ConfigurationError
 from .jobs import JobLedger
 from .runner import JobRunner
 
@@ -28,6 +30,8 @@ log = logging.getLogger("fairproof.queue")
 
 QUEUE = "fairproof-jobs"
 TASK = "fairproof.run_job"
+# The procrastinate version whose schema the queue's tables have (one row).
+SCHEMA_VERSION_TABLE = "fairproof_queue_schema"
 
 
 def libpq_conninfo(database_url: str) -> str:
@@ -52,17 +56,42 @@ def build_queue(database_url: str, runner: Callable[[], JobRunner] | None = None
 
 
 async def ensure_queue_schema(app: procrastinate.App, database_url: str) -> None:
-    """Create procrastinate's tables on first use, under a lock: service and workers start together."""
+    """Create procrastinate's tables on first use and record which procrastinate made them; refuse
+    (ConfigurationError, one line) tables made by another version, whose migrations must be applied
+    first. Under a lock: service and workers start together."""
+    installed = importlib.metadata.version("procrastinate")
     async with await psycopg.AsyncConnection.connect(libpq_conninfo(database_url), autocommit=True) as conn:
         await conn.execute("SELECT pg_advisory_lock(hashtext('fairproof-procrastinate-schema'))")
         try:
             cur = await conn.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL")
             row = await cur.fetchone()
-            if not (row and row[0]):
+            present = bool(row and row[0])
+            await conn.execute(f"CREATE TABLE IF NOT EXISTS {SCHEMA_VERSION_TABLE} (procrastinate_version text NOT NULL)")
+            cur = await conn.execute(f"SELECT procrastinate_version FROM {SCHEMA_VERSION_TABLE}")
+            recorded = await cur.fetchone()
+            if not present:
                 await conn.execute(app.schema_manager.get_schema())
-                log.info("procrastinate schema applied")
+                log.info("procrastinate %s schema applied", installed)
+            elif recorded is not None and recorded[0] != installed:
+                raise ConfigurationError(
+                    f"the job queue's tables were made by procrastinate {recorded[0]}, this is {installed}: apply "
+                    f"procrastinate's migrations from {recorded[0]} to {installed} (its sql/migrations directory) "
+                    f"with every service and worker stopped, then: UPDATE {SCHEMA_VERSION_TABLE} SET "
+                    f"procrastinate_version = '{installed}'")
+            if recorded is None:  # new tables, or tables from before the version was recorded
+                await conn.execute(f"INSERT INTO {SCHEMA_VERSION_TABLE} VALUES (%s)", (installed,))
         finally:
             await conn.execute("SELECT pg_advisory_unlock(hashtext('fairproof-procrastinate-schema'))")
+
+
+def check_queue_schema(database_url: str) -> None:
+    """`ensure_queue_schema` before a process starts serving, where a refusal is one line."""
+    async def check() -> None:
+        app = build_queue(database_url)
+        async with app.open_async():
+            await ensure_queue_schema(app, database_url)
+
+    asyncio.run(check())
 
 
 async def enqueue(app: procrastinate.App, job_id: str) -> None:
