@@ -195,12 +195,16 @@ async def run_worker(database_url: str, runner: Callable[[], JobRunner], *, conc
                     await retry_stalled(app, lease_seconds)
                 except Exception:
                     log.warning("stalled-job recovery failed", exc_info=True)
-                await asyncio.sleep(max(1.0, lease_seconds / 2))
+                await asyncio.sleep(max(0.5, lease_seconds / 4))
 
         recovery = asyncio.create_task(recover())
         try:
+            # A job handed back by `retry_stalled` wakes no listener: the polling interval bounds how long
+            # it waits, so it is a quarter lease like the heartbeat (a killed worker's job resumes within
+            # lease + 2 quarter leases).
             await app.run_worker_async(queues=[QUEUE], concurrency=concurrency, install_signal_handlers=True,
                                        update_heartbeat_interval=max(0.5, lease_seconds / 4),
+                                       fetch_job_polling_interval=max(0.5, lease_seconds / 4),
                                        stalled_worker_timeout=lease_seconds,
                                        shutdown_graceful_timeout=shutdown_seconds)
         finally:
