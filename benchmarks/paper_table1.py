@@ -145,7 +145,7 @@ def prepare_model(dataset: str, hidden: tuple[int, ...], variant: str, workdir: 
 
 
 # ---------------------------------------------------------------------------- one radius mode, two processes
-def setup_phase(root: str, radius: str, n_queries: int, max_constraints: int | None) -> dict:
+def setup_phase(root: str, radius: str, n_queries: int, max_constraints: int | None, growth: int = 4) -> dict:
     """Offline: certify the customers, the plaintext reference eps, and the keys of every bucket they need,
     timed per bucket. Each bucket is set up by a prover of its own, dropped afterwards."""
     from circuits.backends import get_backend
@@ -164,7 +164,7 @@ def setup_phase(root: str, radius: str, n_queries: int, max_constraints: int | N
     out: dict = {"uncertifiable": [], "not_exact": [], "beyond_cap": [], "indices": [], "plaintext_eps": [],
                  "plaintext_exact": [], "bucket_of": [], "buckets": {}}
     try:
-        prover = Prover(workspace, db, backend, key_setup=SinglePartyKeySetup(), radius=radius)
+        prover = Prover(workspace, db, backend, key_setup=SinglePartyKeySetup(), radius=radius, bucket_growth=growth)
         X, _ = test_inputs(workspace.artifact)
         fixed, per_k, per_f = constraint_model(prover) if max_constraints else (0, 0, 0)
         for i in range(min(n_queries, len(X))):
@@ -199,7 +199,8 @@ def setup_phase(root: str, radius: str, n_queries: int, max_constraints: int | N
             out["bucket_of"].append(shape.bucket)
             if shape.bucket not in out["buckets"]:
                 t0 = time.perf_counter()
-                keys = Prover(workspace, db, backend, key_setup=SinglePartyKeySetup(), radius=radius).keys(shape)
+                keys = Prover(workspace, db, backend, key_setup=SinglePartyKeySetup(), radius=radius,
+                              bucket_growth=growth).keys(shape)
                 out["buckets"][shape.bucket] = {"seconds": time.perf_counter() - t0,
                                                 "constraints": keys.r1cs.n_constraints}
                 log(f"  {name} [{radius}]: bucket {shape.bucket} {keys.r1cs.n_constraints} constraints, "
@@ -212,7 +213,7 @@ def setup_phase(root: str, radius: str, n_queries: int, max_constraints: int | N
 
 
 def prove_phase(root: str, radius: str, indices: list[int], bucket_of: list[str], plaintext_eps: list[int],
-                n_snarkjs: int) -> dict:
+                n_snarkjs: int, growth: int = 4) -> dict:
     """Online: prove and verify each customer. Customers are grouped by bucket (first-seen order), each
     group by a fresh prover holding only that bucket's keys; loading them is not online time
     (Prover.prove times around it), and the certifier is opened before the first timed query."""
@@ -243,7 +244,7 @@ def prove_phase(root: str, radius: str, indices: list[int], bucket_of: list[str]
         for j in sorted(range(len(indices)), key=lambda j: (first_seen[bucket_of[j]], j)):
             if bucket_of[j] != current:
                 current = bucket_of[j]
-                prover = Prover(workspace, db, backend, radius=radius)  # keys were set up offline
+                prover = Prover(workspace, db, backend, radius=radius, bucket_growth=growth)  # keys set up offline
                 prover.certifier  # noqa: B018
             try:
                 result = prover.prove(queries[j])
@@ -287,14 +288,15 @@ def prove_phase(root: str, radius: str, indices: list[int], bucket_of: list[str]
             "snarkjs_tampered_refused": snark_tamper_refused, "peak_rss_mib": peak_rss_mib()}
 
 
-def setup_radius(model: dict, radius: str, n_queries: int, workdir: Path, max_constraints: int | None) -> dict:
+def setup_radius(model: dict, radius: str, n_queries: int, workdir: Path, max_constraints: int | None,
+                 growth: int = 4) -> dict:
     """A copy of the committed model as a deployment of its own (its card lists this mode's buckets only),
     certified and keyed for the customers in a process of its own."""
     root = workdir / f"{model['model']}-{radius}"
     if root.exists():
         shutil.rmtree(root)
     shutil.copytree(model["root"], root)
-    setup = isolated(setup_phase, str(root), radius, n_queries, max_constraints)
+    setup = isolated(setup_phase, str(root), radius, n_queries, max_constraints, growth)
     setup["root"] = str(root)
     return setup
 
@@ -347,22 +349,23 @@ def summarize(model: dict, radius: str, setup: dict, rounds: list[dict], loads: 
 
 def bench_model(dataset: str, hidden: tuple[int, ...], variant: str, radii: list[str], n_queries: int,
                 n_snarkjs: int, workdir: Path, max_constraints: int | None = None, n_rounds: int = 1,
-                imported: Path | None = None) -> dict:
+                imported: Path | None = None, growth: int = 4) -> dict:
     """Setups of every mode first, then `n_rounds` rounds of proving, the modes alternating in order
     (fast, exact, then exact, fast, ...): load that comes and goes on the machine falls on both."""
     model = prepare_model(dataset, hidden, variant, workdir, imported)
     row = {k: model[k] for k in ("model", "dataset", "hidden", "variant", "precompute_s", "regions")}
+    row["bucket_growth"] = growth
     setups, rounds, loads = {}, {r: [] for r in radii}, {r: [] for r in radii}
     for radius in radii:
         log(f"== {model['model']}: {radius} radius, key setup")
-        setups[radius] = setup_radius(model, radius, n_queries, workdir, max_constraints)
+        setups[radius] = setup_radius(model, radius, n_queries, workdir, max_constraints, growth)
     for n in range(n_rounds):
         for radius in (radii if n % 2 == 0 else radii[::-1]):
             log(f"== {model['model']}: {radius} radius, proving (round {n + 1}/{n_rounds})")
             setup = setups[radius]
             before = list(os.getloadavg())
             rounds[radius].append(isolated(prove_phase, setup["root"], radius, setup["indices"], setup["bucket_of"],
-                                           setup["plaintext_eps"], n_snarkjs if n == 0 else 0))
+                                           setup["plaintext_eps"], n_snarkjs if n == 0 else 0, growth))
             loads[radius].append([before, list(os.getloadavg())])
     row["modes"] = {r: summarize(model, r, setups[r], rounds[r], loads[r], max_constraints) for r in radii}
     fast, exact = row["modes"].get("fast"), row["modes"].get("exact")
@@ -445,6 +448,8 @@ def main() -> int:
     parser.add_argument("--imported", default="", metavar="DIR[,DIR]",
                         help="also (or, with --models '', only) measure models imported with `fairproof import-model "
                              "--schema --check`: their customers are the rows of the CSV they were checked on")
+    parser.add_argument("--bucket-growth", type=int, choices=(2, 4), default=4,
+                        help="bucket ladder: each size 2 or 4 times the last (default 4)")
     parser.add_argument("--out", default=str(RESULTS / "paper_table1.json"), help="results JSON")
     args = parser.parse_args()
     radii = [r.strip() for r in args.radius.split(",") if r.strip()]
@@ -464,14 +469,14 @@ def main() -> int:
     for directory in filter(None, (d.strip() for d in args.imported.split(","))):
         log(f"== imported {directory}")
         save(bench_model("", (), "imported", radii, args.queries, args.snarkjs_sample, workdir,
-                         args.max_constraints, args.rounds, imported=Path(directory)))
+                         args.max_constraints, args.rounds, imported=Path(directory), growth=args.bucket_growth))
     for item in filter(None, (m.strip() for m in args.models.split(","))):
         dataset, _, shape = item.strip().partition(":")
         hidden = tuple(int(h) for h in shape.split("x"))
         for variant in args.variants.split(","):
             log(f"== {dataset} {hidden} {variant}")
             save(bench_model(dataset, hidden, variant, radii, args.queries, args.snarkjs_sample, workdir,
-                             args.max_constraints, args.rounds))
+                             args.max_constraints, args.rounds, growth=args.bucket_growth))
     print_table(rows)
     log(f"results: {out}; artifacts: {workdir}")
     for r in rows:

@@ -48,7 +48,8 @@ from fairness.fixed_point import FixedPointModel, IntVector
 from offline_precompute.certify import Certifier
 from offline_precompute.db import Database
 from statement import StatementShape, build_statement, statement_relation
-from statement.adapter import bucket_sizes, statement_inputs, statement_shape
+from statement.adapter import (BUCKET_GROWTHS, DEFAULT_BUCKET_GROWTH, bucket_sizes, required_slots, statement_inputs,
+                               statement_shape)
 from statement.proof_system import Groth16, RelationKey
 
 from .bucket_keys import SETUP_FILE, ZKEY_FILE, InstalledKeys, KeySetup, NoKeySetup, ceremony_shape, keys_from_ceremony
@@ -124,6 +125,8 @@ class Prover:
     radius: str = FAST  # "fast" or "exact": how this model's certificates are certified and proved
     # Bucket keys kept in memory, least recently used dropped first: the largest keys take gigabytes.
     max_hot_keys: int = DEFAULT_MAX_HOT_KEYS
+    # Each bucket size is this many times the last (2 or 4) for buckets the card does not publish yet.
+    bucket_growth: int = DEFAULT_BUCKET_GROWTH
     _model: FixedPointModel | None = field(default=None, init=False)
     _certifier: Certifier | None = field(default=None, init=False)
     _keys: OrderedDict[str, BucketKeys] = field(default_factory=OrderedDict, init=False)
@@ -133,6 +136,8 @@ class Prover:
             raise ModelError(f"max_hot_keys must be at least 1, not {self.max_hot_keys}")
         if self.radius not in RADIUS_MODES:
             raise ModelError(f"radius must be one of {', '.join(RADIUS_MODES)}, not {self.radius!r}")
+        if self.bucket_growth not in BUCKET_GROWTHS:
+            raise ModelError(f"bucket growth must be one of {BUCKET_GROWTHS}, not {self.bucket_growth!r}")
         if self.backend is None:
             self.backend = get_backend()
         self.proof_system = Groth16(self.backend)
@@ -171,9 +176,19 @@ class Prover:
             "counterexample could be exhibited for this query, so its radius is only known as a lower bound")
 
     def shape_for_certificate(self, certificate: Certificate) -> StatementShape:
-        """The shape of the smallest bucket, of the right statement, that holds `certificate`."""
-        region_slots, farkas_slots = bucket_sizes(certificate)
-        return self.shape_for(region_slots, farkas_slots, self.statement_radius(certificate))
+        """The shape that proves `certificate`: the published bucket of the right statement with the
+        fewest constraints that holds it, else the smallest bucket of the prover's ladder that does
+        (set up when first needed). Published buckets come first so that a card keeps serving every
+        customer it has keys for, whichever ladder made them."""
+        radius = self.statement_radius(certificate)
+        regions, entries = required_slots(certificate)
+        fitting = [b for b in self.card.circuits if b.shape.radius == radius
+                   and b.shape.region_slots >= regions and b.shape.farkas_slots >= entries]
+        if fitting:
+            best = min(fitting, key=lambda b: (b.n_constraints, b.bucket))
+            return self.shape_for(best.shape.region_slots, best.shape.farkas_slots, radius)
+        region_slots, farkas_slots = bucket_sizes(certificate, self.bucket_growth)
+        return self.shape_for(region_slots, farkas_slots, radius)
 
     def keys(self, shape: StatementShape) -> BucketKeys:
         """The bucket's keys: from memory, from the model directory, or set up now by `key_setup`."""

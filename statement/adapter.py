@@ -110,23 +110,31 @@ def required_slots(cert: Certificate) -> tuple[int, int]:
 
 
 MIN_BUCKET = 4
+# Bucket ladders: each size is this many times the last. The bucket is what a proof reveals about
+# its covering set (within a factor of the growth), and every bucket has keys of its own.
+BUCKET_GROWTHS = (2, 4)
+DEFAULT_BUCKET_GROWTH = 4
 
 
-def bucket_level(n: int) -> int:
-    """The smallest power of four >= max(n, MIN_BUCKET).
+def bucket_level(n: int, growth: int = DEFAULT_BUCKET_GROWTH) -> int:
+    """The smallest MIN_BUCKET * growth^i >= n.
 
-    Buckets are what a proof reveals about the covering set, and each one needs
-    its own keys: powers of four keep both few (at most 4x padding)."""
+    Powers of four (the default) pad a statement up to 4x and reveal the
+    covering-set size and pool size each within a factor of 4; powers of two
+    pad up to 2x (about 1.4x on average, against 2.2x) and reveal each size
+    within a factor of 2, one more bit of each, and need about twice as many keys."""
+    if growth not in BUCKET_GROWTHS:
+        raise ValueError(f"bucket growth must be one of {BUCKET_GROWTHS}, not {growth!r}")
     level = MIN_BUCKET
     while level < n:
-        level *= 4
+        level *= growth
     return level
 
 
-def bucket_sizes(cert: Certificate) -> tuple[int, int]:
+def bucket_sizes(cert: Certificate, growth: int = DEFAULT_BUCKET_GROWTH) -> tuple[int, int]:
     """(K, F): the bucket levels of `required_slots`."""
     k, f = required_slots(cert)
-    return bucket_level(k), bucket_level(f)
+    return bucket_level(k, growth), bucket_level(f, growth)
 
 
 def _entry_caps(e: FarkasEntry, shape: StatementShape) -> list[int]:

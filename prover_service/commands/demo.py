@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from .radius_option import add_radius_argument
+from .radius_option import add_bucket_growth_argument, add_radius_argument
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -35,6 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--data-dir", metavar="DIR", help="dataset directory (default: see README)")
     p.add_argument("--store", metavar="URL", help="precompute store URL (default: SQLite in the model directory)")
     add_radius_argument(p)
+    add_bucket_growth_argument(p)
     p.set_defaults(handler=run)
 
 
@@ -81,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
     _say("[3/6] precompute regions")
     db = open_database(resolve_store_url(args.store, model_dir))
     try:
-        prover = Prover(workspace, db, backend, progress=_say, radius=args.radius)
+        prover = Prover(workspace, db, backend, progress=_say, radius=args.radius,
+                        bucket_growth=args.bucket_growth)
         summary = precompute(db, prover.model, progress=ProgressPrinter(interval=2.0))
         _say(f"      {summary.regions} regions, {summary.facets} facets, {summary.lps} new LPs, "
              f"{summary.seconds:.1f} s")

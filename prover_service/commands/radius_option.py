@@ -1,4 +1,5 @@
-"""`--radius fast|exact`: which radius a model's certificates state, on every command that certifies or proves."""
+"""`--radius fast|exact` and `--bucket-growth 2|4`: how a model's certificates are stated and which circuit
+buckets prove them, on every command that certifies or proves."""
 from __future__ import annotations
 
 import argparse
@@ -12,3 +13,17 @@ RADIUS_HELP = ("fast: GeoCert's projection-distance radius, a lower bound on the
 def add_radius_argument(parser: argparse.ArgumentParser, *, default: str | None = "fast", env: str | None = None) -> None:
     where = f"default ${env}, else fast" if env else f"default {default}"
     parser.add_argument("--radius", choices=RADIUS_CHOICES, default=default, help=f"{RADIUS_HELP} ({where})")
+
+
+BUCKET_GROWTH_CHOICES = (2, 4)
+BUCKET_GROWTH_HELP = ("each circuit bucket holds this many times the regions and pool entries of the next smaller "
+                      "one: 4 pads a statement up to 4x and reveals its covering-set sizes within a factor of 4; 2 "
+                      "pads up to 2x, reveals them within a factor of 2, and needs about twice as many keys. "
+                      "Buckets the card already publishes are used first")
+
+
+def add_bucket_growth_argument(parser: argparse.ArgumentParser, *, default: int | None = 4,
+                               env: str | None = None) -> None:
+    where = f"default ${env}, else 4" if env else f"default {default}"
+    parser.add_argument("--bucket-growth", type=int, choices=BUCKET_GROWTH_CHOICES, default=default,
+                        help=f"{BUCKET_GROWTH_HELP} ({where})")

@@ -234,7 +234,8 @@ class ModelRegistry:
             setup = (key_setup_for(self.settings.ptau, self.settings.single_party_setup) if sets_up_keys
                      else DeferredKeySetup())
             prover = Prover(loaded.workspace, self.store(model_id), self.backend, key_setup=setup,
-                            radius=self.settings.radius, max_hot_keys=self.settings.max_hot_keys)
+                            radius=self.settings.radius, max_hot_keys=self.settings.max_hot_keys,
+                            bucket_growth=self.settings.bucket_growth)
             if prover.card.commitment != loaded.commitment:
                 raise Unavailable(f"model {model_id}: its directory was recommitted; an admin must publish the "
                                   "new card before it is proved against")

@@ -7,12 +7,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal, Mapping
+from typing import Annotated, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, model_validator
 
 ENV_PREFIX = "FAIRPROOF_"
 DEFAULT_DATABASE_FILE = "service.sqlite"
+
+
+def _integer_text(value):
+    """Environment values arrive as text; a Literal of ints compares them as ints."""
+    return int(value) if isinstance(value, str) and value.strip().isdigit() else value
 
 
 class Settings(BaseModel):
@@ -40,6 +45,9 @@ class Settings(BaseModel):
     # bound; the fast statement's buckets) or "exact" (the true radius rounded down to 2^-t, proved minimal
     # by a counterexample; the exact statement's buckets).
     radius: Literal["fast", "exact"] = "fast"
+    # Bucket ladder for buckets the card does not publish yet: each size 2 or 4 times the last (a proof
+    # reveals its covering-set sizes within that factor; 2 pads less and needs about twice the keys).
+    bucket_growth: Annotated[Literal[2, 4], BeforeValidator(_integer_text)] = 4
     data_dir: str | None = None  # datasets, for precompute key setup on test customers
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
     # A job whose worker went silent this long is resumed by another worker; running workers renew their
