@@ -19,11 +19,11 @@ COPY transparency transparency
 COPY verifier_client verifier_client
 RUN pip install --no-cache-dir --no-deps ".[prover]"
 
-# The native Fr NTT is compiled now, with a compiler that does not stay in the image, and is then
+# The native kernels (Fr NTT, fixed-base windows) are compiled now, with a compiler that does not stay in the image, and is then
 # required: an image whose kernels cannot load refuses to prove instead of silently using numpy.
 ENV FAIRPROOF_NATIVE_DIR=/opt/fairproof/native
 RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
- && FAIRPROOF_NATIVE_NTT=required python -c "from circuits.backends.native.kernels import load; load()" \
+ && FAIRPROOF_NATIVE_NTT=required python -c "from circuits.backends.native import fixed_base, kernels; kernels.load(); fixed_base.load()" \
  && apt-get purge -y gcc libc6-dev && apt-get autoremove -y && rm -rf /var/lib/apt/lists/*
 ENV FAIRPROOF_NATIVE_NTT=required
 
