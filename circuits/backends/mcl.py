@@ -68,7 +68,7 @@ THREAD_STACK = 256 << 20
 # Fixed-base multiplication: window bits of the table (2^w points per window, 26 windows: 2.6 MB
 # for G1), the fewest scalars for which the table pays for itself, and points normalised per batch.
 FIXED_BASE_WINDOW = 10
-FIXED_BASE_MIN = 1 << 12
+FIXED_BASE_MIN = 1 << 13
 NORMALISE_CHUNK = 1 << 16
 MSM_CHUNK = 1 << 17  # mulVec's recursion depth grows with n; stay inside the tested range
 SPLIT_MIN = 1 << 10  # below this, one thread per class is cheaper than two
