@@ -69,3 +69,23 @@ def test_without_a_published_bucket_that_holds_it_the_ladder_decides(bank, neede
 def test_a_prover_refuses_another_growth(bank, growth):
     with pytest.raises(ModelError, match="bucket growth"):
         dataclasses.replace(bank.prover, bucket_growth=growth)
+
+
+def test_settings_and_commands_take_the_bucket_growth():
+    from prover_service.cli import build_parser
+    from prover_service.commands.serve import settings_from
+    from prover_service.service.settings import Settings
+
+    assert Settings().bucket_growth == 4
+    assert Settings.from_env({"FAIRPROOF_BUCKET_GROWTH": "2"}).bucket_growth == 2
+    for bad in ("3", "two", "2.0", "-2"):
+        with pytest.raises(ValueError):
+            Settings.from_env({"FAIRPROOF_BUCKET_GROWTH": bad})
+    parser = build_parser()
+    for argv in (["serve"], ["worker"], ["prove", "--model", "m", "--index", "0", "--out", "o"],
+                 ["precompute", "--model", "m"], ["demo"]):
+        assert parser.parse_args([*argv, "--bucket-growth", "2"]).bucket_growth == 2
+        with pytest.raises(SystemExit):
+            parser.parse_args([*argv, "--bucket-growth", "3"])
+    assert settings_from(parser.parse_args(["serve", "--bucket-growth", "2"])).bucket_growth == 2
+    assert settings_from(parser.parse_args(["serve"])).bucket_growth == 4
