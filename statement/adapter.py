@@ -131,6 +131,15 @@ def bucket_level(n: int, growth: int = DEFAULT_BUCKET_GROWTH) -> int:
     return level
 
 
+def slice_slots(cert: Certificate, slice_index: int) -> tuple[int, int]:
+    """(regions, Farkas entries) one slice of this certificate needs (its per-slice statement's bucket)."""
+    if cert.status != CERTIFIED:
+        return 1, 1
+    sc = cert.slices[slice_index]
+    hidden = tuple(len(group) for group in cert.slices[0].regions[0].code.split("."))
+    return len(sc.regions), max(_pool_size(sc, hidden), 1)
+
+
 def bucket_sizes(cert: Certificate, growth: int = DEFAULT_BUCKET_GROWTH) -> tuple[int, int]:
     """(K, F): the bucket levels of `required_slots`."""
     k, f = required_slots(cert)
@@ -211,10 +220,16 @@ def _check_model(model: FixedPointModel, shape: StatementShape) -> None:
             raise StatementWitnessError(f"layer {l} parameters exceed the shape's declared bounds")
 
 
-def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate,
-                     shape: StatementShape) -> tuple[StatementPublic, StatementWitness]:
-    """Public inputs and witness for a certificate (which must pass `fairness.checker`)."""
+def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate, shape: StatementShape,
+                     part: int | None = None) -> tuple[StatementPublic, StatementWitness]:
+    """Public inputs and witness for a certificate (which must pass `fairness.checker`); for a
+    per-slice shape, those of slice `part`'s proof."""
     _check_model(model, shape)
+    if shape.per_slice != (part is not None):
+        raise StatementWitnessError("a per-slice statement needs the slice it covers, a whole statement none")
+    if part is not None and not (type(part) is int and 0 <= part < shape.n_slices):
+        raise StatementWitnessError(f"slice {part!r} is not one of the model's {shape.n_slices} slices")
+    covered = [part] if part is not None else list(range(shape.n_slices))
     if cert.eps_bits != shape.eps_bits:
         raise StatementWitnessError(f"certificate eps scale 2^{cert.eps_bits} differs from the shape's 2^{shape.eps_bits}")
     if not 0 <= salt < R:
@@ -227,8 +242,8 @@ def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate,
     if cert.status == FLIP:
         if cert.flip is None:
             raise StatementWitnessError("FLIP certificate without a flip slice")
-        public = StatementPublic(commitment, y, 0, STATUS_FLIP, cert.flip.slice_index, tuple(cert.query))
-        starts = [SliceGeometry(model, sv).code_of(u).bit_ints for sv in shape.slices]
+        public = StatementPublic(commitment, y, 0, STATUS_FLIP, cert.flip.slice_index, tuple(cert.query), part)
+        starts = [SliceGeometry(model, shape.slices[si]).code_of(u).bit_ints for si in covered]
         return public, StatementWitness.flip(shape, net.weights, net.biases, salt, starts)
     if cert.status != CERTIFIED:
         raise StatementWitnessError(f"unknown certificate status {cert.status!r}")
@@ -246,8 +261,9 @@ def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate,
         return j if j < y else j - 1
 
     slices = []
-    slot_of: list[dict[str, int]] = []
-    for si, sc in enumerate(cert.slices):
+    slot_of: dict[int, dict[str, int]] = {}
+    for si in covered:
+        sc = cert.slices[si]
         if len(sc.regions) > shape.region_slots:
             raise StatementWitnessError(f"slice {si} has {len(sc.regions)} regions; the bucket holds {shape.region_slots}")
         codes, kinds, pool = [], [], []
@@ -297,7 +313,7 @@ def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate,
         codes += [codes[0]] * pad
         kinds += [kinds[0]] * pad
         slices.append(SliceWitness(tuple(codes), tuple(kinds), tuple(pool) + (None,) * (shape.farkas_slots - len(pool))))
-        slot_of.append(index)
+        slot_of[si] = index
 
     designation = None
     a = cert.attainment
@@ -322,5 +338,5 @@ def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate,
         designation = Counterexample(a.slice_index, other(a.row), tuple(w.numerators), w.denominator)
     elif a.kind != CAP:
         raise StatementWitnessError(f"unknown attainment kind {a.kind!r}")
-    public = StatementPublic(commitment, y, cert.eps, STATUS_CERTIFIED, 0, tuple(cert.query))
+    public = StatementPublic(commitment, y, cert.eps, STATUS_CERTIFIED, 0, tuple(cert.query), part)
     return public, StatementWitness(net.weights, net.biases, salt, tuple(slices), designation)

@@ -117,6 +117,7 @@ def build_statement(cs, shape: StatementShape, public: StatementPublic | None = 
     status = cs.public_input("status", pub_vals[3])
     flip_index = cs.public_input("flip_slice", pub_vals[4])
     query = [cs.public_input(f"query[{i}]", pub_vals[5 + i]) for i in range(shape.n_inputs)]
+    part = cs.public_input("part_slice", pub_vals[5 + shape.n_inputs]) if shape.per_slice else None
 
     # ------------------------------------------------------------ parameters
     sizes = shape.layer_sizes
@@ -175,6 +176,14 @@ def build_statement(cs, shape: StatementShape, public: StatementPublic | None = 
         cs.assert_equal(cs.sum(fs), status)
         cs.assert_equal(cs.lin_comb([(s, b) for s, b in enumerate(fs)]), flip_index)
 
+    # ------------------------------------------------------------ the slice of a per-slice statement
+    part_bits = None
+    if shape.per_slice:
+        with cs.scope("part"):
+            part_bits = bool_inputs(cs, "slice", val(lambda x: [int(public.part_slice == s) for s in range(S)]), S)
+            cs.assert_equal(cs.sum(part_bits), 1)
+            cs.assert_equal(cs.lin_comb([(s, b) for s, b in enumerate(part_bits)]), part)
+
     # ------------------------------------------------------------ code-independent forms
     with cs.scope("layer0"):
         w0 = weights[0]
@@ -183,7 +192,15 @@ def build_statement(cs, shape: StatementShape, public: StatementPublic | None = 
         nsq0 = [cs.sum([cs.square(w0[i][j]) for j in free]) for i in range(h0)]
         nonzero0 = [cs.or_(1 - cs.is_zero(n), status) for n in nsq0]  # zero-normal rule, off under status 1
         base = []
-        for sv in shape.slices:
+        if shape.per_slice:  # the part's sensitive values, chosen by its one-hot bits
+            values = [cs.lin_comb([(sv[ci], b) for sv, b in zip(shape.slices, part_bits)])
+                      for ci in range(len(shape.sensitive_columns))]
+            forms = []
+            for i in range(h0):
+                off = cs.sum([cs.mul(w0[i][c], v) for c, v in zip(shape.sensitive_columns, values)]) + biases[0][i]
+                forms.append(Form([w0[i][j] for j in free], off, free_dot[i] + off))
+            base.append(forms)
+        for sv in ([] if shape.per_slice else shape.slices):
             forms = []
             for i in range(h0):
                 off = cs.lin_comb([(v, w0[i][c]) for c, v in zip(shape.sensitive_columns, sv)]) + biases[0][i]
@@ -197,24 +214,35 @@ def build_statement(cs, shape: StatementShape, public: StatementPublic | None = 
 
     # ------------------------------------------------------------ slices
     all_ids, all_kd, decision_values = [], [], []
-    for si in range(S):
+    for si in range(shape.witness_slices):
         with cs.scope(f"slice{si}"):
             ids, kd_slice = _slice(cs, shape, wd, si, base[si], weights, biases, dec_rows, val, e_sq,
                                    not_status, nsq0, nonzero0, row_bound, decision_values,
                                    box_lo_free, box_hi_free, [query[j] for j in free])
             all_ids.append(ids)
             all_kd.append(kd_slice)
-        report(f"slice {si + 1}/{S}: {cs.n_constraints} constraints")
+        report(f"slice {si + 1}/{shape.witness_slices}: {cs.n_constraints} constraints")
 
     # ------------------------------------------------------------ decisions across slices
     with cs.scope("decisions"):
+        # A per-slice statement holds its own slice's decisions: argmax y if it is the query's own
+        # slice, the flip if it is the flip slice (the verifier asks for every slice's proof).
+        if shape.per_slice:
+            own = cs.sum([cs.mul(b, q) for b, q in zip(part_bits, q_slice)])
+            flip_here = cs.sum([cs.mul(b, f) for b, f in zip(part_bits, fs)])
         for o in range(C - 1):
-            dq = cs.sum([cs.mul(q, d[o]) for q, d in zip(q_slice, decision_values)])
-            assert_nonnegative(cs, dq - 1 + ge[o], wd.decision.value + 1)
+            if shape.per_slice:
+                dq = cs.mul(own, decision_values[0][o] - 1 + ge[o])
+            else:
+                dq = cs.sum([cs.mul(q, d[o]) for q, d in zip(q_slice, decision_values)]) - 1 + ge[o]
+            assert_nonnegative(cs, dq, wd.decision.value + 1)
         o_bits = bool_inputs(cs, "flip_class", val(lambda x: _flip_class_bits(public, x, shape)), C - 1)
         cs.assert_equal(cs.sum(o_bits), status)
-        chosen = cs.sum([cs.mul(ob, cs.sum([cs.mul(f, d[o]) for f, d in zip(fs, decision_values)]))
-                         for o, ob in enumerate(o_bits)])
+        if shape.per_slice:
+            chosen = cs.mul(flip_here, cs.sum([cs.mul(ob, decision_values[0][o]) for o, ob in enumerate(o_bits)]))
+        else:
+            chosen = cs.sum([cs.mul(ob, cs.sum([cs.mul(f, d[o]) for f, d in zip(fs, decision_values)]))
+                             for o, ob in enumerate(o_bits)])
         assert_nonnegative(cs, -chosen, wd.decision.value)
 
     # ------------------------------------------------------------ minimality and boundary
@@ -226,7 +254,8 @@ def build_statement(cs, shape: StatementShape, public: StatementPublic | None = 
         else:
             _minimality(cs, shape, wd, val, query_vals, gate_min, all_ids, all_kd, base, weights, biases, dec_rows,
                         nsq0, e1_sq, box_lo_free, box_hi_free)
-    return StatementHandles([commitment, y, eps, status, flip_index, *query], wd)
+    return StatementHandles([commitment, y, eps, status, flip_index, *query, *([part] if part is not None else [])],
+                            wd)
 
 
 def _flip_class_bits(public: StatementPublic, witness: StatementWitness, shape) -> list[int]:

@@ -18,6 +18,11 @@ Conventions (all ints):
 - `radius` is "fast" (minimality by a projection-distance row: GeoCert's
   lower bound) or "exact" (minimality by a counterexample: E is the floor of
   the true radius); exact statements also accept far-class covers;
+- `per_slice` (exact statements only): the statement covers ONE slice, named
+  by one more public input, and K, F size that slice alone; a certificate is
+  then proved by one such proof per slice, each in the bucket its slice needs,
+  which together state what the whole statement states (docs/STATEMENT.md,
+  "Per-slice proofs"). The parts' largest circuit is its largest slice's;
 - hidden layer l's multipliers have s (L - l) more bits than farkas_bits
   (`lambda_bits`), except on fast statements' neuron-row entries;
 - hidden neurons are numbered flat, layer by layer; an activation code is
@@ -72,6 +77,7 @@ class StatementShape:
     farkas_bits: int
     boundary_bits: int
     radius: str = "fast"
+    per_slice: bool = False
     free_columns: tuple[int, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -119,6 +125,12 @@ class StatementShape:
             raise StatementShapeError("boundary_bits must be at least 1")
         if self.radius not in RADIUS_KINDS:
             raise StatementShapeError(f"radius must be one of {', '.join(RADIUS_KINDS)}, not {self.radius!r}")
+        if type(self.per_slice) is not bool:
+            raise StatementShapeError("per_slice must be a bool")
+        if self.per_slice and not self.exact:
+            # A fast statement's minimality designates a row of one slice's covering: splitting it
+            # would reveal which slice attains eps. The counterexample of an exact one is slice-free.
+            raise StatementShapeError("per-slice statements prove the exact radius only")
         object.__setattr__(self, "free_columns", tuple(i for i in range(n) if i not in set(cols)))
 
     # ----------------------------------------------------------------- sizes
@@ -169,11 +181,17 @@ class StatementShape:
 
     @property
     def bucket(self) -> str:
-        return f"k{self.region_slots}-f{self.farkas_slots}" + ("-exact" if self.exact else "")
+        return (f"k{self.region_slots}-f{self.farkas_slots}" + ("-exact" if self.exact else "")
+                + ("-slice" if self.per_slice else ""))
 
     @property
     def n_public(self) -> int:
-        return 5 + self.n_inputs
+        return 5 + self.n_inputs + (1 if self.per_slice else 0)
+
+    @property
+    def witness_slices(self) -> int:
+        """Slice witnesses the statement takes: every slice, or the one it covers."""
+        return 1 if self.per_slice else self.n_slices
 
     # ----------------------------------------------------------------- digests
     def to_json(self) -> dict:
@@ -181,6 +199,8 @@ class StatementShape:
         d.pop("free_columns")
         if not self.exact:
             d.pop("radius")  # fast shapes keep the digests they had before exact statements existed
+        if not self.per_slice:
+            d.pop("per_slice")  # and whole statements the digests they had before per-slice ones
         return d
 
     @classmethod

@@ -8,9 +8,10 @@ Public inputs, in this order (the bundle and the verifier rely on it):
     3 status       0 = certified radius, 1 = counterfactual flip
     4 flip slice   index of the flipping slice (0 when status is 0)
     5.. query x*   n_inputs signed integers at 2^s, as field elements (v mod R)
+    5+n part slice the slice a per-slice statement covers (per-slice shapes only)
 
 Private witness: weights and biases (signed ints), the salt (a field
-element), and per slice the K region codes (bits; slot 0 MUST be the start
+element), and per slice (the one slice of a per-slice statement) the K region codes (bits; slot 0 MUST be the start
 region, padding repeats the first code), a cover kind per (slot, row) (the
 certificate's `fairness.covers.CoverKind`), the Farkas pool (F entries,
 None = unused), and the minimality designation.
@@ -56,11 +57,13 @@ class StatementPublic:
     status: int
     flip_slice: int
     query: tuple[int, ...]
+    part_slice: int | None = None  # per-slice statements: the slice this proof covers
 
     def field_elements(self) -> list[int]:
         """The public inputs as field elements, in circuit order."""
         head = [self.commitment, self.decision, self.eps, self.status, self.flip_slice]
-        return [v % R for v in head] + [v % R for v in self.query]
+        tail = [] if self.part_slice is None else [self.part_slice]
+        return [v % R for v in head] + [v % R for v in self.query] + [v % R for v in tail]
 
 
 @dataclass(frozen=True)
@@ -156,7 +159,13 @@ def validate(shape, public: StatementPublic, witness: StatementWitness) -> None:
              f"layer {l} weights must be {sizes[l + 1]} x {sizes[l]}")
         need(len(b) == sizes[l + 1], f"layer {l} bias must have {sizes[l + 1]} entries")
     need(0 <= witness.salt < R, "salt must be a field element")
-    need(len(witness.slices) == shape.n_slices, f"need one slice witness per slice ({shape.n_slices})")
+    if shape.per_slice:
+        need(type(public.part_slice) is int and 0 <= public.part_slice < shape.n_slices,
+             f"a per-slice statement names the slice it covers (0..{shape.n_slices - 1})")
+        need(len(witness.slices) == 1, "a per-slice statement takes the witness of its one slice")
+    else:
+        need(public.part_slice is None, "a whole statement covers every slice: it names no part slice")
+        need(len(witness.slices) == shape.n_slices, f"need one slice witness per slice ({shape.n_slices})")
     H, K, F = shape.n_hidden, shape.region_slots, shape.farkas_slots
     for si, sw in enumerate(witness.slices):
         need(len(sw.codes) == K and all(len(c) == H and set(c) <= {0, 1} for c in sw.codes),
