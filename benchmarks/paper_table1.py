@@ -101,7 +101,7 @@ def constraint_model(prover) -> tuple[int, int, int]:
 
     def count(k: int, f: int) -> int:
         cs = ConstraintSystem(with_values=False)
-        build_statement(cs, prover.shape_for(k, f))
+        build_statement(cs, prover.shape_for(k, f, per_slice=prover.per_slice))
         return cs.n_constraints
 
     base, more_k, more_f = count(4, 4), count(8, 4), count(4, 8)
@@ -145,7 +145,8 @@ def prepare_model(dataset: str, hidden: tuple[int, ...], variant: str, workdir: 
 
 
 # ---------------------------------------------------------------------------- one radius mode, two processes
-def setup_phase(root: str, radius: str, n_queries: int, max_constraints: int | None, growth: int = 4) -> dict:
+def setup_phase(root: str, radius: str, n_queries: int, max_constraints: int | None, growth: int = 4,
+                per_slice: bool = False) -> dict:
     """Offline: certify the customers, the plaintext reference eps, and the keys of every bucket they need,
     timed per bucket. Each bucket is set up by a prover of its own, dropped afterwards."""
     from circuits.backends import get_backend
@@ -164,14 +165,15 @@ def setup_phase(root: str, radius: str, n_queries: int, max_constraints: int | N
     out: dict = {"uncertifiable": [], "not_exact": [], "beyond_cap": [], "indices": [], "plaintext_eps": [],
                  "plaintext_exact": [], "bucket_of": [], "buckets": {}}
     try:
-        prover = Prover(workspace, db, backend, key_setup=SinglePartyKeySetup(), radius=radius, bucket_growth=growth)
+        prover = Prover(workspace, db, backend, key_setup=SinglePartyKeySetup(), radius=radius, bucket_growth=growth,
+                        per_slice=per_slice)
         X, _ = test_inputs(workspace.artifact)
         fixed, per_k, per_f = constraint_model(prover) if max_constraints else (0, 0, 0)
         for i in range(min(n_queries, len(X))):
             q = query_from_index(workspace.artifact, prover.model, i)
             try:
                 cert = prover.certify(q)
-                shape = prover.shape_for_certificate(cert)
+                shapes = prover.shapes_for_certificate(cert)
             except ExactRadiusUnavailable as exc:  # a fast fallback an exact-only card does not prove
                 out["not_exact"].append({"index": i, "reason": str(exc)})
                 log(f"  {name} [{radius}]: customer {i}: no exact certificate: {exc}")
@@ -180,13 +182,14 @@ def setup_phase(root: str, radius: str, n_queries: int, max_constraints: int | N
                 out["uncertifiable"].append({"index": i, "reason": str(exc)})
                 log(f"  {name} [{radius}]: customer {i}: not certifiable: {exc}")
                 continue
-            k, f = shape.region_slots, shape.farkas_slots
-            estimate = fixed + per_k * k + per_f * f
+            # Per-slice certificates are several proofs: the cap applies to the largest.
+            estimate = max(fixed + per_k * s.region_slots + per_f * s.farkas_slots for s in shapes)
+            names = "+".join(dict.fromkeys(s.bucket for s in shapes))
             if max_constraints and estimate > max_constraints:  # reported with its size, never silently dropped
-                out["beyond_cap"].append({"index": i, "bucket": shape.bucket, "estimated_constraints": estimate,
+                out["beyond_cap"].append({"index": i, "bucket": names, "estimated_constraints": estimate,
                                           "regions_per_slice": list(cert.regions_per_slice),
                                           "eps": float(cert.eps_value)})
-                log(f"  {name} [{radius}]: customer {i}: bucket {shape.bucket} ~{estimate} constraints exceeds "
+                log(f"  {name} [{radius}]: customer {i}: bucket {names} ~{estimate} constraints exceeds "
                     "the cap: not proved")
                 continue
             # The reference eps: a separate plaintext certification in the same mode with its own oracle
@@ -196,11 +199,13 @@ def setup_phase(root: str, radius: str, n_queries: int, max_constraints: int | N
             out["indices"].append(i)
             out["plaintext_eps"].append(reference.eps)
             out["plaintext_exact"].append(reference.radius_is_exact)
-            out["bucket_of"].append(shape.bucket)
-            if shape.bucket not in out["buckets"]:
+            out["bucket_of"].append(names)
+            for shape in shapes:
+                if shape.bucket in out["buckets"]:
+                    continue
                 t0 = time.perf_counter()
                 keys = Prover(workspace, db, backend, key_setup=SinglePartyKeySetup(), radius=radius,
-                              bucket_growth=growth).keys(shape)
+                              bucket_growth=growth, per_slice=per_slice).keys(shape)
                 out["buckets"][shape.bucket] = {"seconds": time.perf_counter() - t0,
                                                 "constraints": keys.r1cs.n_constraints}
                 log(f"  {name} [{radius}]: bucket {shape.bucket} {keys.r1cs.n_constraints} constraints, "
@@ -213,7 +218,7 @@ def setup_phase(root: str, radius: str, n_queries: int, max_constraints: int | N
 
 
 def prove_phase(root: str, radius: str, indices: list[int], bucket_of: list[str], plaintext_eps: list[int],
-                n_snarkjs: int, growth: int = 4) -> dict:
+                n_snarkjs: int, growth: int = 4, per_slice: bool = False) -> dict:
     """Online: prove and verify each customer. Customers are grouped by bucket (first-seen order), each
     group by a fresh prover holding only that bucket's keys; loading them is not online time
     (Prover.prove times around it), and the certifier is opened before the first timed query."""
@@ -244,7 +249,8 @@ def prove_phase(root: str, radius: str, indices: list[int], bucket_of: list[str]
         for j in sorted(range(len(indices)), key=lambda j: (first_seen[bucket_of[j]], j)):
             if bucket_of[j] != current:
                 current = bucket_of[j]
-                prover = Prover(workspace, db, backend, radius=radius, bucket_growth=growth)  # keys set up offline
+                prover = Prover(workspace, db, backend, radius=radius, bucket_growth=growth,
+                                per_slice=per_slice)  # keys set up offline
                 prover.certifier  # noqa: B018
             try:
                 result = prover.prove(queries[j])
@@ -289,14 +295,15 @@ def prove_phase(root: str, radius: str, indices: list[int], bucket_of: list[str]
 
 
 def setup_radius(model: dict, radius: str, n_queries: int, workdir: Path, max_constraints: int | None,
-                 growth: int = 4) -> dict:
+                 growth: int = 4, per_slice: bool = False) -> dict:
     """A copy of the committed model as a deployment of its own (its card lists this mode's buckets only),
     certified and keyed for the customers in a process of its own."""
     root = workdir / f"{model['model']}-{radius}"
     if root.exists():
         shutil.rmtree(root)
     shutil.copytree(model["root"], root)
-    setup = isolated(setup_phase, str(root), radius, n_queries, max_constraints, growth)
+    setup = isolated(setup_phase, str(root), radius, n_queries, max_constraints, growth,
+                     per_slice and radius == "exact")
     setup["root"] = str(root)
     return setup
 
@@ -349,23 +356,25 @@ def summarize(model: dict, radius: str, setup: dict, rounds: list[dict], loads: 
 
 def bench_model(dataset: str, hidden: tuple[int, ...], variant: str, radii: list[str], n_queries: int,
                 n_snarkjs: int, workdir: Path, max_constraints: int | None = None, n_rounds: int = 1,
-                imported: Path | None = None, growth: int = 4) -> dict:
+                imported: Path | None = None, growth: int = 4, per_slice: bool = False) -> dict:
     """Setups of every mode first, then `n_rounds` rounds of proving, the modes alternating in order
     (fast, exact, then exact, fast, ...): load that comes and goes on the machine falls on both."""
     model = prepare_model(dataset, hidden, variant, workdir, imported)
     row = {k: model[k] for k in ("model", "dataset", "hidden", "variant", "precompute_s", "regions")}
     row["bucket_growth"] = growth
+    row["per_slice"] = per_slice
     setups, rounds, loads = {}, {r: [] for r in radii}, {r: [] for r in radii}
     for radius in radii:
         log(f"== {model['model']}: {radius} radius, key setup")
-        setups[radius] = setup_radius(model, radius, n_queries, workdir, max_constraints, growth)
+        setups[radius] = setup_radius(model, radius, n_queries, workdir, max_constraints, growth, per_slice)
     for n in range(n_rounds):
         for radius in (radii if n % 2 == 0 else radii[::-1]):
             log(f"== {model['model']}: {radius} radius, proving (round {n + 1}/{n_rounds})")
             setup = setups[radius]
             before = list(os.getloadavg())
             rounds[radius].append(isolated(prove_phase, setup["root"], radius, setup["indices"], setup["bucket_of"],
-                                           setup["plaintext_eps"], n_snarkjs if n == 0 else 0, growth))
+                                           setup["plaintext_eps"], n_snarkjs if n == 0 else 0, growth,
+                                           per_slice and radius == "exact"))
             loads[radius].append([before, list(os.getloadavg())])
     row["modes"] = {r: summarize(model, r, setups[r], rounds[r], loads[r], max_constraints) for r in radii}
     fast, exact = row["modes"].get("fast"), row["modes"].get("exact")
@@ -450,6 +459,8 @@ def main() -> int:
                              "--schema --check`: their customers are the rows of the CSV they were checked on")
     parser.add_argument("--bucket-growth", type=int, choices=(2, 4), default=4,
                         help="bucket ladder: each size 2 or 4 times the last (default 4)")
+    parser.add_argument("--per-slice", action="store_true",
+                        help="exact certificates proved slice by slice (one proof per slice, each in its own bucket)")
     parser.add_argument("--out", default=str(RESULTS / "paper_table1.json"), help="results JSON")
     args = parser.parse_args()
     radii = [r.strip() for r in args.radius.split(",") if r.strip()]
@@ -469,14 +480,16 @@ def main() -> int:
     for directory in filter(None, (d.strip() for d in args.imported.split(","))):
         log(f"== imported {directory}")
         save(bench_model("", (), "imported", radii, args.queries, args.snarkjs_sample, workdir,
-                         args.max_constraints, args.rounds, imported=Path(directory), growth=args.bucket_growth))
+                         args.max_constraints, args.rounds, imported=Path(directory), growth=args.bucket_growth,
+                         per_slice=args.per_slice))
     for item in filter(None, (m.strip() for m in args.models.split(","))):
         dataset, _, shape = item.strip().partition(":")
         hidden = tuple(int(h) for h in shape.split("x"))
         for variant in args.variants.split(","):
             log(f"== {dataset} {hidden} {variant}")
             save(bench_model(dataset, hidden, variant, radii, args.queries, args.snarkjs_sample, workdir,
-                             args.max_constraints, args.rounds, growth=args.bucket_growth))
+                             args.max_constraints, args.rounds, growth=args.bucket_growth,
+                             per_slice=args.per_slice))
     print_table(rows)
     log(f"results: {out}; artifacts: {workdir}")
     for r in rows:

@@ -9,6 +9,13 @@ Public inputs of the statement, in order (docs/STATEMENT.md):
     commitment, decision, E, status, flip slice index, query[0..n-1]
 with signed query values encoded as field elements (v mod R).
 
+A certificate proved slice by slice (per-slice exact buckets, `-exact-slice`)
+has one proof per sensitive slice, each with one more public input, the
+slice it covers: the bundle's own proof is slice 0's (its public signals end
+in 0), and `parts` holds slices 1, 2, ... in order, each with its bucket and
+proof, whose public signals are the bundle's with that slice's index last.
+Every part must verify: together they state what one whole proof states.
+
 Every readable field here (decision, label, radius, status, flip slice,
 query) is a claim the bank makes; the customer's side never trusts one of
 them. `commitments.claims` derives each from the public signals and the
@@ -82,6 +89,15 @@ class SnarkjsProof(_Frozen):
     curve: Literal["bn128"]
 
 
+class SlicePart(_Frozen):
+    """The proof of one more slice of a per-slice certificate."""
+
+    slice_index: int = Field(ge=1, lt=R)
+    bucket: str = Field(max_length=64)
+    proof: SnarkjsProof
+    proof_hex: ProofHex
+
+
 class CertificateBundle(_Frozen):
     bundle_version: Literal[1] = BUNDLE_VERSION
     certificate_id: str = Field(max_length=128)
@@ -98,6 +114,8 @@ class CertificateBundle(_Frozen):
     proof: SnarkjsProof  # snarkjs proof.json
     public_signals: tuple[FrDecimal, ...]  # snarkjs public.json
     proof_hex: ProofHex  # 128-byte compressed proof
+    # Per-slice certificates: the proofs of slices 1, 2, ... (the one above is slice 0's); empty otherwise.
+    parts: tuple[SlicePart, ...] = Field(default=(), exclude_if=lambda parts: not parts)
     # The decision request this certificate answers (its leaf in the transparency log names it too).
     request_id: RequestId | None = None
     # Inclusion of this certificate and of its card in the bank's transparency log, against one

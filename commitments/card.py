@@ -41,9 +41,11 @@ FAST_RADIUS: RadiusKind = "fast"
 EXACT_RADIUS: RadiusKind = "exact"
 
 
-def bucket_name(region_slots: int, farkas_slots: int, radius: RadiusKind = FAST_RADIUS) -> str:
-    """A bucket's name: k<K>-f<F>, with -exact for an exact-radius statement (as statement.StatementShape.bucket)."""
-    return f"k{region_slots}-f{farkas_slots}" + ("-exact" if radius == EXACT_RADIUS else "")
+def bucket_name(region_slots: int, farkas_slots: int, radius: RadiusKind = FAST_RADIUS, per_slice: bool = False) -> str:
+    """A bucket's name: k<K>-f<F>, with -exact for an exact-radius statement and -slice for a per-slice
+    one (as statement.StatementShape.bucket)."""
+    return (f"k{region_slots}-f{farkas_slots}" + ("-exact" if radius == EXACT_RADIUS else "")
+            + ("-slice" if per_slice else ""))
 
 
 class _Frozen(BaseModel):
@@ -119,12 +121,22 @@ class BucketShape(_Frozen):
     weight_bits: tuple[int, ...]
     bias_bits: tuple[int, ...]
     radius: RadiusKind = FAST_RADIUS  # the minimality the statement proves: what eps is (see the module docstring)
+    # The statement covers one slice, named by its last public input; a certificate is one proof per slice.
+    per_slice: bool = False
+
+    @model_validator(mode="after")
+    def _per_slice_exact(self) -> "BucketShape":
+        if self.per_slice and self.radius != EXACT_RADIUS:
+            raise ValueError("per-slice statements prove the exact radius only")
+        return self
 
     @model_serializer(mode="wrap")
     def _fast_unwritten(self, handler: SerializerFunctionWrapHandler) -> dict:
         data = handler(self)
         if self.radius == FAST_RADIUS:
             data.pop("radius", None)  # fast shapes keep the spelling (and digests) they had before exact ones
+        if not self.per_slice:
+            data.pop("per_slice", None)  # and whole ones the spelling they had before per-slice ones
         return data
 
 
@@ -168,7 +180,7 @@ class SetupRecord(_Frozen):
 class CircuitBucket(_Frozen):
     """One circuit shape, its constraint system's digest, its verifying key and where the key came from."""
 
-    bucket: str = Field(pattern=r"^k[0-9]{1,6}-f[0-9]{1,6}(-exact)?$")  # "k<K>-f<F>", "-exact" for exact radius
+    bucket: str = Field(pattern=r"^k[0-9]{1,6}-f[0-9]{1,6}(-exact(-slice)?)?$")  # "k<K>-f<F>[-exact[-slice]]"
     shape: BucketShape
     n_constraints: int = Field(ge=0)
     n_public: int = Field(ge=0)
@@ -179,7 +191,7 @@ class CircuitBucket(_Frozen):
 
     @model_validator(mode="after")
     def _named_by_shape(self) -> "CircuitBucket":
-        named = bucket_name(self.shape.region_slots, self.shape.farkas_slots, self.shape.radius)
+        named = bucket_name(self.shape.region_slots, self.shape.farkas_slots, self.shape.radius, self.shape.per_slice)
         if self.bucket != named:
             raise ValueError(f"bucket {self.bucket!r} does not name its shape ({named})")
         if self.verifying_key.nPublic != self.n_public:
@@ -292,6 +304,7 @@ class ModelCard(_Frozen):
             "region_slots": bucket.shape.region_slots, "farkas_slots": bucket.shape.farkas_slots,
             "farkas_bits": bucket.shape.farkas_bits, "boundary_bits": bucket.shape.boundary_bits,
             **({"radius": bucket.shape.radius} if bucket.shape.radius != FAST_RADIUS else {}),
+            **({"per_slice": True} if bucket.shape.per_slice else {}),
         }
 
     def with_bucket(self, bucket: "CircuitBucket") -> "ModelCard":

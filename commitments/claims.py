@@ -11,6 +11,12 @@ printed.
 
 Signals, in order (docs/STATEMENT.md):
     commitment, decision, E, status, flip slice index, query[0..n-1]
+and, under a per-slice bucket, the slice the proof covers. A per-slice
+certificate is one proof per slice (the bundle's own is slice 0's, `parts`
+the others, in order), every one under a per-slice exact bucket of the card,
+all with the same signals but the last: its claims are those of slice 0's
+proof, and a bundle missing a slice, repeating one, or mixing in a whole
+statement is refused.
 
 Whether eps is exact is not a signal: it is what the statement the proof
 verified under proves, i.e. the `radius` of the bucket whose verifying key
@@ -22,7 +28,7 @@ Depends on pydantic only: the verifier client imports it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Sequence
 
@@ -58,6 +64,8 @@ class Claims:
     # The bucket's statement: "exact" proves eps = floor(true radius * 2^t) / 2^t (a counterexample
     # makes it minimal), "fast" proves eps <= the true radius (GeoCert's projection radius).
     radius: RadiusKind
+    # A per-slice certificate: the buckets of slices 1, 2, ... (slice 0's is `bucket`); () otherwise.
+    part_buckets: tuple[str, ...] = ()
 
     @property
     def eps(self) -> Fraction:
@@ -88,18 +96,26 @@ def signed(value: int) -> int:
     return value if value <= _HALF_R else value - R
 
 
-def claims_from_signals(signals: Sequence[str], card: ModelCard, bucket: CircuitBucket) -> Claims:
-    """Derive the certificate's claims; ClaimError names the first signal no honest proof can have."""
+def claims_from_signals(signals: Sequence[str], card: ModelCard, bucket: CircuitBucket,
+                        slice_index: int = 0) -> Claims:
+    """Derive the certificate's claims; ClaimError names the first signal no honest proof can have.
+    Under a per-slice bucket the last signal must be `slice_index`, the slice this proof stands for."""
     n = card.architecture.n_inputs
-    if bucket.n_public != HEAD_SIGNALS + n:
+    expected = HEAD_SIGNALS + n + (1 if bucket.shape.per_slice else 0)
+    if bucket.n_public != expected:
         raise ClaimError(f"bucket {bucket.bucket} has {bucket.n_public} public inputs, "
-                         f"this model's statement has {HEAD_SIGNALS + n}")
-    if len(signals) != HEAD_SIGNALS + n:
-        raise ClaimError(f"the proof has {len(signals)} public signals, this model's statement has {HEAD_SIGNALS + n}")
+                         f"this model's statement has {expected}")
+    if len(signals) != expected:
+        raise ClaimError(f"the proof has {len(signals)} public signals, this model's statement has {expected}")
     try:
         values = [parse_decimal(s, R, f"public signal {i}") for i, s in enumerate(signals)]
     except NonCanonical as exc:
         raise ClaimError(str(exc)) from None
+    if bucket.shape.per_slice:
+        if values[-1] != slice_index:
+            raise ClaimError(f"public signal {expected - 1} (the slice the proof covers) is {values[-1]}, "
+                             f"this proof stands for slice {slice_index}")
+        values = values[:-1]
     commitment, decision, eps_numerator, status, flip_index = values[:HEAD_SIGNALS]
 
     if commitment != parse_decimal(card.commitment, R, "card commitment"):
@@ -178,7 +194,41 @@ def bundle_claims(bundle: CertificateBundle, card: ModelCard, card_digest: str |
     problem = contradiction(bundle, claims)
     if problem:
         raise ClaimError(problem)
-    return claims
+    if not bucket.shape.per_slice:
+        if bundle.parts:
+            raise ClaimError(f"bucket {bucket.bucket} proves every slice at once: the bundle has no slice parts")
+        return claims
+    return _with_parts(bundle, card, bucket, claims)
+
+
+def _with_parts(bundle: CertificateBundle, card: ModelCard, bucket: CircuitBucket, claims: Claims) -> Claims:
+    """A per-slice certificate: one part per further slice, in order, each under a per-slice exact
+    bucket with the same cap, and each part's signals claiming exactly what slice 0's do."""
+    n_slices = len(card.slices())
+    indices = [p.slice_index for p in bundle.parts]
+    if indices != list(range(1, n_slices)):
+        raise ClaimError(f"a per-slice certificate has one proof per slice: parts for slices 1..{n_slices - 1} "
+                         f"in order, not {indices}")
+    for p in bundle.parts:
+        try:
+            part_bucket = card.bucket(p.bucket)
+        except KeyError as exc:
+            raise ClaimError(str(exc.args[0])) from None
+        if not part_bucket.shape.per_slice:
+            raise ClaimError(f"the proof of slice {p.slice_index} names bucket {p.bucket}, which is not per-slice")
+        if part_bucket.shape.eps_cap != bucket.shape.eps_cap or part_bucket.shape.radius != bucket.shape.radius:
+            raise ClaimError(f"the proof of slice {p.slice_index} names bucket {p.bucket}, whose cap or radius "
+                             f"differs from bucket {bucket.bucket}'s")
+        part = claims_from_signals(part_signals(bundle, p.slice_index), card, part_bucket, p.slice_index)
+        if part != replace(claims, bucket=part_bucket.bucket):
+            raise ClaimError(f"the proof of slice {p.slice_index} claims something else than slice 0's")
+    return replace(claims, part_buckets=tuple(p.bucket for p in bundle.parts))
+
+
+def part_signals(bundle: CertificateBundle, slice_index: int) -> tuple[str, ...]:
+    """The public signals of a per-slice certificate's proof of `slice_index`: the bundle's, the last
+    (the slice) replaced."""
+    return (*bundle.public_signals[:-1], str(slice_index))
 
 
 def signals_for(bundle: CertificateBundle, commitment: int) -> tuple[str, ...]:

@@ -37,11 +37,12 @@ def setup_keys_for_test_customers(prover: Prover, n_customers: int, data_dir: st
     for index in range(min(n_customers, len(X))):
         certificate = prover.certify(query_from_index(artifact, prover.model, index, data_dir))
         try:
-            shape = prover.shape_for_certificate(certificate)
+            shapes = prover.shapes_for_certificate(certificate)
         except ExactRadiusUnavailable as exc:
             say(f"test customer {index}: no bucket: {exc}")
             continue
-        needed.setdefault(shape.bucket, shape)
+        for shape in shapes:
+            needed.setdefault(shape.bucket, shape)
     say(f"buckets needed by the first {n_customers} test customers: {', '.join(sorted(needed))}")
     done = []
     for name, shape in sorted(needed.items(), key=lambda kv: (kv[1].region_slots, kv[1].farkas_slots, kv[1].radius)):

@@ -17,6 +17,7 @@ otherwise `ExactRadiusUnavailable`.
 """
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import json
 import shutil
@@ -38,18 +39,18 @@ from circuits.relation_arrays import ArrayR1CS
 from circuits.snarkjs.json_formats import (proof_to_json, public_to_json, verifying_key_from_json,
                                            verifying_key_to_json)
 from circuits.snarkjs.ceremony import Ceremony
-from commitments.bundle import CertificateBundle, FlipSlice, Radius
+from commitments.bundle import CertificateBundle, FlipSlice, Radius, SlicePart
 from commitments.claims import ClaimError, bundle_claims
 from commitments.card import BucketShape, CircuitBucket, ModelCard, SetupRecord
-from fairness.certificate import CAP, CERTIFIED, COUNTEREXAMPLE, FAST, FLIP, RADIUS_MODES, Certificate
+from fairness.certificate import CAP, CERTIFIED, COUNTEREXAMPLE, EXACT, FAST, FLIP, RADIUS_MODES, Certificate
 from fairness.checker import check_certificate
 from fairness.errors import CertificationError, ModelError
 from fairness.fixed_point import FixedPointModel, IntVector
 from offline_precompute.certify import Certifier
 from offline_precompute.db import Database
 from statement import StatementShape, build_statement, statement_relation
-from statement.adapter import (BUCKET_GROWTHS, DEFAULT_BUCKET_GROWTH, bucket_sizes, required_slots, statement_inputs,
-                               statement_shape)
+from statement.adapter import (BUCKET_GROWTHS, DEFAULT_BUCKET_GROWTH, bucket_level, bucket_sizes, required_slots,
+                               slice_slots, statement_inputs, statement_shape)
 from statement.proof_system import Groth16, RelationKey
 
 from .bucket_keys import SETUP_FILE, ZKEY_FILE, InstalledKeys, KeySetup, NoKeySetup, ceremony_shape, keys_from_ceremony
@@ -127,6 +128,9 @@ class Prover:
     max_hot_keys: int = DEFAULT_MAX_HOT_KEYS
     # Each bucket size is this many times the last (2 or 4) for buckets the card does not publish yet.
     bucket_growth: int = DEFAULT_BUCKET_GROWTH
+    # Exact certificates proved slice by slice (one proof per slice, each in its own slice's bucket):
+    # the largest circuit is the largest slice's, not all slices' together.
+    per_slice: bool = False
     _model: FixedPointModel | None = field(default=None, init=False)
     _certifier: Certifier | None = field(default=None, init=False)
     _keys: OrderedDict[str, BucketKeys] = field(default_factory=OrderedDict, init=False)
@@ -136,6 +140,8 @@ class Prover:
             raise ModelError(f"max_hot_keys must be at least 1, not {self.max_hot_keys}")
         if self.radius not in RADIUS_MODES:
             raise ModelError(f"radius must be one of {', '.join(RADIUS_MODES)}, not {self.radius!r}")
+        if self.per_slice is not False and (self.per_slice is not True or self.radius != EXACT):
+            raise ModelError("per-slice proofs need the exact radius (--radius exact)")
         if self.bucket_growth not in BUCKET_GROWTHS:
             raise ModelError(f"bucket growth must be one of {BUCKET_GROWTHS}, not {self.bucket_growth!r}")
         if self.backend is None:
@@ -158,10 +164,34 @@ class Prover:
         return self._certifier
 
     # ------------------------------------------------------------------ keys
-    def shape_for(self, region_slots: int, farkas_slots: int, radius: str | None = None) -> StatementShape:
-        """The statement shape of bucket (K, F) of `radius` (default: the prover's)."""
-        return statement_shape(self.model, region_slots=region_slots, farkas_slots=farkas_slots,
-                               eps_bits=self.card.eps_scale_bits, radius=radius or self.radius)
+    def shape_for(self, region_slots: int, farkas_slots: int, radius: str | None = None,
+                  per_slice: bool = False) -> StatementShape:
+        """The statement shape of bucket (K, F) of `radius` (default: the prover's), whole or per slice."""
+        shape = statement_shape(self.model, region_slots=region_slots, farkas_slots=farkas_slots,
+                                eps_bits=self.card.eps_scale_bits, radius=radius or self.radius)
+        return dataclasses.replace(shape, per_slice=True) if per_slice else shape
+
+    def proves_per_slice(self, certificate: Certificate) -> bool:
+        """Whether `certificate` is proved slice by slice: per-slice provers do so for every exact one."""
+        return self.per_slice and self.statement_radius(certificate) == EXACT
+
+    def shape_for_slice(self, certificate: Certificate, slice_index: int) -> StatementShape:
+        """The per-slice shape that proves slice `slice_index` of `certificate`: the published per-slice
+        bucket with the fewest constraints that holds that slice, else the smallest on the ladder."""
+        regions, entries = slice_slots(certificate, slice_index)
+        fitting = [b for b in self.card.circuits if b.shape.per_slice and b.shape.radius == EXACT
+                   and b.shape.region_slots >= regions and b.shape.farkas_slots >= entries]
+        if fitting:
+            best = min(fitting, key=lambda b: (b.n_constraints, b.bucket))
+            return self.shape_for(best.shape.region_slots, best.shape.farkas_slots, EXACT, per_slice=True)
+        return self.shape_for(bucket_level(regions, self.bucket_growth), bucket_level(entries, self.bucket_growth),
+                              EXACT, per_slice=True)
+
+    def shapes_for_certificate(self, certificate: Certificate) -> list[StatementShape]:
+        """Every shape that proves `certificate`: one per slice, or the one whole statement."""
+        if self.proves_per_slice(certificate):
+            return [self.shape_for_slice(certificate, si) for si in range(len(self.model.slices()))]
+        return [self.shape_for_certificate(certificate)]
 
     def statement_radius(self, certificate: Certificate) -> str:
         """The statement that proves `certificate`: the prover's radius, except a fast certificate
@@ -299,7 +329,7 @@ class Prover:
             shape=BucketShape(region_slots=shape.region_slots, farkas_slots=shape.farkas_slots,
                               eps_cap=shape.eps_cap, farkas_bits=shape.farkas_bits,
                               boundary_bits=shape.boundary_bits, weight_bits=shape.weight_bits,
-                              bias_bits=shape.bias_bits, radius=shape.radius),
+                              bias_bits=shape.bias_bits, radius=shape.radius, per_slice=shape.per_slice),
             n_constraints=r1cs.n_constraints,
             n_public=r1cs.n_public,
             r1cs_digest=r1cs_digest(r1cs),
@@ -334,25 +364,43 @@ class Prover:
         on_stage("certifying (plaintext, from the precompute store)", 0.05)
         certificate = self.certify(query)
         t1 = time.perf_counter()
-        shape = self.shape_for_certificate(certificate)
-        on_stage(f"loading the keys of bucket {shape.bucket}", 0.2)
-        keys = self.keys(shape)
-        t2 = time.perf_counter()  # key setup is offline work: not counted online
-        on_stage("building the statement witness", 0.35)
-        public, witness = statement_inputs(self.model, self.salt, certificate, keys.shape)
-        cs = ConstraintSystem(with_values=True, keep_constraints=False)  # the relation is keys.r1cs
-        build_statement(cs, keys.shape, public, witness)
-        values = cs.witness()
-        t3 = time.perf_counter()
-        on_stage(f"proving ({keys.r1cs.n_constraints} constraints)", 0.5)
-        proof = self.proof_system.prove(RelationKey(keys.r1cs, keys.proving_key), public.field_elements(), values)
-        t4 = time.perf_counter()
-        bundle = self._bundle(certificate, keys, public.field_elements(), proof)
+        shapes = self.shapes_for_certificate(certificate)
+        names = ", ".join(dict.fromkeys(shape.bucket for shape in shapes))
+        on_stage(f"loading the keys of bucket {names}", 0.2)
+        keys = [self.keys(shape) for shape in shapes]
+        # key loading (or setup) is offline work: not counted online
+        witness_s = prove_s = 0.0
+        proved = []
+        per_slice = len(keys) > 1 or keys[0].shape.per_slice
+        for part, bucket_keys in enumerate(keys):
+            which = f" of slice {part + 1}/{len(keys)}" if per_slice else ""
+            on_stage(f"building the statement witness{which}", 0.35 + 0.6 * part / len(keys))
+            t_w = time.perf_counter()
+            public, witness = statement_inputs(self.model, self.salt, certificate, bucket_keys.shape,
+                                               part if per_slice else None)
+            cs = ConstraintSystem(with_values=True, keep_constraints=False)  # the relation is bucket_keys.r1cs
+            build_statement(cs, bucket_keys.shape, public, witness)
+            values = cs.witness()
+            t_p = time.perf_counter()
+            on_stage(f"proving{which} ({bucket_keys.r1cs.n_constraints} constraints)",
+                     0.35 + 0.6 * (part + 0.5) / len(keys))
+            proof = self.proof_system.prove(RelationKey(bucket_keys.r1cs, bucket_keys.proving_key),
+                                            public.field_elements(), values)
+            witness_s += t_p - t_w
+            prove_s += time.perf_counter() - t_p
+            proved.append((bucket_keys, public.field_elements(), proof))
+            del cs, values
+        bundle = self._bundle(certificate, *proved[0])
+        if per_slice:
+            bundle = bundle.model_copy(update={"parts": tuple(
+                SlicePart(slice_index=i, bucket=k.shape.bucket, proof=proof_to_json(p), proof_hex=proof_to_bytes(p).hex())
+                for i, (k, _, p) in enumerate(proved) if i)})
         try:  # never hand out a bundle whose readable fields a customer would refuse
             bundle_claims(bundle, self.card)
         except ClaimError as exc:
             raise CertificationError(f"internal: bundle contradicts its own public signals: {exc}") from exc
-        return ProvedCertificate(bundle, certificate, Timings(t1 - t0, t3 - t2, t4 - t3), keys.r1cs.n_constraints)
+        constraints = sum(k.r1cs.n_constraints for k, _, _ in proved)
+        return ProvedCertificate(bundle, certificate, Timings(t1 - t0, witness_s, prove_s), constraints)
 
     def _bundle(self, certificate: Certificate, keys: BucketKeys, public: Sequence[int], proof) -> CertificateBundle:
         card = self.card

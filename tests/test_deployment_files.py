@@ -206,7 +206,7 @@ def test_only_the_workers_mount_the_salts():
 
 def test_the_image_builds_its_native_kernels_and_requires_them():
     dockerfile = (REPO / "Dockerfile").read_text()
-    build = dockerfile.index("from circuits.backends.native.kernels import load; load()")
+    build = dockerfile.index("from circuits.backends.native import fixed_base, kernels; kernels.load(); fixed_base.load()")
     assert dockerfile.index('pip install --no-cache-dir --no-deps ".[prover]"') < build
     assert "ENV FAIRPROOF_NATIVE_NTT=required" in dockerfile[build:]
     assert "FAIRPROOF_NATIVE_DIR=/opt/fairproof/native" in dockerfile[:build]

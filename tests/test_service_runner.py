@@ -94,7 +94,8 @@ def test_a_missing_bucket_fails_the_customers_job_with_a_retry_hint_and_queues_o
     from prover_service.bucket_keys import KeysNotReady
     from prover_service.service.jobs import KEY_SETUP
 
-    missing = KeysNotReady(SimpleNamespace(bucket="k16-f64", region_slots=16, farkas_slots=64, radius="fast"))
+    missing = KeysNotReady(SimpleNamespace(bucket="k16-f64", region_slots=16, farkas_slots=64, radius="fast",
+                                          per_slice=False))
 
     first, job = _run(ledger, missing)
     assert first == "failed" and job.error.startswith("retry later: the keys of this certificate's circuit "

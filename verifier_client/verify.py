@@ -28,7 +28,7 @@ from circuits.groth16 import (PreparedVerifyingKey, Proof, VerifyingKey, check_p
 from circuits.snarkjs.json_formats import proof_from_json, verifying_key_from_json
 from commitments.bundle import CertificateBundle
 from commitments.card import CircuitBucket, ModelCard, RadiusKind
-from commitments.claims import ClaimError, Claims, bundle_claims
+from commitments.claims import ClaimError, Claims, bundle_claims, part_signals
 
 
 @dataclass(frozen=True)
@@ -69,34 +69,44 @@ def verify_bundle(bundle: CertificateBundle, card: ModelCard, backend=None, *,
         which = ", ".join(differing[:5]) + ("..." if len(differing) > 5 else "") if differing else "length"
         return _refuse(f"the certificate is about another customer's record, not yours (query differs in: {which})")
 
-    bucket = card.bucket(claims.bucket)
-    trust_problem = setup_trust_problem(bucket, trusted_contributors)
-    if trust_problem:
-        return _refuse(trust_problem)
+    # A per-slice certificate is one proof per slice (claims checked that every slice has one): all must hold.
+    proofs = [(card.bucket(claims.bucket), bundle.proof, bundle.proof_hex, bundle.public_signals, None)]
+    proofs += [(card.bucket(p.bucket), p.proof, p.proof_hex, part_signals(bundle, p.slice_index), p.slice_index)
+               for p in bundle.parts]
+    for bucket, *_ in proofs:
+        trust_problem = setup_trust_problem(bucket, trusted_contributors)
+        if trust_problem:
+            return _refuse(trust_problem)
 
     backend = backend or get_backend()
-    try:
-        pvk = bucket_prepared_key(bucket, backend)
-        proof = bundle_proof(bundle)
-    except MalformedArtifact as exc:
-        return _refuse(str(exc))
-
-    result = check_prepared_proof(pvk, [int(s) for s in bundle.public_signals], proof, backend)
-    if not result.ok:
-        return _refuse(f"proof rejected: {result.reason}")
+    for bucket, proof_json, proof_hex, signals, slice_index in proofs:
+        whose = "" if slice_index is None else f" (slice {slice_index})"
+        try:
+            pvk = bucket_prepared_key(bucket, backend)
+            proof = read_proof(proof_json, proof_hex)
+        except MalformedArtifact as exc:
+            return _refuse(f"{exc}{whose}")
+        result = check_prepared_proof(pvk, [int(s) for s in signals], proof, backend)
+        if not result.ok:
+            return _refuse(f"proof rejected{whose}: {result.reason}")
     return Verdict(True, claims=claims)
 
 
 def bundle_proof(bundle: CertificateBundle) -> Proof:
-    """The bundle's proof, read once, from its JSON (canonical numbers, points on
-    their curves); `proof_hex` must be exactly its compressed form (raises
+    """The bundle's own proof (slice 0's, for a per-slice certificate), read as `read_proof` does."""
+    return read_proof(bundle.proof, bundle.proof_hex)
+
+
+def read_proof(proof_json, proof_hex: str) -> Proof:
+    """A proof read once, from its JSON (canonical numbers, points on their
+    curves); `proof_hex` must be exactly its compressed form (raises
     MalformedArtifact otherwise).
 
     Compression is a bijection between points and valid encodings, so equal
     bytes mean that proof_hex decodes to these very points, without the square
     roots of decoding it. B's subgroup check is check_prepared_proof's, made once."""
-    proof = proof_from_json(bundle.proof.model_dump(mode="json"), check_subgroup=False)
-    if proof_to_bytes(proof) != bytes.fromhex(bundle.proof_hex):
+    proof = proof_from_json(proof_json.model_dump(mode="json"), check_subgroup=False)
+    if proof_to_bytes(proof) != bytes.fromhex(proof_hex):
         raise MalformedArtifact("the compressed proof and the JSON proof differ")
     return proof
 

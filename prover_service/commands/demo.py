@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from .radius_option import add_bucket_growth_argument, add_radius_argument
+from .radius_option import add_bucket_growth_argument, add_per_slice_argument, add_radius_argument
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -36,6 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--store", metavar="URL", help="precompute store URL (default: SQLite in the model directory)")
     add_radius_argument(p)
     add_bucket_growth_argument(p)
+    add_per_slice_argument(p)
     p.set_defaults(handler=run)
 
 
@@ -83,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     db = open_database(resolve_store_url(args.store, model_dir))
     try:
         prover = Prover(workspace, db, backend, progress=_say, radius=args.radius,
-                        bucket_growth=args.bucket_growth)
+                        bucket_growth=args.bucket_growth, per_slice=args.per_slice)
         summary = precompute(db, prover.model, progress=ProgressPrinter(interval=2.0))
         _say(f"      {summary.regions} regions, {summary.facets} facets, {summary.lps} new LPs, "
              f"{summary.seconds:.1f} s")
@@ -158,10 +159,11 @@ def _ceremonies(prover, queries, workdir: Path, backend) -> list[str]:
     shapes = {}
     for query in queries:
         try:
-            shape = prover.shape_for_certificate(prover.certify(query))
+            needed = prover.shapes_for_certificate(prover.certify(query))
         except ExactRadiusUnavailable:
             continue  # reported when the customer is proved
-        shapes.setdefault(shape.bucket, shape)
+        for shape in needed:
+            shapes.setdefault(shape.bucket, shape)
     if not shapes:
         return []
     relations = {name: statement_relation(shape) for name, shape in shapes.items()}

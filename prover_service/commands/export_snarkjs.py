@@ -11,7 +11,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="write verification_key.json, proof.json and public.json for `snarkjs groth16 verify`",
         description="Write the bundle's proof and public inputs, and the verifying key of its bucket from the "
                     "model card, in snarkjs's formats, so that `snarkjs groth16 verify verification_key.json "
-                    "public.json proof.json` checks the certificate independently.",
+                    "public.json proof.json` checks the certificate independently. A certificate proved slice "
+                    "by slice gets one directory per slice (OUTDIR/slice-N), each to be verified.",
     )
     p.add_argument("bundle", metavar="BUNDLE.json")
     p.add_argument("outdir", metavar="OUTDIR")
@@ -36,19 +37,34 @@ def run(args: argparse.Namespace) -> int:
         claims = bundle_claims(bundle, card)
     except (NonCanonical, ClaimError) as exc:
         raise MalformedArtifact(str(exc)) from None
-    bucket = card.bucket(claims.bucket)
-    bucket_verifying_key(bucket)  # snarkjs checks no key: a degenerate one would accept anything
-    out = Path(args.outdir)
-    out.mkdir(parents=True, exist_ok=True)
-    dump_json(out / "verification_key.json", bucket.verifying_key.model_dump(mode="json"))
-    dump_json(out / "proof.json", bundle.proof.model_dump(mode="json"))
-    dump_json(out / "public.json", list(bundle.public_signals))
-    print(f"wrote {out}/verification_key.json, proof.json, public.json")
+    from commitments.claims import part_signals
+
+    # A per-slice certificate is one proof per slice: each goes to a directory of its own, and every
+    # one must verify (a single part proves one slice only).
+    proofs = [(0, claims.bucket, bundle.proof, bundle.public_signals)]
+    proofs += [(p.slice_index, p.bucket, p.proof, part_signals(bundle, p.slice_index)) for p in bundle.parts]
+    base = Path(args.outdir)
+    commands = []
+    for slice_index, name, proof, signals in proofs:
+        bucket = card.bucket(name)
+        bucket_verifying_key(bucket)  # snarkjs checks no key: a degenerate one would accept anything
+        out = base / f"slice-{slice_index}" if bundle.parts else base
+        out.mkdir(parents=True, exist_ok=True)
+        dump_json(out / "verification_key.json", bucket.verifying_key.model_dump(mode="json"))
+        dump_json(out / "proof.json", proof.model_dump(mode="json"))
+        dump_json(out / "public.json", list(signals))
+        print(f"wrote {out}/verification_key.json, proof.json, public.json")
+        commands.append(f"snarkjs groth16 verify {out}/verification_key.json {out}/public.json {out}/proof.json")
     # snarkjs checks the proof against this key only; what eps is comes from the bucket the key is for.
     what = ("the exact radius (the true radius rounded down to 2^-t)" if claims.eps_exact
             else "the fast radius (a lower bound on the true radius)")
-    print(f"the key is bucket {claims.bucket}'s on the card: its statement proves {what}")
-    print(f"verify with: snarkjs groth16 verify {out}/verification_key.json {out}/public.json {out}/proof.json")
+    if bundle.parts:
+        print(f"the keys are buckets {', '.join(dict.fromkeys((claims.bucket, *claims.part_buckets)))} on the card, "
+              f"one proof per slice: together their statements prove {what}; every one must verify")
+    else:
+        print(f"the key is bucket {claims.bucket}'s on the card: its statement proves {what}")
+    for command in commands:
+        print(f"verify with: {command}")
     return 0
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .key_options import add_key_setup_arguments, key_setup_from_args
 from .precompute import STORE_HELP
-from .radius_option import add_bucket_growth_argument, add_radius_argument
+from .radius_option import add_bucket_growth_argument, add_per_slice_argument, add_radius_argument
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -30,6 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--backend", choices=("mcl", "reference"), help="curve backend (default: fastest available)")
     add_radius_argument(p)
     add_bucket_growth_argument(p)
+    add_per_slice_argument(p)
     add_key_setup_arguments(p)
     p.set_defaults(handler=run)
 
@@ -46,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         prover = Prover(workspace, db, get_backend(args.backend),
                         progress=lambda m: print(m, file=sys.stderr, flush=True), key_setup=key_setup_from_args(args),
-                        radius=args.radius, bucket_growth=args.bucket_growth)
+                        radius=args.radius, bucket_growth=args.bucket_growth,
+                        per_slice=args.per_slice)
         model = prover.model
         if args.index is not None:
             query = query_from_index(workspace.artifact, model, args.index, args.data_dir)

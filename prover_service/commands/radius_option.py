@@ -27,3 +27,13 @@ def add_bucket_growth_argument(parser: argparse.ArgumentParser, *, default: int 
     where = f"default ${env}, else 4" if env else f"default {default}"
     parser.add_argument("--bucket-growth", type=int, choices=BUCKET_GROWTH_CHOICES, default=default,
                         help=f"{BUCKET_GROWTH_HELP} ({where})")
+
+
+PER_SLICE_HELP = ("prove exact certificates slice by slice: one proof per sensitive slice, each in the bucket its "
+                  "own slice needs (-exact-slice), so the largest circuit is the largest slice's (needs --radius exact)")
+
+
+def add_per_slice_argument(parser: argparse.ArgumentParser, *, env: str | None = None) -> None:
+    where = f" (default ${env}, else off)" if env else ""
+    parser.add_argument("--per-slice", action="store_true", default=None if env else False,
+                        help=PER_SLICE_HELP + where)

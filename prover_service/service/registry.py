@@ -235,7 +235,7 @@ class ModelRegistry:
                      else DeferredKeySetup())
             prover = Prover(loaded.workspace, self.store(model_id), self.backend, key_setup=setup,
                             radius=self.settings.radius, max_hot_keys=self.settings.max_hot_keys,
-                            bucket_growth=self.settings.bucket_growth)
+                            bucket_growth=self.settings.bucket_growth, per_slice=self.settings.per_slice)
             if prover.card.commitment != loaded.commitment:
                 raise Unavailable(f"model {model_id}: its directory was recommitted; an admin must publish the "
                                   "new card before it is proved against")

@@ -187,7 +187,8 @@ class JobRunner:
             # Never set up keys inside a customer's job: queue one admin job per bucket, tell the customer.
             shape = exc.shape
             setup, created = self.ledger.submit_once(KEY_SETUP, job.model_id, {
-                "region_slots": shape.region_slots, "farkas_slots": shape.farkas_slots, "radius": shape.radius})
+                "region_slots": shape.region_slots, "farkas_slots": shape.farkas_slots, "radius": shape.radius,
+                **({"per_slice": True} if shape.per_slice else {})})
             log.info("bucket keys missing; setup queued" if created else "bucket keys missing; setup already queued",
                      extra={"job_id": job.id, "setup_job_id": setup.id, "bucket": shape.bucket})
             exc.setup_job_id = setup.id  # type: ignore[attr-defined]
@@ -235,7 +236,7 @@ class JobRunner:
         """Set up one bucket's keys (the bank's configured setup) and publish them on the served card."""
         prover = self.registry.prover(job.model_id, sets_up_keys=True)
         shape = prover.shape_for(int(job.request["region_slots"]), int(job.request["farkas_slots"]),
-                                 str(job.request["radius"]))
+                                 str(job.request["radius"]), per_slice=job.request.get("per_slice") is True)
         heartbeat.report(f"setting up keys for bucket {shape.bucket}", 0.0)
         started = time.monotonic()
         keys = prover.keys(shape)

@@ -48,6 +48,8 @@ class Settings(BaseModel):
     # Bucket ladder for buckets the card does not publish yet: each size 2 or 4 times the last (a proof
     # reveals its covering-set sizes within that factor; 2 pads less and needs about twice the keys).
     bucket_growth: Annotated[Literal[2, 4], BeforeValidator(_integer_text)] = 4
+    # Exact certificates proved slice by slice (one proof per slice, each in its own slice's bucket).
+    per_slice: bool = False
     data_dir: str | None = None  # datasets, for precompute key setup on test customers
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
     # A job whose worker went silent this long is resumed by another worker; running workers renew their
@@ -88,6 +90,8 @@ class Settings(BaseModel):
     def _consistent(self) -> "Settings":
         if self.admin_api_key is not None and len(self.admin_api_key.get_secret_value()) < 16:
             raise ValueError("FAIRPROOF_ADMIN_API_KEY must be at least 16 characters (use a random token)")
+        if self.per_slice and self.radius != "exact":
+            raise ValueError("FAIRPROOF_PER_SLICE needs FAIRPROOF_RADIUS=exact (fast statements are never split)")
         if self.ptau is not None and self.single_party_setup:
             raise ValueError("FAIRPROOF_PTAU and FAIRPROOF_SINGLE_PARTY_SETUP exclude each other")
         models = self.models_dir.resolve()
