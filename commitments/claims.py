@@ -240,7 +240,8 @@ def signals_for(bundle: CertificateBundle, commitment: int) -> tuple[str, ...]:
     for v in head:
         if not 0 <= v < R:
             raise ClaimError(f"{v} is not a field element")
-    return tuple(str(v) for v in head) + tuple(str(v % R) for v in bundle.query)
+    part = ("0",) if bundle.parts else ()  # a per-slice certificate's own proof is slice 0's
+    return tuple(str(v) for v in head) + tuple(str(v % R) for v in bundle.query) + part
 
 
 def _short(value: object) -> str:

@@ -34,6 +34,12 @@ What is enforced, per slice s (slot 0 is the start region; K slots, F pool entri
   code, its row is DISTANCE-covered there, distance < (E+1)/2^t, and for a
   decision row a boundary point P/D on the hyperplane inside region and box.
 
+Per-slice shapes (exact only) cover one slice, named by one more public input
+and chosen by one-hot bits: its base forms, covers and pool; the argmax and
+flip checks are gated on it being the query's own or the flip slice; the
+counterexample is checked in full. One proof per slice states the whole
+statement (docs/STATEMENT.md, "Per-slice proofs").
+
 FLIP witnesses set every slot to the start code and every row to DISTANCE;
 with E = 0 the distance tests hold and the zero-normal rule and the strict
 decisions are switched off by status (they are what status 1 relaxes).
