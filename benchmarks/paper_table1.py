@@ -240,6 +240,7 @@ def prove_phase(root: str, radius: str, indices: list[int], bucket_of: list[str]
     backend = get_backend()
     db = open_database(resolve_store_url(None, root))
     order, online, certifies, proves, witnesses, constraints, verify_ms, statuses = [], [], [], [], [], [], [], {}
+    proof_bytes: list[int] = []
     failed: list[dict] = []
     valid = eps_equal = labelled_exact = 0
     snark_ok = snark_checked = snark_tamper_refused = 0
@@ -265,6 +266,7 @@ def prove_phase(root: str, radius: str, indices: list[int], bucket_of: list[str]
             proves.append(result.timings.prove)
             witnesses.append(result.timings.witness)
             constraints.append(result.n_constraints)
+            proof_bytes.append(128 * (1 + len(bundle.parts)))  # one proof per slice when proved slice by slice
             t0 = time.perf_counter()
             verdict = verify_bundle(bundle, prover.card, backend)  # binds eps and its radius to the proof
             verify_ms.append((time.perf_counter() - t0) * 1000)
@@ -291,6 +293,7 @@ def prove_phase(root: str, radius: str, indices: list[int], bucket_of: list[str]
     return {"order": order, "failed": failed, "online": online, "certify": certifies, "prove": proves, "witness": witnesses, "constraints": constraints,
             "verify_ms": verify_ms, "statuses": statuses, "valid": valid, "eps_equal_plaintext": eps_equal,
             "labelled_exact": labelled_exact, "snarkjs_checked": snark_checked, "snarkjs_ok": snark_ok,
+            "proof_bytes": max(proof_bytes, default=128),
             "snarkjs_tampered_refused": snark_tamper_refused, "peak_rss_mib": peak_rss_mib()}
 
 
@@ -323,7 +326,8 @@ def summarize(model: dict, radius: str, setup: dict, rounds: list[dict], loads: 
     row = {
         "radius": radius, "queries": n, "rounds": len(rounds), "buckets": setup["buckets"],
         "uncertifiable": setup["uncertifiable"], "not_exact": setup["not_exact"], "beyond_cap": setup["beyond_cap"],
-        "max_constraints": max_constraints, "plaintext_exact": sum(setup["plaintext_exact"]), "proof_bytes": 128,
+        "max_constraints": max_constraints, "plaintext_exact": sum(setup["plaintext_exact"]),
+        "proof_bytes": max(r.get("proof_bytes", 128) for r in rounds),
         "peak_rss_setup_mib": setup["peak_rss_mib"], "peak_rss_prove_mib": max(r["peak_rss_mib"] for r in rounds),
         "loadavg": loads,
         "not_proved": first["failed"],  # certified and checked in plaintext, but the statement refused the witness
