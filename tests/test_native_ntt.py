@@ -153,8 +153,8 @@ def test_missing_compiler_falls_back_with_one_warning(monkeypatch, tmp_path, cap
     monkeypatch.delenv("FAIRPROOF_NATIVE_NTT", raising=False)
     monkeypatch.setenv("FAIRPROOF_NATIVE_DIR", str(tmp_path))
     monkeypatch.setenv("CC", str(tmp_path / "no-such-compiler"))
-    monkeypatch.setattr(kernels, "_loaded", None)
-    monkeypatch.setattr(kernels, "_failed", False)
+    monkeypatch.setattr(kernels.library, "loaded", None)
+    monkeypatch.setattr(kernels.library, "failed", False)
     with caplog.at_level(logging.WARNING, logger=kernels.__name__):
         assert kernels.load() is None
         assert kernels.load() is None
@@ -192,7 +192,7 @@ def test_required_kernels_that_cannot_load_are_an_error_not_a_silent_fallback(mo
     monkeypatch.setenv("FAIRPROOF_NATIVE_NTT", "required")
     monkeypatch.setenv("FAIRPROOF_NATIVE_DIR", str(tmp_path))
     monkeypatch.setenv("CC", str(tmp_path / "no-such-compiler"))
-    monkeypatch.setattr(kernels, "_loaded", None)
-    monkeypatch.setattr(kernels, "_failed", False)
+    monkeypatch.setattr(kernels.library, "loaded", None)
+    monkeypatch.setattr(kernels.library, "failed", False)
     with pytest.raises(build.NativeBuildError, match="required .* but unavailable"):
         kernels.load()

@@ -15,12 +15,16 @@ still the same.
 """
 from __future__ import annotations
 
+import ctypes
 import hashlib
+import logging
 import os
 import shutil
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
+from typing import Callable
 
 HERE = Path(__file__).resolve().parent
 # x86-64-v2, not -march=native: a cache directory may be shared by machines with different CPUs
@@ -30,6 +34,51 @@ COMPILE_TIMEOUT_S = 120
 
 class NativeBuildError(RuntimeError):
     pass
+
+
+ENV_SWITCH = "FAIRPROOF_NATIVE_NTT"  # "0": no native kernels; "required": a kernel that cannot load is an error
+
+
+def enabled_by_env() -> bool:
+    return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def required_by_env() -> bool:
+    return os.environ.get(ENV_SWITCH, "").strip().lower() == "required"
+
+
+class NativeLibrary:
+    """One native/<source> library per process, compiled, bound and checked on first use.
+
+    `load()` returns what `bind(ctypes.CDLL)` made of it, or None when native
+    kernels are switched off or it cannot be built or bound (logged once on
+    `logger`, whose callers then take `fallback`); with ENV_SWITCH=required
+    that is an error instead."""
+
+    def __init__(self, source: str, bind: Callable[[ctypes.CDLL], object], what: str, fallback: str,
+                 logger: logging.Logger):
+        self.source, self.bind, self.what, self.fallback, self.logger = source, bind, what, fallback, logger
+        self.loaded: object | None = None
+        self.failed = False
+        self._lock = threading.Lock()
+
+    def load(self):
+        if not enabled_by_env():
+            return None
+        with self._lock:
+            if self.loaded is not None or self.failed:
+                return self.loaded
+            try:
+                value = self.bind(ctypes.CDLL(str(build(self.source))))
+            except (NativeBuildError, OSError, AttributeError) as exc:
+                if required_by_env():
+                    raise NativeBuildError(f"the {self.what} is required ({ENV_SWITCH}=required) but unavailable: "
+                                           f"{exc}") from None
+                self.failed = True
+                self.logger.warning("%s unavailable, %s: %s", self.what, self.fallback, exc)
+                return None
+            self.loaded = value
+            return value
 
 
 def cache_dir() -> Path:

@@ -16,30 +16,18 @@ from __future__ import annotations
 
 import ctypes
 import logging
-import os
-import threading
 
 import numpy as np
 import zk_dtypes
 
 from ...field import R
-from .build import NativeBuildError, build
+from .build import ENV_SWITCH, NativeBuildError, NativeLibrary, enabled_by_env, required_by_env  # noqa: F401
 
 log = logging.getLogger(__name__)
 
 FR = np.dtype(zk_dtypes.bn254_sf_mont)
-ENV_SWITCH = "FAIRPROOF_NATIVE_NTT"
-
 _P = ctypes.c_void_p
 _N = ctypes.c_size_t
-
-
-def enabled_by_env() -> bool:
-    return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "false", "no", "off")
-
-
-def required_by_env() -> bool:
-    return os.environ.get(ENV_SWITCH, "").strip().lower() == "required"
 
 
 def _check_vector(arr: np.ndarray, what: str) -> None:
@@ -142,28 +130,15 @@ def _self_check(kernels: FrKernels) -> None:
         raise NativeBuildError("native Fr arithmetic disagrees with zk_dtypes")
 
 
-_lock = threading.Lock()
-_loaded: FrKernels | None = None
-_failed = False
+def _bind(lib: ctypes.CDLL) -> FrKernels:
+    kernels = FrKernels(lib)
+    _self_check(kernels)
+    return kernels
+
+
+library = NativeLibrary("ntt.c", _bind, "native Fr NTT", "using numpy NTTs", log)
 
 
 def load() -> FrKernels | None:
     """The kernels, compiled and checked once per process; None means: use numpy."""
-    global _loaded, _failed
-    if not enabled_by_env():
-        return None
-    with _lock:
-        if _loaded is not None or _failed:
-            return _loaded
-        try:
-            kernels = FrKernels(ctypes.CDLL(str(build("ntt.c"))))
-            _self_check(kernels)
-        except (NativeBuildError, OSError, AttributeError) as exc:
-            if required_by_env():
-                raise NativeBuildError(f"the native Fr NTT is required ({ENV_SWITCH}=required) but unavailable: "
-                                       f"{exc}") from None
-            _failed = True
-            log.warning("native Fr NTT unavailable, using numpy NTTs: %s", exc)
-            return None
-        _loaded = kernels
-        return kernels
+    return library.load()
