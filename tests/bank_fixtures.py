@@ -147,6 +147,18 @@ def build_bank(tmp_path_factory) -> Bank:
         pytest.skip(f"German Credit dataset not available: {exc}")
 
 
+def copy_of_bank_model(bank: Bank, tmp_path_factory, name: str):
+    """(root, workspace, store) of a copy of the bank's committed model directory (dispose the store)."""
+    import shutil
+
+    from offline_precompute.db import open_database, resolve_store_url
+    from prover_service.workspace import ModelWorkspace
+
+    root = tmp_path_factory.mktemp(name) / "model"
+    shutil.copytree(bank.prover.workspace.root, root)
+    return root, ModelWorkspace.open(root), open_database(resolve_store_url(None, root))
+
+
 def forged(bundle: CertificateBundle, **fields) -> CertificateBundle:
     """Fields changed and public signals recomputed to match, as a forger would."""
     data = bundle.model_dump()

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from bank_fixtures import FakeService, forged, run_cli
+from bank_fixtures import FakeService, copy_of_bank_model, forged, run_cli
 from commitments.bundle import Radius, radius_decimal
 from commitments.card import ModelCard
 from commitments.claims import bundle_claims, claims_from_signals
@@ -44,15 +44,10 @@ def exact(bank, tmp_path_factory):
     from fairness.certificate import EXACT
     from offline_precompute.certify import certify as certify_plaintext
     from offline_precompute.certify import query_from_record
-    from offline_precompute.db import open_database, resolve_store_url
     from prover_service.bucket_keys import SinglePartyKeySetup
     from prover_service.proving import Prover
-    from prover_service.workspace import ModelWorkspace
 
-    root = tmp_path_factory.mktemp("exact-bank") / "model"
-    shutil.copytree(bank.prover.workspace.root, root)
-    workspace = ModelWorkspace.open(root)
-    db = open_database(resolve_store_url(None, root))
+    root, workspace, db = copy_of_bank_model(bank, tmp_path_factory, "exact-bank")
     backend = get_backend()
     prover = Prover(workspace, db, backend, key_setup=SinglePartyKeySetup(), radius=EXACT)
     query = query_from_record(workspace.artifact, prover.model, bank.records[0])

@@ -10,11 +10,11 @@ card of its own whose per-slice bucket claims another radius or cap.
 """
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
+from bank_fixtures import copy_of_bank_model
 from commitments.bundle import CertificateBundle
 from commitments.card import BucketShape, ModelCard
 from commitments.claims import ClaimError, bundle_claims
@@ -27,15 +27,10 @@ def sliced(bank, tmp_path_factory):
     from fairness.certificate import EXACT
     from offline_precompute.certify import certify as certify_plaintext
     from offline_precompute.certify import query_from_record
-    from offline_precompute.db import open_database, resolve_store_url
     from prover_service.bucket_keys import SinglePartyKeySetup
     from prover_service.proving import Prover
-    from prover_service.workspace import ModelWorkspace
 
-    root = tmp_path_factory.mktemp("per-slice-bank") / "model"
-    shutil.copytree(bank.prover.workspace.root, root)
-    workspace = ModelWorkspace.open(root)
-    db = open_database(resolve_store_url(None, root))
+    _, workspace, db = copy_of_bank_model(bank, tmp_path_factory, "per-slice-bank")
     prover = Prover(workspace, db, get_backend(), key_setup=SinglePartyKeySetup(), radius=EXACT, per_slice=True)
     queries = [query_from_record(workspace.artifact, prover.model, r) for r in bank.records]
     proved = [prover.prove(q) for q in queries]
