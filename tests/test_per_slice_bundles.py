@@ -180,3 +180,20 @@ def test_export_writes_one_snarkjs_proof_per_slice_and_snarkjs_checks_each(slice
     run = subprocess.run([snarkjs, "groth16", "verify", str(d1 / "verification_key.json"), str(d0 / "public.json"),
                           str(d1 / "proof.json")], capture_output=True, text=True, timeout=120)
     assert run.returncode != 0 or "OK" not in run.stdout
+
+
+def test_file_mode_prints_the_setup_of_every_slices_bucket(sliced, tmp_path, capsys):
+    from verifier_client.cli import main as verify_main
+
+    bundle, card = sliced["bundles"][0], sliced["card"]
+    bundle_path, card_path = tmp_path / "bundle.json", tmp_path / "card.json"
+    bundle_path.write_text(bundle.model_dump_json())
+    card_path.write_text(card.canonical_json())
+    assert verify_main([str(bundle_path), "--card", str(card_path)]) == 0
+    out = capsys.readouterr().out
+    assert "VALID certificate" in out and "exact" in out
+    for name in {bundle.bucket, bundle.parts[0].bucket}:
+        assert f"Keys of bucket {name}" in out
+    bundle_path.write_text(bundle.model_copy(update={"parts": ()}).model_dump_json())
+    assert verify_main([str(bundle_path), "--card", str(card_path)]) != 0
+    assert "one proof per slice" in capsys.readouterr().err

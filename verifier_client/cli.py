@@ -245,7 +245,8 @@ def _print_valid(verdict: Verdict, card: ModelCard) -> None:
     print("VALID certificate")
     print(radius_summary(claims))
     print(explain(claims, card))
-    print(setup_summary(card.bucket(claims.bucket)))
+    for name in dict.fromkeys((claims.bucket, *claims.part_buckets)):  # one bucket per slice when proved so
+        print(setup_summary(card.bucket(name)))
     if card.import_check is not None:
         # The bank's own account of how it imported its network: on the pinned card, not shown by the proof.
         print(f"Model import (the bank's statement on its card, not proved): {card.import_check}")
