@@ -49,12 +49,19 @@ def shape_from_card(card: ModelCard, bucket: CircuitBucket) -> StatementShape:
 
 
 def parse_bucket(name: str) -> tuple[int, int, str]:
-    """(K, F, radius) of a bucket name: "k<K>-f<F>" (fast radius) or "k<K>-f<F>-exact"."""
-    match = re.fullmatch(r"k([1-9][0-9]{0,5})-f([1-9][0-9]{0,5})(-exact)?", name)
+    """(K, F, radius) of a bucket name: "k<K>-f<F>" (fast radius), "k<K>-f<F>-exact", or
+    "k<K>-f<F>-exact-slice" (exact, one slice per proof: `is_per_slice_bucket`)."""
+    match = re.fullmatch(r"k([1-9][0-9]{0,5})-f([1-9][0-9]{0,5})(-exact(-slice)?)?", name)
     if not match:
-        raise ModelError(f"{name!r} is not a bucket name (k<regions>-f<entries>, e.g. k4-f4, or k4-f4-exact "
-                         "for the exact-radius statement)")
+        raise ModelError(f"{name!r} is not a bucket name (k<regions>-f<entries>, e.g. k4-f4, k4-f4-exact for the "
+                         "exact-radius statement, k4-f4-exact-slice for its per-slice form)")
     return int(match.group(1)), int(match.group(2)), "exact" if match.group(3) else "fast"
+
+
+def is_per_slice_bucket(name: str) -> bool:
+    """Whether a (well-formed) bucket name is a per-slice statement's."""
+    parse_bucket(name)
+    return name.endswith("-exact-slice")
 
 
 def parse_bucket_name(name: str) -> tuple[int, int]:

@@ -197,3 +197,17 @@ def test_file_mode_prints_the_setup_of_every_slices_bucket(sliced, tmp_path, cap
     bundle_path.write_text(bundle.model_copy(update={"parts": ()}).model_dump_json())
     assert verify_main([str(bundle_path), "--card", str(card_path)]) != 0
     assert "one proof per slice" in capsys.readouterr().err
+
+
+def test_bucket_names_say_per_slice_and_ceremonies_read_them(sliced):
+    from commitments.card import bucket_name
+    from fairness.errors import ModelError
+    from prover_service.bucket_keys import is_per_slice_bucket, parse_bucket
+
+    shape = sliced["prover"].shape_for(8, 16, "exact", per_slice=True)
+    assert shape.bucket == "k8-f16-exact-slice" == bucket_name(8, 16, "exact", per_slice=True)
+    assert parse_bucket(shape.bucket) == (8, 16, "exact") and is_per_slice_bucket(shape.bucket)
+    assert not is_per_slice_bucket("k8-f16-exact") and not is_per_slice_bucket("k8-f16")
+    for bad in ("k8-f16-slice", "k8-f16-slice-exact", "k8-f16-exact-slices"):
+        with pytest.raises(ModelError, match="not a bucket name"):
+            parse_bucket(bad)

@@ -18,6 +18,7 @@ reason when a check fails or an input is unusable.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -96,7 +97,7 @@ def _open(path: Path):
 
 def _init(args: argparse.Namespace) -> int:
     from circuits.snarkjs.ceremony import Ceremony
-    from prover_service.bucket_keys import ceremony_metadata, parse_bucket
+    from prover_service.bucket_keys import ceremony_metadata, is_per_slice_bucket, parse_bucket
     from prover_service.workspace import ModelWorkspace
     from statement import statement_relation
     from statement.adapter import statement_shape
@@ -106,6 +107,8 @@ def _init(args: argparse.Namespace) -> int:
     k, f, radius = parse_bucket(args.bucket)
     shape = statement_shape(workspace.fixed_point(), region_slots=k, farkas_slots=f, eps_bits=card.eps_scale_bits,
                             radius=radius)
+    if is_per_slice_bucket(args.bucket):
+        shape = dataclasses.replace(shape, per_slice=True)
     _say(f"building the statement of bucket {shape.bucket}")
     r1cs = statement_relation(shape)
     ceremony = Ceremony.init(args.out, r1cs, args.ptau, _backend(args), label=f"{card.model_id} {shape.bucket}",
