@@ -10,6 +10,7 @@ card of its own whose per-slice bucket claims another radius or cap.
 """
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,7 @@ def sliced(bank, tmp_path_factory):
     from prover_service.bucket_keys import SinglePartyKeySetup
     from prover_service.proving import Prover
 
-    _, workspace, db = copy_of_bank_model(bank, tmp_path_factory, "per-slice-bank")
+    root, workspace, db = copy_of_bank_model(bank, tmp_path_factory, "per-slice-bank")
     prover = Prover(workspace, db, get_backend(), key_setup=SinglePartyKeySetup(), radius=EXACT, per_slice=True)
     queries = [query_from_record(workspace.artifact, prover.model, r) for r in bank.records]
     proved = [prover.prove(q) for q in queries]
@@ -38,7 +39,7 @@ def sliced(bank, tmp_path_factory):
                                   radius=EXACT).certificate
     card = ModelCard.from_json(workspace.card_path.read_bytes())
     yield {"prover": prover, "bundles": [p.bundle for p in proved], "plaintext": plaintext, "card": card,
-           "queries": queries}
+           "queries": queries, "root": root}
     db.dispose()
 
 
@@ -211,3 +212,32 @@ def test_bucket_names_say_per_slice_and_ceremonies_read_them(sliced):
     for bad in ("k8-f16-slice", "k8-f16-slice-exact", "k8-f16-exact-slices"):
         with pytest.raises(ModelError, match="not a bucket name"):
             parse_bucket(bad)
+
+
+def test_the_service_with_per_slice_proofs_issues_certificates_the_customer_verifies(sliced, bank, tmp_path, capsys):
+    """`fairproof serve` with FAIRPROOF_RADIUS=exact and FAIRPROOF_PER_SLICE=true, keys set up ahead: the
+    customer's `fairproof-verify --url` verifies every slice's proof and prints the plaintext exact eps."""
+    import json
+
+    from bank_fixtures import MODEL
+    from commitments.bundle import radius_decimal
+    from tests.service_fixtures import running, serve
+    from verifier_client.cli import main as verify_main
+
+    models = tmp_path / "models"
+    shutil.copytree(sliced["root"], models / "german-4x2-fair")
+    service = serve(models, f"sqlite:///{tmp_path / 'service.sqlite'}", tmp_path / "serve.log",
+                    FAIRPROOF_RADIUS="exact", FAIRPROOF_PER_SLICE="true", FAIRPROOF_SINGLE_PARTY_SETUP="false",
+                    FAIRPROOF_LOG_KEY_FILE=str(tmp_path / "log-key" / "log.key"))
+    record = tmp_path / "record.json"
+    record.write_text(json.dumps(bank.records[0]))
+    with running(service):
+        code = verify_main(["--url", service.url, "--model", MODEL, "--record", str(record),
+                            "--pin-file", str(tmp_path / "pins.json")])
+        out, err = capsys.readouterr()
+    assert code == 0, err + service.log_tail()
+    plaintext = sliced["plaintext"]
+    assert f"Radius: eps = {radius_decimal(plaintext.eps, plaintext.eps_bits)} (exact:" in out
+    bundle = sliced["bundles"][0]
+    for name in {bundle.bucket, bundle.parts[0].bucket}:
+        assert f"Keys of bucket {name}" in out
