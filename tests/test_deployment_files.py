@@ -207,6 +207,7 @@ def test_only_the_workers_mount_the_salts():
 def test_the_image_builds_its_native_kernels_and_requires_them():
     dockerfile = (REPO / "Dockerfile").read_text()
     build = dockerfile.index("from circuits.backends.native import fixed_base, kernels; kernels.load(); fixed_base.load()")
+    assert "get_backend('mcl')" in dockerfile[build:dockerfile.index("\n", build)]  # mcl's library cached too
     assert dockerfile.index('pip install --no-cache-dir --no-deps ".[prover]"') < build
     assert "ENV FAIRPROOF_NATIVE_NTT=required" in dockerfile[build:]
     assert "FAIRPROOF_NATIVE_DIR=/opt/fairproof/native" in dockerfile[:build]

@@ -46,6 +46,7 @@ from ..field import Q, R
 from ..groth16.types import G1Affine, G2Affine
 from ..relation_arrays import ArrayR1CS
 from . import ntt, sparse_rows
+from .mcl_library import load_wheel_library
 from .native import fixed_base as native_fixed_base
 from .base import (B2, CurveBackend, G1Vector, G2Vector, GTElement, PreparedG2, ScalarVector, SparseTerms, fq_dtype,
                    limbs_below_q)
@@ -143,10 +144,7 @@ def load_library() -> ctypes.CDLL:
     with _lib_lock:
         if _lib is not None:
             return _lib
-        # Importing the wheel writes libmclbn256.so to the temp directory and loads it.
-        import mclbn256.mclbn256 as wheel
-
-        lib = wheel.loaded_libraries["libmclbn256"]
+        lib = load_wheel_library()  # the wheel's library, from a per-wheel cache after the first process
         _bind(lib)
         if lib.mclBn_init(MCL_BN_SNARK1, MCLBN_COMPILED_TIME_VAR) != 0:
             raise CircuitError("mclBn_init(MCL_BN_SNARK1) failed")
