@@ -241,3 +241,23 @@ def test_the_service_with_per_slice_proofs_issues_certificates_the_customer_veri
     bundle = sliced["bundles"][0]
     for name in {bundle.bucket, bundle.parts[0].bucket}:
         assert f"Keys of bucket {name}" in out
+
+
+def test_auditors_rebuild_each_per_slice_circuit_from_the_card_and_catch_a_relabelled_key(sliced):
+    """`fairproof audit-keys` and ceremony contributors rebuild a bucket's circuit from its shape on the card:
+    a per-slice shape rebuilds the per-slice statement, and a per-slice bucket carrying another statement's
+    constraint system (the bank relabelling a key) no longer matches its digest."""
+    from circuits.groth16 import r1cs_digest
+    from prover_service.bucket_keys import shape_from_card
+    from statement import statement_relation
+
+    card = sliced["card"]
+    sliced_buckets = [b for b in card.circuits if b.shape.per_slice]
+    other = next(b for b in card.circuits if not b.shape.per_slice)
+    assert sliced_buckets
+    for b in sliced_buckets:
+        shape = shape_from_card(card, b)
+        assert shape.per_slice and shape.bucket == b.bucket
+        assert r1cs_digest(statement_relation(shape)) == b.r1cs_digest
+        relabelled = b.model_copy(update={"r1cs_digest": other.r1cs_digest})
+        assert r1cs_digest(statement_relation(shape_from_card(card, relabelled))) != relabelled.r1cs_digest
