@@ -75,28 +75,26 @@ def _decision_leaves(url: str) -> int:
     return sum(leaf.kind == "decision_requested" for leaf in leaves)
 
 
-def _job_statuses(db_url: str) -> dict[str, tuple[str, int]]:
+def _rows(db_url: str, sql: str) -> list:
+    """The rows of one query against the service database, on an engine of its own."""
     from sqlalchemy import create_engine, text
 
     engine = create_engine(db_url)
     try:
         with engine.connect() as conn:
-            rows = conn.execute(text("SELECT id, status, attempts FROM service_jobs WHERE kind = 'certificate'")).all()
+            return conn.execute(text(sql)).all()
     finally:
         engine.dispose()
+
+
+def _job_statuses(db_url: str) -> dict[str, tuple[str, int]]:
+    rows = _rows(db_url, "SELECT id, status, attempts FROM service_jobs WHERE kind = 'certificate'")
     return {job_id: (status, attempts) for job_id, status, attempts in rows}
 
 
 def _a_proof_starting(db_url: str) -> bool:
     """A job just claimed, not past certifying (its witness and proof, seconds of work, still to come)."""
-    from sqlalchemy import create_engine, text
-
-    engine = create_engine(db_url)
-    try:
-        with engine.connect() as conn:
-            stages = conn.scalars(text("SELECT stage FROM service_jobs WHERE status = 'running'")).all()
-    finally:
-        engine.dispose()
+    stages = [stage for (stage,) in _rows(db_url, "SELECT stage FROM service_jobs WHERE status = 'running'")]
     return any(stage == "claimed by a worker" or stage.startswith("certifying") for stage in stages)
 
 
