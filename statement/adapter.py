@@ -32,6 +32,7 @@ from fairness.fixed_point import FixedPointModel
 from fairness.geocert import DECISION, NEURON
 from fairness.codes import ActivationCode
 from fairness.regions import SliceGeometry, eps_cap, free_part
+from fairness.spread import SpreadLens, spread
 
 from .commitment import commit
 from .shape import StatementShape
@@ -63,10 +64,11 @@ def parameter_bits(model: FixedPointModel) -> tuple[tuple[int, ...], tuple[int, 
 def statement_shape(model: FixedPointModel, *, region_slots: int, farkas_slots: int, eps_bits: int,
                     farkas_bits: int = DEFAULT_FARKAS_BITS, boundary_bits: int | None = None,
                     weight_bits: Sequence[int] | None = None,
-                    bias_bits: Sequence[int] | None = None, radius: str = "fast") -> StatementShape:
+                    bias_bits: Sequence[int] | None = None, radius: str = "fast",
+                    lens: SpreadLens | None = None) -> StatementShape:
     """The shape of `model`'s statement for one bucket. An exact-radius shape
     ("exact") proves counterexample minimality; its point denominators default
-    to the certifier's 2^COUNTEREXAMPLE_BITS."""
+    to the certifier's 2^COUNTEREXAMPLE_BITS. `lens`: the spread lens's parameters, if it has one."""
     wb, bb = parameter_bits(model)
     net = model.net
     shape = StatementShape(
@@ -77,7 +79,8 @@ def statement_shape(model: FixedPointModel, *, region_slots: int, farkas_slots: 
         weight_bits=tuple(weight_bits) if weight_bits is not None else wb,
         bias_bits=tuple(bias_bits) if bias_bits is not None else bb,
         region_slots=region_slots, farkas_slots=farkas_slots, farkas_bits=farkas_bits,
-        boundary_bits=boundary_bits if boundary_bits is not None else 1, radius=radius)
+        boundary_bits=boundary_bits if boundary_bits is not None else 1, radius=radius,
+        spread_width=lens.bucket_width if lens else 0, favourable_class=lens.favourable_class if lens else 0)
     if boundary_bits is None and shape.exact:
         shape = dataclasses.replace(shape, boundary_bits=COUNTEREXAMPLE_BITS)
     elif boundary_bits is None:
@@ -202,6 +205,14 @@ def _check_truncated_separation(e: FarkasEntry | None, geometry: SliceGeometry, 
                                     "the exact statement's truncation; it needs wider multipliers")
 
 
+def spread_inputs(model: FixedPointModel, shape: StatementShape, query) -> dict:
+    """The spread lens's public inputs (fairness.spread, computed in plaintext), if the shape has the lens."""
+    if not shape.spread:
+        return {}
+    sp = spread(model, query, SpreadLens(shape.favourable_class, shape.spread_width))
+    return {"spread_decisions": sp.decisions, "spread_buckets": sp.distinct_buckets}
+
+
 def model_commitment(model: FixedPointModel, salt: int, shape: StatementShape) -> int:
     return commit(salt, model.net.weights, model.net.biases, shape)
 
@@ -242,7 +253,8 @@ def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate, shape
     if cert.status == FLIP:
         if cert.flip is None:
             raise StatementWitnessError("FLIP certificate without a flip slice")
-        public = StatementPublic(commitment, y, 0, STATUS_FLIP, cert.flip.slice_index, tuple(cert.query), part)
+        public = StatementPublic(commitment, y, 0, STATUS_FLIP, cert.flip.slice_index, tuple(cert.query), part,
+                                 **spread_inputs(model, shape, cert.query))
         starts = [SliceGeometry(model, shape.slices[si]).code_of(u).bit_ints for si in covered]
         return public, StatementWitness.flip(shape, net.weights, net.biases, salt, starts)
     if cert.status != CERTIFIED:
@@ -338,5 +350,6 @@ def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate, shape
         designation = Counterexample(a.slice_index, other(a.row), tuple(w.numerators), w.denominator)
     elif a.kind != CAP:
         raise StatementWitnessError(f"unknown attainment kind {a.kind!r}")
-    public = StatementPublic(commitment, y, cert.eps, STATUS_CERTIFIED, 0, tuple(cert.query), part)
+    public = StatementPublic(commitment, y, cert.eps, STATUS_CERTIFIED, 0, tuple(cert.query), part,
+                             **spread_inputs(model, shape, cert.query))
     return public, StatementWitness(net.weights, net.biases, salt, tuple(slices), designation)

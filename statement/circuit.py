@@ -71,6 +71,7 @@ from .distance import assert_below_next_if, assert_distance_if, distance_at_leas
 from .farkas import check_farkas_entry, farkas_key
 from .membership import assert_lookup, challenge, multiplicities
 from .shape import StatementShape
+from .spread import spread_lens
 from .widths import StatementWidths, bits, widths as shape_widths
 from .witness import StatementPublic, StatementWitness, validate
 
@@ -123,7 +124,12 @@ def build_statement(cs, shape: StatementShape, public: StatementPublic | None = 
     status = cs.public_input("status", pub_vals[3])
     flip_index = cs.public_input("flip_slice", pub_vals[4])
     query = [cs.public_input(f"query[{i}]", pub_vals[5 + i]) for i in range(shape.n_inputs)]
-    part = cs.public_input("part_slice", pub_vals[5 + shape.n_inputs]) if shape.per_slice else None
+    at = 5 + shape.n_inputs
+    spread_decisions = [cs.public_input(f"spread_decision[{s}]", pub_vals[at + s]) for s in range(S)
+                        ] if shape.spread else []
+    spread_buckets = cs.public_input("spread_buckets", pub_vals[at + S]) if shape.spread else None
+    at += shape.n_spread_public
+    part = cs.public_input("part_slice", pub_vals[at]) if shape.per_slice else None
 
     # ------------------------------------------------------------ parameters
     sizes = shape.layer_sizes
@@ -251,6 +257,16 @@ def build_statement(cs, shape: StatementShape, public: StatementPublic | None = 
                              for o, ob in enumerate(o_bits)])
         assert_nonnegative(cs, -chosen, wd.decision.value)
 
+    # ------------------------------------------------------------ the spread lens
+    if shape.spread:
+        with cs.scope("spread"):
+            if shape.per_slice:  # the part holds one slice's forms: every slice's logits afresh
+                logits = [_forward_logits(cs, shape, wd, weights, biases, free_dot, sv) for sv in shape.slices]
+            else:  # slot 0's decision values d_o = z_y - z_j(o), as logits relative to z_y
+                logits = [_relative_logits(cs, ge, d) for d in decision_values]
+            spread_lens(cs, logits, spread_decisions, spread_buckets, favourable_class=shape.favourable_class,
+                        width=shape.spread_width, bound=wd.decision.value)
+
     # ------------------------------------------------------------ minimality and boundary
     with cs.scope("minimality"):
         query_vals = None if public is None else public.query
@@ -260,8 +276,33 @@ def build_statement(cs, shape: StatementShape, public: StatementPublic | None = 
         else:
             _minimality(cs, shape, wd, val, query_vals, gate_min, all_ids, all_kd, base, weights, biases, dec_rows,
                         nsq0, e1_sq, box_lo_free, box_hi_free)
-    return StatementHandles([commitment, y, eps, status, flip_index, *query, *([part] if part is not None else [])],
-                            wd)
+    return StatementHandles([commitment, y, eps, status, flip_index, *query, *spread_decisions,
+                             *([spread_buckets] if spread_buckets is not None else []),
+                             *([part] if part is not None else [])], wd)
+
+
+def _relative_logits(cs, ge, d):
+    """z_j - z_y for every class j, from the decision values d_o = z_y - z_j(o), where
+    j(o) = o for o < y and o + 1 otherwise, and ge[o] = [y <= o]."""
+    C = len(d) + 1
+    out = []
+    for j in range(C):
+        below = cs.mul(1 - ge[j], d[j]) if j < C - 1 else 0  # j < y: o = j
+        above = cs.mul(ge[j - 1], d[j - 1]) if j > 0 else 0  # j > y: o = j - 1
+        out.append(-(cs.lc(below) + cs.lc(above)))
+    return out
+
+
+def _forward_logits(cs, shape, wd, weights, biases, free_dot, slice_values):
+    """The committed model's logits at the query with its sensitive columns set to `slice_values`
+    (exact: each ReLU by an exact comparison at the layer's width)."""
+    z = [free_dot[i] + cs.lin_comb([(v, weights[0][i][c]) for c, v in zip(shape.sensitive_columns, slice_values)])
+         + biases[0][i] for i in range(shape.hidden_sizes[0])]
+    for l in range(1, shape.n_layers):
+        width = max(wd.layers[l - 1].value.bit_length(), 1)
+        h = [cs.mul(cs.is_less(0, zi, width), zi) for zi in z]
+        z = [cs.sum([cs.mul(w, v) for w, v in zip(weights[l][i], h)]) + biases[l][i] for i in range(len(weights[l]))]
+    return z
 
 
 def _flip_class_bits(public: StatementPublic, witness: StatementWitness, shape) -> list[int]:

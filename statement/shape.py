@@ -23,6 +23,9 @@ Conventions (all ints):
   then proved by one such proof per slice, each in the bucket its slice needs,
   which together state what the whole statement states (docs/STATEMENT.md,
   "Per-slice proofs"). The parts' largest circuit is its largest slice's;
+- `spread_width` > 0 adds the counterfactual spread lens (fairness.spread):
+  every slice's decision and the number of distinct margin buckets of width
+  spread_width (logit scale) for `favourable_class` become public inputs;
 - hidden layer l's multipliers have s (L - l) more bits than farkas_bits
   (`lambda_bits`), except on fast statements' neuron-row entries;
 - hidden neurons are numbered flat, layer by layer; an activation code is
@@ -78,6 +81,10 @@ class StatementShape:
     boundary_bits: int
     radius: str = "fast"
     per_slice: bool = False
+    # The spread lens (fairness.spread): 0 = off; else the bucket width W at the logit scale, and the
+    # class whose logit margin is bucketed. Adds the per-slice decisions and the bucket count as inputs.
+    spread_width: int = 0
+    favourable_class: int = 0
     free_columns: tuple[int, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -131,6 +138,14 @@ class StatementShape:
             # A fast statement's minimality designates a row of one slice's covering: splitting it
             # would reveal which slice attains eps. The counterexample of an exact one is slice-free.
             raise StatementShapeError("per-slice statements prove the exact radius only")
+        if type(self.spread_width) is not int or self.spread_width < 0:
+            raise StatementShapeError("spread_width must be a non-negative int (0: no spread lens)")
+        if self.spread_width >= 1 << 200:
+            raise StatementShapeError("spread_width must be below 2^200 (its comparisons must not wrap)")
+        if type(self.favourable_class) is not int or not 0 <= self.favourable_class < self.n_classes:
+            raise StatementShapeError("favourable_class must be a class index")
+        if not self.spread and self.favourable_class != 0:
+            raise StatementShapeError("a favourable class is a parameter of the spread lens only")
         object.__setattr__(self, "free_columns", tuple(i for i in range(n) if i not in set(cols)))
 
     # ----------------------------------------------------------------- sizes
@@ -185,8 +200,18 @@ class StatementShape:
                 + ("-slice" if self.per_slice else ""))
 
     @property
+    def spread(self) -> bool:
+        """Whether the statement proves the counterfactual spread (fairness.spread)."""
+        return self.spread_width > 0
+
+    @property
+    def n_spread_public(self) -> int:
+        """Public inputs of the spread lens: one decision per slice, then the bucket count."""
+        return self.n_slices + 1 if self.spread else 0
+
+    @property
     def n_public(self) -> int:
-        return 5 + self.n_inputs + (1 if self.per_slice else 0)
+        return 5 + self.n_inputs + self.n_spread_public + (1 if self.per_slice else 0)
 
     @property
     def witness_slices(self) -> int:
@@ -201,6 +226,9 @@ class StatementShape:
             d.pop("radius")  # fast shapes keep the digests they had before exact statements existed
         if not self.per_slice:
             d.pop("per_slice")  # and whole statements the digests they had before per-slice ones
+        if not self.spread:
+            d.pop("spread_width")  # and statements without lenses the digests they had before lenses
+            d.pop("favourable_class")
         return d
 
     @classmethod

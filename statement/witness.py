@@ -8,7 +8,10 @@ Public inputs, in this order (the bundle and the verifier rely on it):
     3 status       0 = certified radius, 1 = counterfactual flip
     4 flip slice   index of the flipping slice (0 when status is 0)
     5.. query x*   n_inputs signed integers at 2^s, as field elements (v mod R)
-    5+n part slice the slice a per-slice statement covers (per-slice shapes only)
+    then, with the spread lens (shapes with spread_width > 0):
+        one decision per slice (the argmax at the query with that slice's values),
+        the number of distinct margin buckets over the slices
+    last part slice the slice a per-slice statement covers (per-slice shapes only)
 
 Private witness: weights and biases (signed ints), the salt (a field
 element), and per slice (the one slice of a per-slice statement) the K region codes (bits; slot 0 MUST be the start
@@ -58,12 +61,16 @@ class StatementPublic:
     flip_slice: int
     query: tuple[int, ...]
     part_slice: int | None = None  # per-slice statements: the slice this proof covers
+    # The spread lens: each slice's decision and the number of distinct margin buckets (None: no lens).
+    spread_decisions: tuple[int, ...] | None = None
+    spread_buckets: int | None = None
 
     def field_elements(self) -> list[int]:
         """The public inputs as field elements, in circuit order."""
         head = [self.commitment, self.decision, self.eps, self.status, self.flip_slice]
+        lens = [] if self.spread_decisions is None else [*self.spread_decisions, self.spread_buckets]
         tail = [] if self.part_slice is None else [self.part_slice]
-        return [v % R for v in head] + [v % R for v in self.query] + [v % R for v in tail]
+        return [v % R for v in head] + [v % R for v in self.query] + [v % R for v in lens + tail]
 
 
 @dataclass(frozen=True)
@@ -159,6 +166,13 @@ def validate(shape, public: StatementPublic, witness: StatementWitness) -> None:
              f"layer {l} weights must be {sizes[l + 1]} x {sizes[l]}")
         need(len(b) == sizes[l + 1], f"layer {l} bias must have {sizes[l + 1]} entries")
     need(0 <= witness.salt < R, "salt must be a field element")
+    if shape.spread:
+        need(public.spread_decisions is not None and len(public.spread_decisions) == shape.n_slices
+             and all(type(v) is int for v in public.spread_decisions) and type(public.spread_buckets) is int,
+             f"a statement with the spread lens takes {shape.n_slices} decisions and a bucket count")
+    else:
+        need(public.spread_decisions is None and public.spread_buckets is None,
+             "a statement without the spread lens takes no spread inputs")
     if shape.per_slice:
         need(type(public.part_slice) is int and 0 <= public.part_slice < shape.n_slices,
              f"a per-slice statement names the slice it covers (0..{shape.n_slices - 1})")
