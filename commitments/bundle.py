@@ -7,7 +7,9 @@ snarkjs's formats, so anyone can verify it with snarkjs or `fairproof-verify`.
 
 Public inputs of the statement, in order (docs/STATEMENT.md):
     commitment, decision, E, status, flip slice index, query[0..n-1]
-with signed query values encoded as field elements (v mod R).
+with signed query values encoded as field elements (v mod R), then, when the
+card proves the spread lens, each slice's decision and the number of
+distinct margin buckets (`spread`).
 
 A certificate proved slice by slice (per-slice exact buckets, `-exact-slice`)
 has one proof per sensitive slice, each with one more public input, the
@@ -89,6 +91,16 @@ class SnarkjsProof(_Frozen):
     curve: Literal["bn128"]
 
 
+class CounterfactualSpread(_Frozen):
+    """The spread lens: the decision for every combination of sensitive values (in the card's slice
+    order) at the query, how many distinct decisions and margin buckets they make."""
+
+    decisions: tuple[int, ...]
+    decision_labels: tuple[str, ...]
+    distinct_decisions: int
+    score_buckets: int
+
+
 class SlicePart(_Frozen):
     """The proof of one more slice of a per-slice certificate."""
 
@@ -114,6 +126,8 @@ class CertificateBundle(_Frozen):
     proof: SnarkjsProof  # snarkjs proof.json
     public_signals: tuple[FrDecimal, ...]  # snarkjs public.json
     proof_hex: ProofHex  # 128-byte compressed proof
+    # The spread lens, when the card proves it (its values are public signals too).
+    spread: CounterfactualSpread | None = Field(default=None, exclude_if=lambda spread: spread is None)
     # Per-slice certificates: the proofs of slices 1, 2, ... (the one above is slice 0's); empty otherwise.
     parts: tuple[SlicePart, ...] = Field(default=(), exclude_if=lambda parts: not parts)
     # The decision request this certificate answers (its leaf in the transparency log names it too).

@@ -140,6 +140,15 @@ class BucketShape(_Frozen):
         return data
 
 
+class SpreadLensCard(_Frozen):
+    """The counterfactual spread lens (fairness.spread), proved by every bucket of a card that has it:
+    each slice's decision at the query and the number of distinct buckets of the favourable class's
+    logit margin, buckets `bucket_width` wide at the logit scale 2^(scale_bits (hidden layers + 2))."""
+
+    favourable_class: int = Field(ge=0)
+    bucket_width: int = Field(ge=1, lt=1 << 200)
+
+
 class ContributionRecord(_Frozen):
     """One phase-2 contribution to a bucket's key, as the ceremony transcript records it."""
 
@@ -220,6 +229,8 @@ class ModelCard(_Frozen):
     commitment: FrDecimal  # the Poseidon commitment, canonical decimal below R
     commitment_scheme: str
     circuits: tuple[CircuitBucket, ...] = ()
+    # The lenses every bucket's statement proves beside the radius (None: the radius alone).
+    spread: SpreadLensCard | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> "ModelCard":
@@ -235,6 +246,8 @@ class ModelCard(_Frozen):
             raise ValueError("sensitive columns must be distinct input indices")
         if self.feature_schema is not None:
             self._schema_binds_statement(self.feature_schema)
+        if self.spread is not None and self.spread.favourable_class >= self.architecture.n_classes:
+            raise ValueError("the spread lens's favourable class is not a class of the model")
         buckets = [c.bucket for c in self.circuits]
         if len(set(buckets)) != len(buckets):
             raise ValueError("circuit bucket names must be unique")
@@ -267,7 +280,7 @@ class ModelCard(_Frozen):
 
     def canonical_json(self) -> str:
         # A card without a schema keeps the form (and digest) it had before schemas existed.
-        absent = {name for name in ("feature_schema", "import_check") if getattr(self, name) is None}
+        absent = {name for name in ("feature_schema", "import_check", "spread") if getattr(self, name) is None}
         data = self.model_dump(mode="json", exclude=absent or None)
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
@@ -305,7 +318,19 @@ class ModelCard(_Frozen):
             "farkas_bits": bucket.shape.farkas_bits, "boundary_bits": bucket.shape.boundary_bits,
             **({"radius": bucket.shape.radius} if bucket.shape.radius != FAST_RADIUS else {}),
             **({"per_slice": True} if bucket.shape.per_slice else {}),
+            **({"spread_width": self.spread.bucket_width, "favourable_class": self.spread.favourable_class}
+               if self.spread is not None else {}),
         }
+
+    @property
+    def logit_scale_bits(self) -> int:
+        """The logits' fixed-point scale: inputs and weights at 2^s, one more 2^s per layer."""
+        return self.scale_bits * (len(self.architecture.hidden_sizes) + 2)
+
+    @property
+    def n_spread_signals(self) -> int:
+        """Public signals of the spread lens: one decision per slice and the bucket count (0 without it)."""
+        return len(self.slices()) + 1 if self.spread is not None else 0
 
     def with_bucket(self, bucket: "CircuitBucket") -> "ModelCard":
         """This card with `bucket` added (an existing bucket of that name must be identical)."""

@@ -11,7 +11,9 @@ printed.
 
 Signals, in order (docs/STATEMENT.md):
     commitment, decision, E, status, flip slice index, query[0..n-1]
-and, under a per-slice bucket, the slice the proof covers. A per-slice
+then, when the card proves the spread lens, one decision per slice and the
+number of distinct margin buckets, and, under a per-slice bucket, the slice
+the proof covers. A per-slice
 certificate is one proof per slice (the bundle's own is slice 0's, `parts`
 the others, in order), every one under a per-slice exact bucket of the card,
 all with the same signals but the last: its claims are those of slice 0's
@@ -34,9 +36,10 @@ from typing import Sequence
 
 from circuits.field import R
 
-from .bundle import STATUS_CERTIFIED, STATUS_FLIP, STATUS_NAMES, CertificateBundle, FlipSlice, radius_decimal
+from .bundle import (STATUS_CERTIFIED, STATUS_FLIP, STATUS_NAMES, CertificateBundle, CounterfactualSpread, FlipSlice,
+                     radius_decimal)
 from .canonical import NonCanonical, parse_decimal
-from .card import EXACT_RADIUS, CircuitBucket, ModelCard, RadiusKind
+from .card import EXACT_RADIUS, CircuitBucket, ModelCard, RadiusKind, SpreadLensCard
 
 HEAD_SIGNALS = 5  # commitment, decision, E, status, flip index
 _HALF_R = (R - 1) // 2
@@ -44,6 +47,33 @@ _HALF_R = (R - 1) // 2
 
 class ClaimError(ValueError):
     """Public signals that no honest certificate under this card can have (the message names the signal)."""
+
+
+@dataclass(frozen=True)
+class SpreadClaims:
+    """The spread lens's claims: each slice's decision at the query, and how many distinct margin
+    buckets (of `bucket_width` / 2^logit_scale_bits logits, for the favourable class) they fall in."""
+
+    decisions: tuple[int, ...]
+    decision_labels: tuple[str, ...]
+    slice_labels: tuple[tuple[str, ...], ...]
+    score_buckets: int
+    favourable_class: int
+    bucket_width: int
+    logit_scale_bits: int
+
+    @property
+    def distinct_decisions(self) -> int:
+        return len(set(self.decisions))
+
+    @property
+    def bucket_width_decimal(self) -> str:
+        return radius_decimal(self.bucket_width, self.logit_scale_bits)
+
+    def readable(self) -> CounterfactualSpread:
+        """The bundle field these claims stand for."""
+        return CounterfactualSpread(decisions=self.decisions, decision_labels=self.decision_labels,
+                                    distinct_decisions=self.distinct_decisions, score_buckets=self.score_buckets)
 
 
 @dataclass(frozen=True)
@@ -66,6 +96,8 @@ class Claims:
     radius: RadiusKind
     # A per-slice certificate: the buckets of slices 1, 2, ... (slice 0's is `bucket`); () otherwise.
     part_buckets: tuple[str, ...] = ()
+    # The spread lens, when the card proves it.
+    spread: SpreadClaims | None = None
 
     @property
     def eps(self) -> Fraction:
@@ -101,7 +133,8 @@ def claims_from_signals(signals: Sequence[str], card: ModelCard, bucket: Circuit
     """Derive the certificate's claims; ClaimError names the first signal no honest proof can have.
     Under a per-slice bucket the last signal must be `slice_index`, the slice this proof stands for."""
     n = card.architecture.n_inputs
-    expected = HEAD_SIGNALS + n + (1 if bucket.shape.per_slice else 0)
+    n_spread = card.n_spread_signals
+    expected = HEAD_SIGNALS + n + n_spread + (1 if bucket.shape.per_slice else 0)
     if bucket.n_public != expected:
         raise ClaimError(f"bucket {bucket.bucket} has {bucket.n_public} public inputs, "
                          f"this model's statement has {expected}")
@@ -143,7 +176,7 @@ def claims_from_signals(signals: Sequence[str], card: ModelCard, bucket: Circuit
         slice_values, slice_labels = card.slice_labels(flip_index)
         flip = FlipSlice(index=flip_index, values=slice_values, labels=slice_labels)
 
-    query = tuple(signed(v) for v in values[HEAD_SIGNALS:])
+    query = tuple(signed(v) for v in values[HEAD_SIGNALS:HEAD_SIGNALS + n])
     for i, (v, lo, hi) in enumerate(zip(query, card.box_lower, card.box_upper)):
         if not lo <= v <= hi:
             raise ClaimError(f"public signal {HEAD_SIGNALS + i} (feature {card.feature_names[i]!r}) "
@@ -153,11 +186,42 @@ def claims_from_signals(signals: Sequence[str], card: ModelCard, bucket: Circuit
             raise ClaimError(f"public signal {HEAD_SIGNALS + f.column} (sensitive feature {f.name!r}) "
                              "is not a value of its domain")
 
+    spread = None
+    if n_spread:
+        spread = _spread_claims(values[HEAD_SIGNALS + n:], card, card.spread, query, decision, status)
+
     return Claims(model_id=card.model_id, bucket=bucket.bucket, commitment=commitment, decision=decision,
                   decision_label=labels[decision], status=STATUS_NAMES[status],
                   eps_numerator=eps_numerator, eps_scale_bits=card.eps_scale_bits,
                   capped=status == STATUS_CERTIFIED and eps_numerator == bucket.shape.eps_cap,
-                  flip=flip, query=query, radius=bucket.shape.radius)
+                  flip=flip, query=query, radius=bucket.shape.radius, spread=spread)
+
+
+def _spread_claims(values: Sequence[int], card: ModelCard, lens: SpreadLensCard, query: tuple[int, ...],
+                   decision: int, status: int) -> SpreadClaims:
+    """The spread lens's signals (each slice's decision, then the bucket count), checked against
+    what the statement implies: the query's own slice decides `decision`, and a certified radius
+    means every slice does."""
+    slices = card.slices()
+    first = HEAD_SIGNALS + card.architecture.n_inputs
+    labels = card.architecture.class_labels
+    decisions, count = tuple(values[:len(slices)]), values[len(slices)]
+    for s, d in enumerate(decisions):
+        if d >= len(labels):
+            raise ClaimError(f"public signal {first + s} (the decision with slice {s}) is not a class of this model")
+    if not 1 <= count <= len(slices):
+        raise ClaimError(f"public signal {first + len(slices)} ({count} margin buckets) is not between 1 and "
+                         f"the {len(slices)} slices")
+    own = slices.index(tuple(query[f.column] for f in card.sensitive))
+    if decisions[own] != decision:
+        raise ClaimError(f"public signal {first + own} (the decision with the query's own sensitive values) "
+                         "differs from the decision")
+    if status == STATUS_CERTIFIED and any(d != decision for d in decisions):
+        raise ClaimError("a certified radius means every slice decides the same, the spread signals say otherwise")
+    return SpreadClaims(decisions=decisions, decision_labels=tuple(labels[d] for d in decisions),
+                        slice_labels=tuple(card.slice_labels(s)[1] for s in range(len(slices))),
+                        score_buckets=count, favourable_class=lens.favourable_class,
+                        bucket_width=lens.bucket_width, logit_scale_bits=card.logit_scale_bits)
 
 
 def contradiction(bundle: CertificateBundle, claims: Claims) -> str | None:
@@ -172,6 +236,7 @@ def contradiction(bundle: CertificateBundle, claims: Claims) -> str | None:
         ("eps.capped", bundle.eps.capped, claims.capped),
         ("flip_slice", bundle.flip_slice, claims.flip),
         ("query", tuple(bundle.query), claims.query),
+        ("spread", bundle.spread, claims.spread.readable() if claims.spread else None),
     )
     for name, stated, derived in checks:
         if type(stated) is not type(derived) or stated != derived:
@@ -241,7 +306,12 @@ def signals_for(bundle: CertificateBundle, commitment: int) -> tuple[str, ...]:
         if not 0 <= v < R:
             raise ClaimError(f"{v} is not a field element")
     part = ("0",) if bundle.parts else ()  # a per-slice certificate's own proof is slice 0's
-    return tuple(str(v) for v in head) + tuple(str(v % R) for v in bundle.query) + part
+    lens = () if bundle.spread is None else (*bundle.spread.decisions, bundle.spread.score_buckets)
+    for v in lens:
+        if not 0 <= v < R:
+            raise ClaimError(f"{v} is not a field element")
+    return (tuple(str(v) for v in head) + tuple(str(v % R) for v in bundle.query) + tuple(str(v) for v in lens)
+            + part)
 
 
 def _short(value: object) -> str:

@@ -30,6 +30,16 @@ from .fixed_point import FixedPointModel, quantise_value
 
 # The default bucket width in logits: HyFair's 0.05 in probability at p = 1/2 (slope 4).
 DEFAULT_BUCKET_WIDTH = 0.2
+# The favourable outcome of each shipped dataset (the class a customer hopes for).
+FAVOURABLE_LABELS = ("good credit risk", ">50K", "no default", "no recidivism within two years")
+
+
+def default_favourable_class(class_labels: Sequence[str]) -> int:
+    """The class a customer hopes for: a shipped dataset's favourable label, else the last class."""
+    for j, label in enumerate(class_labels):
+        if label in FAVOURABLE_LABELS:
+            return j
+    return len(class_labels) - 1
 
 
 @dataclass(frozen=True)

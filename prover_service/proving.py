@@ -39,13 +39,14 @@ from circuits.relation_arrays import ArrayR1CS
 from circuits.snarkjs.json_formats import (proof_to_json, public_to_json, verifying_key_from_json,
                                            verifying_key_to_json)
 from circuits.snarkjs.ceremony import Ceremony
-from commitments.bundle import CertificateBundle, FlipSlice, Radius, SlicePart
+from commitments.bundle import CertificateBundle, CounterfactualSpread, FlipSlice, Radius, SlicePart
 from commitments.claims import ClaimError, bundle_claims
 from commitments.card import BucketShape, CircuitBucket, ModelCard, SetupRecord
 from fairness.certificate import CAP, CERTIFIED, COUNTEREXAMPLE, EXACT, FAST, FLIP, RADIUS_MODES, Certificate
 from fairness.checker import check_certificate
 from fairness.errors import CertificationError, ModelError
 from fairness.fixed_point import FixedPointModel, IntVector
+from fairness.spread import SpreadLens
 from offline_precompute.certify import Certifier
 from offline_precompute.db import Database
 from statement import StatementShape, build_statement, statement_relation
@@ -167,8 +168,10 @@ class Prover:
     def shape_for(self, region_slots: int, farkas_slots: int, radius: str | None = None,
                   per_slice: bool = False) -> StatementShape:
         """The statement shape of bucket (K, F) of `radius` (default: the prover's), whole or per slice."""
+        lens = self.card.spread
         shape = statement_shape(self.model, region_slots=region_slots, farkas_slots=farkas_slots,
-                                eps_bits=self.card.eps_scale_bits, radius=radius or self.radius)
+                                eps_bits=self.card.eps_scale_bits, radius=radius or self.radius,
+                                lens=SpreadLens(lens.favourable_class, lens.bucket_width) if lens else None)
         return dataclasses.replace(shape, per_slice=True) if per_slice else shape
 
     def proves_per_slice(self, certificate: Certificate) -> bool:
@@ -428,7 +431,19 @@ class Prover:
             proof=proof_to_json(proof),
             public_signals=tuple(public_to_json(public)),
             proof_hex=proof_to_bytes(proof).hex(),
+            spread=self._spread(keys.shape, public),
         )
+
+    def _spread(self, shape: StatementShape, public: Sequence[int]) -> CounterfactualSpread | None:
+        """The bundle's readable spread: the statement's spread inputs, with their labels."""
+        if not shape.spread:
+            return None
+        at = 5 + shape.n_inputs
+        decisions = tuple(int(v) for v in public[at:at + shape.n_slices])
+        labels = self.card.architecture.class_labels
+        return CounterfactualSpread(decisions=decisions, decision_labels=tuple(labels[d] for d in decisions),
+                                    distinct_decisions=len(set(decisions)),
+                                    score_buckets=int(public[at + shape.n_slices]))
 
 
 @contextmanager

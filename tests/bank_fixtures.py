@@ -159,10 +159,22 @@ def copy_of_bank_model(bank: Bank, tmp_path_factory, name: str):
     return root, ModelWorkspace.open(root), open_database(resolve_store_url(None, root))
 
 
+def spread_following(bundle: CertificateBundle, fields: dict) -> dict:
+    """A forged decision with the spread lens's signals following it, as a careful forger would write
+    them (every slice "decides" the forged decision), unless the forgery sets the spread itself."""
+    if "decision" not in fields or "spread" in fields or bundle.spread is None:
+        return fields
+    n = len(bundle.spread.decisions)
+    label = fields.get("decision_label", bundle.decision_label)
+    spread = bundle.spread.model_copy(update={"decisions": (fields["decision"],) * n,
+                                              "decision_labels": (label,) * n, "distinct_decisions": 1})
+    return {**fields, "spread": spread.model_dump()}
+
+
 def forged(bundle: CertificateBundle, **fields) -> CertificateBundle:
     """Fields changed and public signals recomputed to match, as a forger would."""
     data = bundle.model_dump()
-    data.update(fields)
+    data.update(spread_following(bundle, fields))
     out = CertificateBundle.model_validate(data)
     commitment = int(bundle.public_signals[0])
     return out.model_copy(update={"public_signals": signals_for(out, commitment)})

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from bank_fixtures import spread_following
 from circuits.errors import UnsatisfiedConstraint
 from circuits.field import R
 from commitments.bundle import CertificateBundle, Radius, SnarkjsProof
@@ -82,7 +83,7 @@ def _altered(bundle: CertificateBundle, **fields) -> CertificateBundle:
     """The bundle with some fields changed and its public signals recomputed to match,
     as a forger would: only the Groth16 proof can then catch it."""
     data = bundle.model_dump()
-    data.update(fields)
+    data.update(spread_following(bundle, fields))
     forged = CertificateBundle.model_validate(data)
     commitment = int(bundle.public_signals[0])
     return forged.model_copy(update={"public_signals": signals_for(forged, commitment)})

@@ -42,7 +42,7 @@ from commitments.record import RecordError, describe_query, encode_record
 from .log_check import LogRefused, check_log_evidence, parse_witness_key
 from .pins import PIN_FILE_ENV, PinFileError, PinMismatch, PinStore
 from .service_client import DEFAULT_TIMEOUT, DEFAULT_WAIT, ServiceClient, ServiceError, request_certificate
-from .verify import Verdict, explain, radius_summary, setup_summary, verify_bundle
+from .verify import Verdict, explain, radius_summary, setup_summary, spread_summary, verify_bundle
 
 MAX_INPUT_BYTES = 64 * 1024 * 1024
 
@@ -245,6 +245,9 @@ def _print_valid(verdict: Verdict, card: ModelCard) -> None:
     print("VALID certificate")
     print(radius_summary(claims))
     print(explain(claims, card))
+    lens = spread_summary(claims, card)
+    if lens:
+        print(lens)
     for name in dict.fromkeys((claims.bucket, *claims.part_buckets)):  # one bucket per slice when proved so
         print(setup_summary(card.bucket(name)))
     if card.import_check is not None:

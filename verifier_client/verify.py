@@ -227,6 +227,21 @@ def explain(claims: Claims, card: ModelCard) -> str:
     return "\n".join(lines)
 
 
+def spread_summary(claims: Claims, card: ModelCard) -> str | None:
+    """The spread lens in plain words (None when the card does not prove it)."""
+    sp = claims.spread
+    if sp is None:
+        return None
+    names = ", ".join(f.name for f in card.sensitive)
+    favourable = card.architecture.class_labels[sp.favourable_class]
+    lines = [f"Counterfactual spread: with every combination of {names} and nothing else changed, the model decides:"]
+    for labels, decision in zip(sp.slice_labels, sp.decision_labels):
+        lines.append(f"  {', '.join(labels)}: {decision}")
+    lines.append(f"  {sp.distinct_decisions} distinct decision(s); the score for {favourable!r} (its logit margin) "
+                 f"falls in {sp.score_buckets} distinct bucket(s) of width {sp.bucket_width_decimal} logits.")
+    return "\n".join(lines)
+
+
 def radius_summary(claims: Claims) -> str:
     """The radius line of a valid certificate: its value and whether it is exact (from the verified bucket)."""
     fraction = f"{claims.eps_numerator} / 2^{claims.eps_scale_bits}"

@@ -18,6 +18,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scale-bits", type=int, default=None, metavar="S", help="fixed-point scale 2^S (default 16)")
     p.add_argument("--eps-bits", type=int, default=None, metavar="T", help="eps published as E/2^T (default 16)")
     p.add_argument("--description", default="", help="free text for the card")
+    p.add_argument("--no-spread", dest="spread", action="store_false",
+                   help="prove the radius alone (default: every certificate also proves the counterfactual "
+                        "spread, each combination of sensitive values' decision and the number of score buckets)")
+    p.add_argument("--favourable-class", metavar="LABEL",
+                   help="the class whose logit margin the spread buckets (default: the dataset's favourable one)")
+    p.add_argument("--bucket-width", type=float, default=0.2, metavar="W",
+                   help="spread bucket width in logits (default 0.2: 0.05 in probability near 1/2)")
     p.add_argument("--force", action="store_true", help="replace an existing commitment (issued certificates then "
                                                         "no longer match the new card)")
     p.set_defaults(handler=run)
@@ -29,8 +36,13 @@ def run(args: argparse.Namespace) -> int:
 
     workspace = ModelWorkspace.open(args.model)
     card = commit_model(workspace, model_id=args.model_id, scale_bits=args.scale_bits, eps_bits=args.eps_bits,
-                        description=args.description, force=args.force)
+                        description=args.description, force=args.force, spread=args.spread,
+                        favourable_label=args.favourable_class, bucket_width=args.bucket_width)
     print(f"committed model {card.model_id}: commitment {card.commitment}")
     print(f"  scale 2^{card.scale_bits}, eps scale 2^{card.eps_scale_bits}, card digest {card.digest()}")
+    if card.spread is not None:
+        label = card.architecture.class_labels[card.spread.favourable_class]
+        print(f"  lenses: radius and counterfactual spread (favourable class {label!r}, bucket width "
+              f"{card.spread.bucket_width} / 2^{card.logit_scale_bits} logits)")
     print(f"  card: {workspace.card_path}   salt: {workspace.salt_path} (secret)", file=sys.stderr)
     return 0
