@@ -20,6 +20,7 @@ the bucket's directory keeps the final .zkey so auditors can check it
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -36,7 +37,10 @@ from circuits.snarkjs.zkey_file import parse_zkey
 from circuits.snarkjs.zkey_read import read_zkey
 from commitments.card import CircuitBucket, ContributionRecord, ModelCard, SetupRecord
 from fairness.errors import ModelError
+from fairness.fixed_point import FixedPointModel
+from fairness.spread import SpreadLens
 from statement import StatementShape, statement_relation
+from statement.adapter import statement_shape
 
 Progress = Callable[[str], None]
 SETUP_FILE = "setup.json"
@@ -46,6 +50,16 @@ ZKEY_FILE = "bucket.zkey"
 def shape_from_card(card: ModelCard, bucket: CircuitBucket) -> StatementShape:
     """The statement shape a card's bucket names: what auditors and contributors rebuild the circuit from."""
     return StatementShape.from_json(card.statement_shape_json(bucket))
+
+
+def card_shape(card: ModelCard, model: FixedPointModel, region_slots: int, farkas_slots: int, radius: str,
+               per_slice: bool = False) -> StatementShape:
+    """The shape of bucket (K, F, radius[, per slice]) of the model a card commits to, with the lenses
+    the card proves: every bucket of one card proves the same lenses."""
+    lens = SpreadLens(card.spread.favourable_class, card.spread.bucket_width) if card.spread else None
+    shape = statement_shape(model, region_slots=region_slots, farkas_slots=farkas_slots,
+                            eps_bits=card.eps_scale_bits, radius=radius, lens=lens)
+    return dataclasses.replace(shape, per_slice=True) if per_slice else shape
 
 
 def parse_bucket(name: str) -> tuple[int, int, str]:

@@ -32,6 +32,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "prover_service.commands.export_snarkjs",
     "prover_service.commands.demo",
     "prover_service.commands.ceremony",
+    "prover_service.commands.audit",
     "prover_service.commands.audit_keys",
     "prover_service.commands.groth16",
     "prover_service.commands.serve",

@@ -17,7 +17,6 @@ otherwise `ExactRadiusUnavailable`.
 """
 from __future__ import annotations
 
-import dataclasses
 import fcntl
 import json
 import shutil
@@ -46,15 +45,14 @@ from fairness.certificate import CAP, CERTIFIED, COUNTEREXAMPLE, EXACT, FAST, FL
 from fairness.checker import check_certificate
 from fairness.errors import CertificationError, ModelError
 from fairness.fixed_point import FixedPointModel, IntVector
-from fairness.spread import SpreadLens
 from offline_precompute.certify import Certifier
 from offline_precompute.db import Database
 from statement import StatementShape, build_statement, statement_relation
 from statement.adapter import (BUCKET_GROWTHS, DEFAULT_BUCKET_GROWTH, bucket_level, bucket_sizes, required_slots,
-                               slice_slots, statement_inputs, statement_shape)
+                               slice_slots, statement_inputs)
 from statement.proof_system import Groth16, RelationKey
 
-from .bucket_keys import SETUP_FILE, ZKEY_FILE, InstalledKeys, KeySetup, NoKeySetup, ceremony_shape, keys_from_ceremony
+from .bucket_keys import SETUP_FILE, card_shape, ZKEY_FILE, InstalledKeys, KeySetup, NoKeySetup, ceremony_shape, keys_from_ceremony
 from .workspace import ModelWorkspace, write_atomically
 
 Progress = Callable[[str], None]
@@ -168,11 +166,7 @@ class Prover:
     def shape_for(self, region_slots: int, farkas_slots: int, radius: str | None = None,
                   per_slice: bool = False) -> StatementShape:
         """The statement shape of bucket (K, F) of `radius` (default: the prover's), whole or per slice."""
-        lens = self.card.spread
-        shape = statement_shape(self.model, region_slots=region_slots, farkas_slots=farkas_slots,
-                                eps_bits=self.card.eps_scale_bits, radius=radius or self.radius,
-                                lens=SpreadLens(lens.favourable_class, lens.bucket_width) if lens else None)
-        return dataclasses.replace(shape, per_slice=True) if per_slice else shape
+        return card_shape(self.card, self.model, region_slots, farkas_slots, radius or self.radius, per_slice)
 
     def proves_per_slice(self, certificate: Certificate) -> bool:
         """Whether `certificate` is proved slice by slice: per-slice provers do so for every exact one."""

@@ -354,3 +354,44 @@ def test_verifier_prints_the_spread(bank, tmp_path, capsys):
     assert "Counterfactual spread" in out and "distinct bucket(s)" in out
     for labels in (bank.card.slice_labels(s)[1] for s in range(len(bank.card.slices()))):
         assert ", ".join(labels) in out
+
+
+# -- the audit over a data set ----------------------------------------------------------------------------
+
+
+def test_audit_spread_command_matches_the_lens(bank, tmp_path_factory, capsys):
+    import json
+
+    from fairness.datasets import load_dataset
+    from offline_precompute.certify import query_from_record
+    from prover_service.cli import main as fairproof
+    from bank_fixtures import copy_of_bank_model
+
+    root, workspace, store = copy_of_bank_model(bank, tmp_path_factory, "audit-spread")
+    store.dispose()
+    out = tmp_path_factory.mktemp("audit-out")
+    code = fairproof(["audit", "spread", "--model", str(root), "--limit", "40", "--top", "3",
+                      "--json", str(out / "spread.json"), "--plot", str(out / "spread.png")])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "counterfactual spread" in text and "largest k" in text
+    report = json.loads((out / "spread.json").read_text())
+    model, artifact = workspace.fixed_point(), workspace.artifact
+    lens = SpreadLens(bank.card.spread.favourable_class, bank.card.spread.bucket_width)
+    records = load_dataset("german").records_test[:40]
+    ks = [spread(model, query_from_record(artifact, model, dict(r)), lens).distinct_buckets for r in records]
+    assert report["k_distribution"] == {str(k): ks.count(k) for k in range(1, len(bank.card.slices()) + 1)}
+    assert report["largest"][0]["k"] == max(ks)
+    assert (out / "spread.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_audit_spread_refuses_bad_options(bank, tmp_path_factory, capsys):
+    from prover_service.cli import main as fairproof
+    from bank_fixtures import copy_of_bank_model
+
+    root, _, store = copy_of_bank_model(bank, tmp_path_factory, "audit-bad")
+    store.dispose()
+    for extra in (["--bucket-width", "0"], ["--favourable-class", "nobody"], ["--limit", "0"]):
+        code = fairproof(["audit", "spread", "--model", str(root), *extra])
+        err = capsys.readouterr().err
+        assert code != 0 and "Traceback" not in err and err.strip(), extra

@@ -18,7 +18,6 @@ reason when a check fails or an input is unusable.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from pathlib import Path
 
@@ -97,18 +96,14 @@ def _open(path: Path):
 
 def _init(args: argparse.Namespace) -> int:
     from circuits.snarkjs.ceremony import Ceremony
-    from prover_service.bucket_keys import ceremony_metadata, is_per_slice_bucket, parse_bucket
+    from prover_service.bucket_keys import card_shape, ceremony_metadata, is_per_slice_bucket, parse_bucket
     from prover_service.workspace import ModelWorkspace
     from statement import statement_relation
-    from statement.adapter import statement_shape
 
     workspace = ModelWorkspace.open(args.model)
     card = workspace.card()
     k, f, radius = parse_bucket(args.bucket)
-    shape = statement_shape(workspace.fixed_point(), region_slots=k, farkas_slots=f, eps_bits=card.eps_scale_bits,
-                            radius=radius)
-    if is_per_slice_bucket(args.bucket):
-        shape = dataclasses.replace(shape, per_slice=True)
+    shape = card_shape(card, workspace.fixed_point(), k, f, radius, is_per_slice_bucket(args.bucket))
     _say(f"building the statement of bucket {shape.bucket}")
     r1cs = statement_relation(shape)
     ceremony = Ceremony.init(args.out, r1cs, args.ptau, _backend(args), label=f"{card.model_id} {shape.bucket}",

@@ -1,0 +1,407 @@
+"""Persistent bias (ceteris paribus, PBA): does the model favour the customer's own group over a
+counterfactual one everywhere in a box around them?
+
+For a two-class model with favourable class f, a query x* and a single-attribute
+flip s -> s' of its sensitive values, with the SAME non-sensitive part z in both
+copies:
+
+    m(s, z) = logit_f(s, z) - logit_other(s, z)            (the favourable margin)
+    g(z)    = m(s, z) - m(s', z)
+            = log( [p_f / p_o](s, z) / [p_f / p_o](s', z) )  (PBA's Lemma 1: softmax normalisers cancel)
+
+over the box B = {z : |z_j - z*_j| <= delta on numeric columns, categorical
+columns fixed, inside the domain box}. Status: "favoured" if min_B g > 0 (the
+customer's own group gets a larger favourable margin everywhere in B),
+"disfavoured" if max_B g < 0, "inconclusive" otherwise.
+
+Two ways to bound min/max g:
+
+- `lp_bounds`: one LP over both copies with shared z (Ehlers' triangle relaxation
+  of unstable ReLUs, pre-activation bounds by interval propagation), solved by
+  HiGHS; the bound reported is NOT the solver's float optimum but the weak-duality
+  bound of its dual multipliers recomputed in exact rationals (negative
+  inequality multipliers clipped to 0), so it is sound whatever the solver's
+  tolerances. Sound and incomplete.
+- `exact_bounds`: the same two-copy network as a MILP (big-M per unstable ReLU,
+  exact on the box), solved by HiGHS; its minimiser is re-evaluated exactly, so
+  the value reported is attained by a point of B (an upper bound on min g that
+  equals it when the solver is optimal). Small models only.
+
+delta is in the card's standardised units (the model's inputs); it is rounded
+up to the input scale 2^s, so the box certified contains the one asked for.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Sequence
+
+import numpy as np
+
+from .fixed_point import FixedPointModel
+
+FAVOURED, DISFAVOURED, INCONCLUSIVE = "favoured", "disfavoured", "inconclusive"
+
+
+class PersistenceError(ValueError):
+    """A persistence question that cannot be asked of this model or query."""
+
+
+@dataclass(frozen=True)
+class Flip:
+    """A single-attribute intervention: sensitive attribute `attribute` from slice `source` to `target`."""
+
+    attribute: int
+    source: int  # slice indices (the model's slice order)
+    target: int
+
+
+@dataclass(frozen=True)
+class Box:
+    """The shared perturbation box, in integers at the input scale 2^s (full input vectors)."""
+
+    lower: tuple[int, ...]
+    upper: tuple[int, ...]
+    delta: int  # at 2^s, rounded up
+
+
+@dataclass(frozen=True)
+class Bounds:
+    lower: Fraction  # <= min_B g
+    upper: Fraction  # >= max_B g
+    method: str
+
+    @property
+    def status(self) -> str:
+        if self.lower > 0:
+            return FAVOURED
+        if self.upper < 0:
+            return DISFAVOURED
+        return INCONCLUSIVE
+
+
+@dataclass(frozen=True)
+class PersistenceResult:
+    flip: Flip
+    box: Box
+    bounds: Bounds
+    attained: tuple[Fraction, Fraction] | None = None  # exact g at the MILP's minimiser and maximiser
+
+
+def single_attribute_flips(model: FixedPointModel, query: Sequence[int]) -> list[Flip]:
+    """Every change of one sensitive attribute of the query to another value of its domain."""
+    slices = model.slices()
+    own = tuple(query[f.column] for f in model.sensitive)
+    source = slices.index(own)
+    flips = []
+    for a, f in enumerate(model.sensitive):
+        for v in f.values:
+            if v != own[a]:
+                target = own[:a] + (v,) + own[a + 1:]
+                flips.append(Flip(a, source, slices.index(target)))
+    return flips
+
+
+def perturbation_box(model: FixedPointModel, query: Sequence[int], numeric_columns: Sequence[int],
+                     delta: float | Fraction) -> Box:
+    """Numeric columns within delta (rounded up to 2^-s) of the query inside the domain box; every other
+    column (categorical, sensitive) fixed at the query's value."""
+    if not delta >= 0 or not math.isfinite(float(delta)):
+        raise PersistenceError(f"delta must be a non-negative number, not {delta}")
+    scaled = Fraction(delta) * (1 << model.scale_bits)
+    d = -((-scaled.numerator) // scaled.denominator)  # ceil
+    numeric = set(numeric_columns)
+    if numeric & set(model.sensitive_columns):
+        raise PersistenceError("a sensitive column cannot be perturbed")
+    lo, hi = [], []
+    for j, (v, blo, bhi) in enumerate(zip(query, model.box_lower, model.box_upper)):
+        if j in numeric:
+            lo.append(max(blo, v - d))
+            hi.append(min(bhi, v + d))
+        else:
+            lo.append(v)
+            hi.append(v)
+    return Box(tuple(lo), tuple(hi), d)
+
+
+# ----------------------------------------------------------------------------- exact arithmetic helpers
+
+
+class _Net:
+    """The integer model in real units (Fractions): W_l / 2^s, b_l / 2^(s(l+2)), inputs / 2^s."""
+
+    def __init__(self, model: FixedPointModel, favourable_class: int):
+        net = model.net
+        if net.n_classes != 2:
+            raise PersistenceError("persistence is defined for two-class models (the favourable margin is linear)")
+        if favourable_class not in (0, 1):
+            raise PersistenceError(f"favourable class {favourable_class} is not a class of this model")
+        s = net.scale_bits
+        self.s = s
+        self.weights = [[[Fraction(w, 1 << s) for w in row] for row in layer] for layer in net.weights]
+        self.biases = [[Fraction(b, 1 << (s * (l + 2))) for b in layer] for l, layer in enumerate(net.biases)]
+        f, o = favourable_class, 1 - favourable_class
+        last_w, last_b = self.weights[-1], self.biases[-1]
+        self.margin_row = [a - b for a, b in zip(last_w[f], last_w[o])]
+        self.margin_bias = last_b[f] - last_b[o]
+        self.hidden = self.weights[:-1]
+        self.hidden_biases = self.biases[:-1]
+
+    def margin(self, x: Sequence[Fraction]) -> Fraction:
+        h = list(x)
+        for w, b in zip(self.hidden, self.hidden_biases):
+            h = [max(sum(wi * hi for wi, hi in zip(row, h)) + bi, Fraction(0)) for row, bi in zip(w, b)]
+        return sum(a * v for a, v in zip(self.margin_row, h)) + self.margin_bias
+
+    def interval_bounds(self, lo: Sequence[Fraction], hi: Sequence[Fraction]):
+        """Pre-activation bounds [l, u] of every hidden neuron over the input box (interval arithmetic)."""
+        bounds = []
+        hl, hh = list(lo), list(hi)
+        for w, b in zip(self.hidden, self.hidden_biases):
+            zl = [bi + sum(wi * (hl[k] if wi > 0 else hh[k]) for k, wi in enumerate(row)) for row, bi in zip(w, b)]
+            zh = [bi + sum(wi * (hh[k] if wi > 0 else hl[k]) for k, wi in enumerate(row)) for row, bi in zip(w, b)]
+            bounds.append((zl, zh))
+            hl = [max(v, Fraction(0)) for v in zl]
+            hh = [max(v, Fraction(0)) for v in zh]
+        return bounds
+
+
+def g_value(model: FixedPointModel, favourable_class: int, flip: Flip, x: Sequence[Fraction]) -> Fraction:
+    """g at the full input x (real units, any sensitive values: they are replaced by the flip's)."""
+    net = _Net(model, favourable_class)
+    slices = model.slices()
+    return net.margin(_with(model, x, slices[flip.source])) - net.margin(_with(model, x, slices[flip.target]))
+
+
+def _with(model: FixedPointModel, x: Sequence[Fraction], values: Sequence[int]) -> list[Fraction]:
+    out = list(x)
+    for f, v in zip(model.sensitive, values):
+        out[f.column] = Fraction(v, 1 << model.scale_bits)
+    return out
+
+
+# ----------------------------------------------------------------------------- the two-copy program
+
+
+@dataclass
+class _Program:
+    """min c.x subject to A_ub x <= b_ub, A_eq x = b_eq, lower <= x <= upper, in Fractions."""
+
+    n: int
+    c: list[Fraction]
+    ub: list[tuple[dict[int, Fraction], Fraction]]
+    eq: list[tuple[dict[int, Fraction], Fraction]]
+    lower: list[Fraction]
+    upper: list[Fraction]
+    unstable: list[tuple[int, int, Fraction, Fraction]]  # (pre var, post var, l, u) for the MILP
+    free: list[int]  # the shared input variables, in column order
+    free_columns: list[int]
+
+
+def _program(model: FixedPointModel, favourable_class: int, flip: Flip, box: Box) -> _Program:
+    net = _Net(model, favourable_class)
+    one = 1 << model.scale_bits
+    slices = model.slices()
+    free_columns = [j for j in range(len(box.lower)) if box.lower[j] != box.upper[j]]
+    lower: list[Fraction] = []
+    upper: list[Fraction] = []
+
+    def var(lo: Fraction, hi: Fraction) -> int:
+        lower.append(lo)
+        upper.append(hi)
+        return len(lower) - 1
+
+    free = [var(Fraction(box.lower[j], one), Fraction(box.upper[j], one)) for j in free_columns]
+    ub: list = []
+    eq: list = []
+    unstable: list = []
+    c_terms: dict[int, Fraction] = {}
+    constant = Fraction(0)
+    for copy, sign in ((slices[flip.source], 1), (slices[flip.target], -1)):
+        base = [Fraction(v, one) for v in _fixed_input(model, box, copy)]
+        lo_in = [Fraction(box.lower[j], one) if j in free_columns else base[j] for j in range(len(base))]
+        hi_in = [Fraction(box.upper[j], one) if j in free_columns else base[j] for j in range(len(base))]
+        bounds = net.interval_bounds(lo_in, hi_in)
+        # inputs of the first layer: shared free variables, constants elsewhere
+        prev: list[tuple[dict[int, Fraction], Fraction]] = []
+        for j in range(len(base)):
+            prev.append(({free[free_columns.index(j)]: Fraction(1)}, Fraction(0)) if j in free_columns
+                        else ({}, base[j]))
+        for (w, b), (zl, zh) in zip(zip(net.hidden, net.hidden_biases), bounds):
+            layer = []
+            for row, bi, l, u in zip(w, b, zl, zh):
+                terms: dict[int, Fraction] = {}
+                const = bi
+                for wi, (pt, pc) in zip(row, prev):
+                    if wi == 0:
+                        continue
+                    const += wi * pc
+                    for v, a in pt.items():
+                        terms[v] = terms.get(v, Fraction(0)) + wi * a
+                pre = var(l, u)
+                # pre = sum terms + const
+                eq.append(({**{v: -a for v, a in terms.items()}, pre: Fraction(1)}, const))
+                if l >= 0:
+                    layer.append(({pre: Fraction(1)}, Fraction(0)))
+                elif u <= 0:
+                    layer.append(({}, Fraction(0)))
+                else:
+                    post = var(Fraction(0), u)
+                    ub.append(({pre: Fraction(1), post: Fraction(-1)}, Fraction(0)))  # post >= pre
+                    slope = u / (u - l)
+                    ub.append(({post: Fraction(1), pre: -slope}, -slope * l))  # post <= u (pre - l) / (u - l)
+                    unstable.append((pre, post, l, u))
+                    layer.append(({post: Fraction(1)}, Fraction(0)))
+            prev = layer
+        for a, (pt, pc) in zip(net.margin_row, prev):
+            constant += sign * a * pc
+            for v, k in pt.items():
+                c_terms[v] = c_terms.get(v, Fraction(0)) + sign * a * k
+        constant += sign * net.margin_bias
+    n = len(lower)
+    c = [c_terms.get(v, Fraction(0)) for v in range(n)]
+    prog = _Program(n, c, ub, eq, lower, upper, unstable, free, free_columns)
+    prog.constant = constant  # type: ignore[attr-defined]
+    return prog
+
+
+def _fixed_input(model: FixedPointModel, box: Box, slice_values: Sequence[int]) -> list[int]:
+    x = list(box.lower)  # fixed columns have lower == upper
+    for f, v in zip(model.sensitive, slice_values):
+        x[f.column] = v
+    return x
+
+
+def _matrices(prog: _Program, rows):
+    if not rows:
+        return None, None
+    a = np.zeros((len(rows), prog.n))
+    b = np.zeros(len(rows))
+    for i, (terms, rhs) in enumerate(rows):
+        for v, k in terms.items():
+            a[i, v] = float(k)
+        b[i] = float(rhs)
+    return a, b
+
+
+def _dual_bound(prog: _Program, c: list[Fraction], lam: Sequence[float], nu: Sequence[float]) -> Fraction:
+    """The weak-duality lower bound of min c.x from any multipliers, in exact rationals:
+    c.x >= sum_j min(r_j l_j, r_j u_j) - lam.b_ub - nu.b_eq with r = c + A_ub^T lam + A_eq^T nu, lam >= 0."""
+    r = list(c)
+    total = Fraction(0)
+    for (terms, rhs), y in zip(prog.ub, lam):
+        y = max(Fraction(y), Fraction(0))
+        if y == 0:
+            continue
+        for v, k in terms.items():
+            r[v] += y * k
+        total -= y * rhs
+    for (terms, rhs), y in zip(prog.eq, nu):
+        y = Fraction(y)
+        for v, k in terms.items():
+            r[v] += y * k
+        total -= y * rhs
+    for rj, lo, hi in zip(r, prog.lower, prog.upper):
+        total += min(rj * lo, rj * hi)
+    return total
+
+
+def _lp_min(prog: _Program, c: list[Fraction]) -> Fraction:
+    from scipy.optimize import linprog
+
+    a_ub, b_ub = _matrices(prog, prog.ub)
+    a_eq, b_eq = _matrices(prog, prog.eq)
+    res = linprog([float(v) for v in c], A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq,
+                  bounds=list(zip(map(float, prog.lower), map(float, prog.upper))), method="highs")
+    if res.status != 0:
+        raise PersistenceError(f"the relaxation LP did not solve: {res.message}")
+    lam = -res.ineqlin.marginals if a_ub is not None else []  # scipy: marginals <= 0 for <= rows
+    nu = -res.eqlin.marginals if a_eq is not None else []
+    return _dual_bound(prog, c, lam, nu)
+
+
+def lp_bounds(model: FixedPointModel, favourable_class: int, flip: Flip, box: Box) -> Bounds:
+    """Sound bounds on min and max g over the box (triangle relaxation, exact dual bound)."""
+    prog = _program(model, favourable_class, flip, box)
+    const = prog.constant  # type: ignore[attr-defined]
+    low = _lp_min(prog, prog.c) + const
+    high = -_lp_min(prog, [-v for v in prog.c]) + const
+    return Bounds(low, high, "lp")
+
+
+def exact_bounds(model: FixedPointModel, favourable_class: int, flip: Flip, box: Box,
+                 time_limit: float = 60.0) -> tuple[Fraction, Fraction]:
+    """(g at the MILP minimiser, g at the MILP maximiser), each evaluated exactly at a point of the box."""
+    prog = _program(model, favourable_class, flip, box)
+    return _milp_attained(model, favourable_class, flip, box, prog, prog.c, time_limit), \
+        _milp_attained(model, favourable_class, flip, box, prog, [-v for v in prog.c], time_limit)
+
+
+def _milp_attained(model, favourable_class, flip, box, prog: _Program, c, time_limit: float) -> Fraction:
+    from scipy.optimize import Bounds as SciBounds, LinearConstraint, milp
+
+    n, m = prog.n, len(prog.unstable)
+    rows, lo_r, hi_r = [], [], []
+
+    def add(terms: dict[int, float], lo: float, hi: float) -> None:
+        row = np.zeros(n + m)
+        for v, k in terms.items():
+            row[v] = k
+        rows.append(row)
+        lo_r.append(lo)
+        hi_r.append(hi)
+
+    for terms, rhs in prog.eq:
+        add({v: float(k) for v, k in terms.items()}, float(rhs), float(rhs))
+    for i, (pre, post, l, u) in enumerate(prog.unstable):
+        a = n + i
+        add({post: 1.0, pre: -1.0}, 0.0, np.inf)  # post >= pre
+        add({post: 1.0, pre: -1.0, a: float(-l)}, -np.inf, float(-l))  # post <= pre - l (1 - a)
+        add({post: 1.0, a: float(-u)}, -np.inf, 0.0)  # post <= u a
+    cost = np.concatenate([[float(v) for v in c], np.zeros(m)])
+    lower = [float(v) for v in prog.lower] + [0.0] * m
+    upper = [float(v) for v in prog.upper] + [1.0] * m
+    res = milp(cost, constraints=LinearConstraint(np.array(rows), lo_r, hi_r) if rows else None,
+               integrality=np.concatenate([np.zeros(n), np.ones(m)]), bounds=SciBounds(lower, upper),
+               options={"time_limit": time_limit})
+    if res.x is None:
+        raise PersistenceError(f"the MILP found no point: {res.message}")
+    one = 1 << model.scale_bits
+    x = [Fraction(v, one) for v in box.lower]
+    for v, j in zip(prog.free, prog.free_columns):
+        point = Fraction(float(res.x[v])).limit_denominator(1 << 40)
+        x[j] = min(max(point, Fraction(box.lower[j], one)), Fraction(box.upper[j], one))
+    return g_value(model, favourable_class, flip, x)
+
+
+def persistence(model: FixedPointModel, query: Sequence[int], favourable_class: int, numeric_columns: Sequence[int],
+                delta: float | Fraction, *, exact: bool = False) -> list[PersistenceResult]:
+    """Every single-attribute flip of the query, bounded by the LP (and the MILP's attained values)."""
+    box = perturbation_box(model, query, numeric_columns, delta)
+    out = []
+    for flip in single_attribute_flips(model, query):
+        bounds = lp_bounds(model, favourable_class, flip, box)
+        attained = exact_bounds(model, favourable_class, flip, box) if exact else None
+        out.append(PersistenceResult(flip, box, bounds, attained))
+    return out
+
+
+def box_samples(box: Box, scale_bits: int, n: int, rng) -> list[list[Fraction]]:
+    """The box's corners (up to 2^10) and n uniform points, exact rationals: the dense-sampling reference."""
+    one = 1 << scale_bits
+    free = [j for j in range(len(box.lower)) if box.lower[j] != box.upper[j]]
+    base = [Fraction(v, one) for v in box.lower]
+    points = []
+    for corner in itertools.islice(itertools.product((0, 1), repeat=len(free)), 1024):
+        x = list(base)
+        for bit, j in zip(corner, free):
+            x[j] = Fraction(box.upper[j] if bit else box.lower[j], one)
+        points.append(x)
+    for _ in range(n):
+        x = list(base)
+        for j in free:
+            x[j] = Fraction(rng.randint(box.lower[j], box.upper[j]), one)
+        points.append(x)
+    return points

@@ -1,0 +1,136 @@
+"""Persistent bias (PBA): the log-odds identity, the box, and the LP bound's soundness against the exact
+MILP optimum and dense sampling on (4,2) and (8,2) models."""
+from __future__ import annotations
+
+import math
+import random
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from fairness import persistence as pb
+from fairness.fixed_point import FixedPointModel, SensitiveDomain
+from fairness_toy_models import random_model, random_query
+
+
+def _model(seed: int, hidden=(4, 2)) -> FixedPointModel:
+    return random_model(seed, n_inputs=5, hidden=hidden, n_classes=2, scale_bits=8)
+
+
+NUMERIC = (1, 2, 3)  # column 0 is sensitive, column 4 stands for a categorical feature
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_lemma_1_log_odds_identity(seed):
+    """g = (z_f - z_o)(x) - (z_f - z_o)(x') is the log of the odds ratio between x and x' (softmax)."""
+    rng = np.random.default_rng(seed)
+    z, z2 = rng.normal(size=2) * 3, rng.normal(size=2) * 3
+    for f in (0, 1):
+        o = 1 - f
+        p, p2 = np.exp(z) / np.exp(z).sum(), np.exp(z2) / np.exp(z2).sum()
+        log_odds_ratio = math.log((p[f] / p[o]) / (p2[f] / p2[o]))
+        assert log_odds_ratio == pytest.approx((z[f] - z[o]) - (z2[f] - z2[o]), rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("hidden", [(4, 2), (8, 2)])
+@pytest.mark.parametrize("seed", range(6))
+def test_lp_bound_is_sound_against_the_milp_and_sampling(hidden, seed):
+    model = _model(seed, hidden)
+    rng = random.Random(seed)
+    query = random_query(model, rng)
+    for delta in (Fraction(1, 4), Fraction(1)):
+        for r in pb.persistence(model, query, 1, NUMERIC, delta, exact=True):
+            values = [pb.g_value(model, 1, r.flip, x) for x in pb.box_samples(r.box, model.scale_bits, 200, rng)]
+            low, high = r.attained
+            # the LP bound is below every attained value (the MILP's points and the samples), and above it
+            # on the other side; the MILP's optimum is as extreme as any sample up to the solver's tolerance
+            assert r.bounds.lower <= min(low, *values) and r.bounds.upper >= max(high, *values)
+            tolerance = Fraction(1, 10**6)
+            assert low <= min(values) + tolerance and high >= max(values) - tolerance
+
+
+def test_flipped_setting_is_the_negation():
+    """g for s -> s' is -g for s' -> s: the observed and flipped settings exclude each other."""
+    model = _model(2)
+    query = random_query(model, random.Random(4))
+    box = pb.perturbation_box(model, query, NUMERIC, Fraction(1, 2))
+    (flip,) = pb.single_attribute_flips(model, query)
+    back = pb.Flip(flip.attribute, flip.target, flip.source)
+    there, back_bounds = pb.lp_bounds(model, 1, flip, box), pb.lp_bounds(model, 1, back, box)
+    assert there.lower == -back_bounds.upper and there.upper == -back_bounds.lower
+    x = pb.box_samples(box, model.scale_bits, 3, random.Random(0))[-1]
+    assert pb.g_value(model, 1, flip, x) == -pb.g_value(model, 1, back, x)
+
+
+def test_any_multipliers_give_a_sound_bound():
+    """The weak-duality bound holds for every choice of multipliers (negative ones clipped): a solver
+    that returned garbage could make the bound loose, never wrong."""
+    model = _model(1, (4, 2))
+    query = random_query(model, random.Random(1))
+    box = pb.perturbation_box(model, query, NUMERIC, Fraction(1))
+    (flip,) = pb.single_attribute_flips(model, query)
+    prog = pb._program(model, 1, flip, box)
+    low, _ = pb.exact_bounds(model, 1, flip, box)
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        lam = rng.normal(size=len(prog.ub)) * 3
+        nu = rng.normal(size=len(prog.eq)) * 3
+        assert pb._dual_bound(prog, prog.c, lam, nu) + prog.constant <= low
+
+
+def test_box_rounds_delta_up_fixes_other_columns_and_clips():
+    model = _model(0)
+    query = list(random_query(model, random.Random(0)))
+    query[1] = model.box_upper[1] - 3  # near the top of the domain
+    box = pb.perturbation_box(model, query, NUMERIC, Fraction(1, 1000))
+    one = 1 << model.scale_bits
+    assert box.delta == 1 and Fraction(box.delta, one) >= Fraction(1, 1000)  # rounded up
+    for j in range(len(query)):
+        if j in NUMERIC:
+            assert box.lower[j] == max(model.box_lower[j], query[j] - 1)
+            assert box.upper[j] == min(model.box_upper[j], query[j] + 1)
+        else:
+            assert box.lower[j] == box.upper[j] == query[j]
+    wide = pb.perturbation_box(model, query, NUMERIC, 10)
+    assert wide.upper[1] == model.box_upper[1]
+
+
+def test_bad_questions_are_refused():
+    model = _model(0)
+    query = random_query(model, random.Random(0))
+    with pytest.raises(pb.PersistenceError):
+        pb.perturbation_box(model, query, NUMERIC, -1)
+    with pytest.raises(pb.PersistenceError):
+        pb.perturbation_box(model, query, NUMERIC, float("nan"))
+    with pytest.raises(pb.PersistenceError):
+        pb.perturbation_box(model, query, (0, 1), 1)  # the sensitive column
+    three = random_model(0, n_inputs=5, hidden=(3,), n_classes=3, scale_bits=8)
+    q3 = random_query(three, random.Random(0))
+    box = pb.perturbation_box(three, q3, NUMERIC, 1)
+    with pytest.raises(pb.PersistenceError, match="two-class"):
+        pb.lp_bounds(three, 1, pb.single_attribute_flips(three, q3)[0], box)
+    with pytest.raises(pb.PersistenceError):
+        pb.lp_bounds(model, 2, pb.single_attribute_flips(model, query)[0],
+                     pb.perturbation_box(model, query, NUMERIC, 1))
+
+
+def test_single_attribute_flips_change_one_attribute():
+    base = random_model(3, n_inputs=5, hidden=(3,), n_classes=2, scale_bits=8)
+    one = 1 << 8
+    second = SensitiveDomain("second", 4, (-one, 0, one), ("a", "b", "c"))
+    model = FixedPointModel(base.net, base.box_lower, base.box_upper, (base.sensitive[0], second))
+    query = list(random_query(model, random.Random(0)))
+    query[4] = 0
+    flips = pb.single_attribute_flips(model, query)
+    slices = model.slices()
+    assert len(flips) == 1 + 2
+    for f in flips:
+        a, b = slices[f.source], slices[f.target]
+        assert sum(x != y for x, y in zip(a, b)) == 1 and a[f.attribute] != b[f.attribute]
+
+
+def test_status_follows_the_bounds():
+    assert pb.Bounds(Fraction(1, 10), Fraction(1), "lp").status == pb.FAVOURED
+    assert pb.Bounds(Fraction(-1), Fraction(-1, 10), "lp").status == pb.DISFAVOURED
+    assert pb.Bounds(Fraction(0), Fraction(1), "lp").status == pb.INCONCLUSIVE  # min g = 0 is not > 0
