@@ -134,3 +134,43 @@ def test_status_follows_the_bounds():
     assert pb.Bounds(Fraction(1, 10), Fraction(1), "lp").status == pb.FAVOURED
     assert pb.Bounds(Fraction(-1), Fraction(-1, 10), "lp").status == pb.DISFAVOURED
     assert pb.Bounds(Fraction(0), Fraction(1), "lp").status == pb.INCONCLUSIVE  # min g = 0 is not > 0
+
+
+def test_audit_persistence_command_counts_the_lp_statuses(bank, tmp_path_factory, capsys):
+    import json
+
+    from bank_fixtures import copy_of_bank_model
+    from fairness.datasets import load_dataset
+    from offline_precompute.certify import query_from_record
+    from prover_service.cli import main as fairproof
+
+    root, workspace, store = copy_of_bank_model(bank, tmp_path_factory, "audit-persistence")
+    store.dispose()
+    out = tmp_path_factory.mktemp("persistence-out")
+    assert fairproof(["audit", "persistence", "--model", str(root), "--limit", "12", "--delta", "1,0.5",
+                      "--json", str(out / "p.json"), "--plot", str(out / "p.png")]) == 0
+    text = capsys.readouterr().out
+    assert "observed" in text and "flipped" in text and "delta 0.5 (standardised) = duration +-" in text
+    report = json.loads((out / "p.json").read_text())
+    model, artifact = workspace.fixed_point(), workspace.artifact
+    pre = artifact.preprocessor
+    numeric = [j for j, (n, k) in enumerate(zip(pre.feature_names, pre.kinds)) if k == "numeric" and n not in pre.sensitive]
+    favourable = bank.card.spread.favourable_class
+    statuses = []
+    for record in load_dataset("german").records_test[:12]:
+        q = query_from_record(artifact, model, dict(record))
+        box = pb.perturbation_box(model, q, numeric, Fraction(1))
+        statuses += [pb.lp_bounds(model, favourable, f, box).status for f in pb.single_attribute_flips(model, q)]
+    rows = [r for r in report["rows"] if r["delta"] == "1"]
+    observed = [r for r in rows if r["setting"] == "observed"]
+    flipped = [r for r in rows if r["setting"] == "flipped"]
+    assert sum(r["pairs"] for r in observed) == len(statuses) == sum(r["pairs"] for r in flipped)
+    assert sum(r["favoured"] for r in observed) == statuses.count(pb.FAVOURED)
+    assert sum(r["disfavoured"] for r in observed) == statuses.count(pb.DISFAVOURED)
+    # the flipped setting sees each pair from the other side
+    assert sum(r["favoured"] for r in flipped) == statuses.count(pb.DISFAVOURED)
+    assert (out / "p.png").read_bytes()[:4] == b"\x89PNG"
+    for bad in (["--delta", "0"], ["--delta", "x"], ["--limit", "0"]):
+        assert fairproof(["audit", "persistence", "--model", str(root), *bad]) != 0
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and err.strip()

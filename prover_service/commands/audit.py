@@ -1,9 +1,16 @@
-"""`fairproof audit spread`: the counterfactual spread of a model over a data set (plaintext).
+"""`fairproof audit spread|persistence`: model-wide reports over a data set (plaintext).
 
-Every individual of the data set is run with every combination of sensitive
-values; the command prints the distribution of k (distinct margin buckets)
-and of distinct decisions, the individuals with the largest k, and writes the
-same as JSON and a PNG chart when asked.
+spread: every individual run with every combination of sensitive values; the
+distribution of k (distinct margin buckets) and of distinct decisions, and the
+individuals with the largest k.
+
+persistence: PBA's group scores; per sensitive group and delta, the share of
+(input, single-attribute flip) pairs whose favourable margin is persistently
+larger (favoured) or smaller (disfavoured) than the counterfactual's over the
+box of numeric features within delta, observed and flipped, inconclusive
+counted separately (fairness.persistence_audit).
+
+Both print a table and write JSON and a PNG chart when asked.
 """
 from __future__ import annotations
 
@@ -36,6 +43,55 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("--json", metavar="FILE", help="write the report as JSON")
     s.add_argument("--plot", metavar="FILE.png", help="write the distribution of k as a PNG chart")
     s.set_defaults(handler=run_spread)
+    p2 = verbs.add_parser(
+        "persistence", help="persistent bias per sensitive group (PBA's scores), observed and flipped",
+        description="For every individual and every change of one sensitive attribute, sound LP bounds on the "
+                    "difference of favourable logit margins between the individual and the counterfactual, "
+                    "with the SAME numeric features moved by up to delta (standardised units) in both; "
+                    "favoured if the lower bound is > 0, disfavoured if the upper bound is < 0.")
+    p2.add_argument("--model", required=True, metavar="DIR", help="committed model directory")
+    p2.add_argument("--data", default="test", choices=("test",), help="the dataset's test split (default)")
+    p2.add_argument("--data-dir", metavar="DIR", help="dataset directory (default: see README)")
+    p2.add_argument("--delta", default="1,2,3", help="comma-separated deltas in standardised units (default 1,2,3)")
+    p2.add_argument("--limit", type=int, default=200, metavar="N", help="the first N individuals (default 200)")
+    p2.add_argument("--favourable-class", metavar="LABEL", help="default: the card's lens, else the dataset's")
+    p2.add_argument("--json", metavar="FILE", help="write the table as JSON")
+    p2.add_argument("--plot", metavar="FILE.png", help="write the favoured shares as a PNG chart")
+    p2.set_defaults(handler=run_persistence)
+
+
+def _test_queries(args, artifact, model, limit):
+    """(queries, their test indices, how many were outside the domain box) of the dataset's test split."""
+    from fairness.datasets import load_dataset
+    from fairness.errors import DataError
+    from offline_precompute.certify import query_from_record
+
+    sensitive = getattr(artifact.preprocessor, "sensitive", None)
+    if not isinstance(sensitive, tuple) or not all(isinstance(name, str) for name in sensitive):
+        raise DataError(f"model {artifact.dataset!r} was not trained here on a shipped dataset: "
+                        "the audit reads the dataset's test split")
+    dataset = load_dataset(artifact.dataset, args.data_dir, sensitive=list(sensitive))
+    records = list(dataset.records_test[:limit] if limit else dataset.records_test)
+    queries, kept, outside = [], [], 0
+    for i, record in enumerate(records):
+        try:
+            queries.append(query_from_record(artifact, model, dict(record)))
+            kept.append(i)
+        except DataError:
+            outside += 1  # outside the card's domain box: no certificate is issued for it either
+    return queries, kept, outside
+
+
+def _progress(what: str):
+    start = time.perf_counter()
+    interactive = sys.stderr.isatty()
+
+    def report(done: int, total: int) -> None:
+        if interactive and (done == total or done % 20 == 0):
+            print(f"\r  {what}: {done}/{total} individuals ({time.perf_counter() - start:.1f} s)",
+                  end="\n" if done == total else "", file=sys.stderr, flush=True)
+
+    return report
 
 
 def _lens(args, workspace, model):
@@ -50,7 +106,7 @@ def _lens(args, workspace, model):
         favourable = labels.index(args.favourable_class)
     else:
         favourable = card.spread.favourable_class if card.spread else default_favourable_class(labels)
-    if args.bucket_width is not None:
+    if getattr(args, "bucket_width", None) is not None:
         try:
             width = bucket_width_at(model, args.bucket_width)
         except ValueError as exc:
@@ -61,10 +117,8 @@ def _lens(args, workspace, model):
 
 
 def run_spread(args: argparse.Namespace) -> int:
-    from fairness.datasets import load_dataset
-    from fairness.errors import DataError, ModelError
+    from fairness.errors import ModelError
     from fairness.spread_audit import audit_spread
-    from offline_precompute.certify import query_from_record
     from prover_service.workspace import ModelWorkspace
 
     if args.limit is not None and args.limit < 1 or args.top < 0:
@@ -72,28 +126,8 @@ def run_spread(args: argparse.Namespace) -> int:
     workspace = ModelWorkspace.open(args.model)
     artifact, model = workspace.artifact, workspace.fixed_point()
     lens = _lens(args, workspace, model)
-    sensitive = getattr(artifact.preprocessor, "sensitive", None)
-    if not isinstance(sensitive, tuple) or not all(isinstance(name, str) for name in sensitive):
-        raise DataError(f"model {artifact.dataset!r} was not trained here on a shipped dataset: "
-                        "the spread audit reads the dataset's test split")
-    dataset = load_dataset(artifact.dataset, args.data_dir, sensitive=list(sensitive))
-    records = list(dataset.records_test[:args.limit] if args.limit else dataset.records_test)
-    queries, kept, outside = [], [], 0
-    for i, record in enumerate(records):
-        try:
-            queries.append(query_from_record(artifact, model, dict(record)))
-            kept.append(i)
-        except DataError:
-            outside += 1  # outside the card's domain box: no certificate is issued for it either
-    start = time.perf_counter()
-    interactive = sys.stderr.isatty()
-
-    def progress(done: int, total: int) -> None:
-        if interactive and (done == total or done % 50 == 0):
-            print(f"\r  spread: {done}/{total} individuals ({time.perf_counter() - start:.1f} s)",
-                  end="\n" if done == total else "", file=sys.stderr, flush=True)
-
-    report = audit_spread(model, queries, lens, progress)
+    queries, kept, outside = _test_queries(args, artifact, model, args.limit)
+    report = audit_spread(model, queries, lens, _progress("spread"))
     card = workspace.card()
     labels = card.architecture.class_labels
     width_logits = lens.bucket_width / (1 << model.net.logit_scale_bits)
@@ -141,6 +175,91 @@ def _plot(distribution: dict[int, int], model_id: str, width: float, path: Path)
     ax.set_xlabel("k: distinct margin buckets over the sensitive combinations")
     ax.set_ylabel("individuals")
     ax.set_title(f"{model_id}: counterfactual spread (width {width:.3g} logits)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _deltas(text: str):
+    from fractions import Fraction
+
+    from fairness.errors import ModelError
+
+    try:
+        deltas = [Fraction(part.strip()) for part in text.split(",") if part.strip()]
+    except (ValueError, ZeroDivisionError):
+        raise ModelError(f"--delta takes comma-separated numbers, not {text!r}") from None
+    if not deltas or any(d <= 0 or d > 100 for d in deltas):
+        raise ModelError("every delta must lie in (0, 100] standardised units")
+    return deltas
+
+
+def run_persistence(args: argparse.Namespace) -> int:
+    from fairness.errors import ModelError
+    from fairness.persistence import PersistenceError
+    from fairness.persistence_audit import audit_persistence
+    from prover_service.workspace import ModelWorkspace
+
+    deltas = _deltas(args.delta)
+    if args.limit < 1:
+        raise ModelError("--limit must be at least 1")
+    workspace = ModelWorkspace.open(args.model)
+    artifact, model = workspace.artifact, workspace.fixed_point()
+    card = workspace.card()
+    if card.architecture.n_classes != 2:
+        raise ModelError("persistence is defined for two-class models")
+    favourable = _lens(args, workspace, model).favourable_class
+    pre = artifact.preprocessor
+    numeric = [j for j, (name, kind) in enumerate(zip(pre.feature_names, pre.kinds))
+               if kind == "numeric" and name not in pre.sensitive]
+    queries, _, outside = _test_queries(args, artifact, model, args.limit)
+    try:
+        scores = audit_persistence(model, queries, favourable, numeric, deltas, _progress("persistence"))
+    except PersistenceError as exc:
+        raise ModelError(str(exc)) from None
+    labels = card.architecture.class_labels
+    print(f"persistent bias of {card.model_id} over {len(queries)} test individuals ({outside} outside the "
+          f"domain box skipped), favourable class {labels[favourable]!r}")
+    for d in deltas:
+        raw = ", ".join(f"{pre.feature_names[j]} +-{float(d) * pre.stds[j]:.4g}" for j in numeric)
+        print(f"  delta {float(d):g} (standardised) = {raw}")
+    print(f"  {'attribute':<14} {'group':<22} {'setting':<9} {'delta':>5} {'pairs':>6} {'favoured':>9} "
+          f"{'disfavoured':>11} {'inconclusive':>12}")
+    for g in scores:
+        print(f"  {g.attribute:<14} {g.group[:22]:<22} {g.setting:<9} {float(g.delta):>5g} {g.pairs:>6} "
+              f"{g.share(g.favoured):>9.1%} {g.share(g.disfavoured):>11.1%} {g.share(g.inconclusive):>12.1%}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "model_id": card.model_id, "individuals": len(queries), "outside_box": outside,
+            "favourable_class": labels[favourable], "numeric_columns": [pre.feature_names[j] for j in numeric],
+            "rows": [{"attribute": g.attribute, "group": g.group, "setting": g.setting, "delta": str(g.delta),
+                      "pairs": g.pairs, "favoured": g.favoured, "disfavoured": g.disfavoured,
+                      "inconclusive": g.inconclusive} for g in scores]}, indent=2))
+    if args.plot:
+        _plot_persistence(scores, card.model_id, Path(args.plot))
+    return 0
+
+
+def _plot_persistence(scores, model_id: str, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = list(dict.fromkeys((g.attribute, g.group, g.setting) for g in scores))
+    deltas = list(dict.fromkeys(g.delta for g in scores))
+    fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(groups)), 3.4))
+    width = 0.8 / max(len(deltas), 1)
+    for i, d in enumerate(deltas):
+        shares = [next((g.share(g.favoured) for g in scores if (g.attribute, g.group, g.setting) == key
+                        and g.delta == d), 0.0) for key in groups]
+        ax.bar([x + i * width for x in range(len(groups))], shares, width, label=f"delta {float(d):g}")
+    ax.set_xticks([x + 0.4 - width / 2 for x in range(len(groups))])
+    ax.set_xticklabels([f"{g[1][:12]}\n{g[2]}" for g in groups], fontsize=7)
+    ax.set_ylabel("persistently favoured")
+    ax.set_ylim(0, 1)
+    ax.set_title(f"{model_id}: persistent bias by group", fontsize=9)
+    ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
