@@ -1,0 +1,197 @@
+"""What the lenses cost beside the radius, per paper model, and PBA's group scores.
+
+Per model (dataset, hidden sizes, fair/unfair), for the first N test customers:
+
+- spread (zero knowledge): the statement of the bucket each customer's radius
+  certificate needs, built with and without the spread lens: constraints
+  (both, and the ratio); for the most common bucket, keys set up for both and
+  the customers of that bucket proved with both in the same process
+  (mcl backend, in-process Groth16), median prove time and the ratio; every
+  proof verified, and the proved spread (public inputs) equal to the
+  plaintext `fairness.spread`;
+- spread (plaintext): k and distinct decisions per customer, time per query;
+- persistence (plaintext): sound LP bounds per single-attribute flip at
+  delta 1, time per flip, status counts; the exact MILP optimum beside it and
+  the gap (LP bound to attained optimum) when --exact.
+
+Persistence is not proved in zero knowledge yet: its row says so.
+
+    .venv/bin/python benchmarks/lenses.py [--models german:4x2,adult:4x2] [--variants fair,unfair]
+                                          [--queries 10] [--no-prove] [--exact]
+
+Writes benchmarks/results/lenses.json and prints a table.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+import sys
+import time
+from collections import Counter
+from fractions import Fraction
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from circuits.backends import get_backend  # noqa: E402
+from circuits.builder import ConstraintSystem  # noqa: E402
+from fairness.certificate import certify  # noqa: E402
+from fairness.datasets import load_dataset  # noqa: E402
+from fairness.fixed_point import to_fixed_point  # noqa: E402
+from fairness.persistence import exact_bounds, lp_bounds, perturbation_box, single_attribute_flips  # noqa: E402
+from fairness.spread import (DEFAULT_BUCKET_WIDTH, SpreadLens, bucket_width_at, default_favourable_class,  # noqa: E402
+                             spread)
+from fairness.training import load_or_train  # noqa: E402
+from offline_precompute.certify import query_from_record  # noqa: E402
+from statement import build_statement, statement_relation  # noqa: E402
+from statement.adapter import bucket_sizes, statement_inputs, statement_shape  # noqa: E402
+from statement.proof_system import Groth16  # noqa: E402
+
+EPS_BITS = 16
+SALT = 0x5EED
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def constraints(shape) -> int:
+    cs = ConstraintSystem(with_values=False, keep_constraints=False)
+    build_statement(cs, shape)
+    return cs.n_constraints
+
+
+def measure(dataset: str, hidden: tuple[int, ...], variant: str, args) -> dict:
+    art = load_or_train(dataset, hidden, variant, args.cache)
+    model = to_fixed_point(art, 16)
+    labels = tuple(art.class_labels)
+    lens = SpreadLens(default_favourable_class(labels), bucket_width_at(model, DEFAULT_BUCKET_WIDTH))
+    records = load_dataset(dataset).records_test
+    queries = []
+    for r in records:
+        try:
+            queries.append(query_from_record(art, model, dict(r)))
+        except Exception:  # outside the domain box: no certificate either
+            continue
+        if len(queries) == args.queries:
+            break
+    name = f"{dataset}-{'x'.join(map(str, hidden))}-{variant}"
+    _say(f"{name}: certifying {len(queries)} customers")
+    certs = [certify(model, q, eps_bits=EPS_BITS) for q in queries]
+
+    # plaintext spread
+    t = time.perf_counter()
+    spreads = [spread(model, q, lens) for q in queries]
+    spread_ms = (time.perf_counter() - t) * 1000 / len(queries)
+
+    # constraints per bucket, with and without the lens
+    buckets = Counter(bucket_sizes(c) for c in certs)
+    sizes = {}
+    for (k, f) in sorted(buckets):
+        bare = statement_shape(model, region_slots=k, farkas_slots=f, eps_bits=EPS_BITS)
+        with_lens = dataclasses.replace(bare, spread_width=lens.bucket_width, favourable_class=lens.favourable_class)
+        sizes[(k, f)] = (constraints(bare), constraints(with_lens))
+        _say(f"  k{k}-f{f}: {sizes[(k, f)][0]} -> {sizes[(k, f)][1]} constraints")
+    per_customer = [sizes[bucket_sizes(c)] for c in certs]
+    ratio_constraints = statistics.median(w / b for b, w in per_customer)
+
+    # proving, on the most common bucket
+    prove = None
+    if not args.no_prove:
+        (k, f), _ = buckets.most_common(1)[0]
+        system = Groth16(get_backend())
+        bare = statement_shape(model, region_slots=k, farkas_slots=f, eps_bits=EPS_BITS)
+        with_lens = dataclasses.replace(bare, spread_width=lens.bucket_width, favourable_class=lens.favourable_class)
+        times: dict[str, list[float]] = {"radius": [], "radius+spread": []}
+        agree = 0
+        for label, shape in (("radius", bare), ("radius+spread", with_lens)):
+            _say(f"  setting up k{k}-f{f} ({label})")
+            relation = statement_relation(shape)
+            pk, vk = system.setup(relation)
+            prepared = system.prepare(vk)
+            for cert in certs:
+                if bucket_sizes(cert) != (k, f):
+                    continue
+                public, witness = statement_inputs(model, SALT, cert, shape)
+                cs = ConstraintSystem(with_values=True, keep_constraints=False)
+                build_statement(cs, shape, public, witness)
+                t = time.perf_counter()
+                proof = system.prove(pk, public.field_elements(), cs.witness())
+                times[label].append(time.perf_counter() - t)
+                assert system.verify(prepared, public.field_elements(), proof)
+                if shape.spread:
+                    sp = spread(model, cert.query, lens)
+                    agree += public.spread_decisions == sp.decisions and public.spread_buckets == sp.distinct_buckets
+        prove = {"bucket": f"k{k}-f{f}", "customers": len(times["radius"]),
+                 "radius_s": statistics.median(times["radius"]),
+                 "spread_s": statistics.median(times["radius+spread"]),
+                 "ratio": statistics.median(times["radius+spread"]) / statistics.median(times["radius"]),
+                 "proved_equals_plaintext": agree}
+
+    # persistence, plaintext
+    pre = art.preprocessor
+    numeric = [j for j, (n, kind) in enumerate(zip(pre.feature_names, pre.kinds))
+               if kind == "numeric" and n not in pre.sensitive]
+    statuses, gaps, lp_times = Counter(), [], []
+    for q in queries:
+        box = perturbation_box(model, q, numeric, Fraction(1))
+        for flip in single_attribute_flips(model, q):
+            t = time.perf_counter()
+            b = lp_bounds(model, lens.favourable_class, flip, box)
+            lp_times.append(time.perf_counter() - t)
+            statuses[b.status] += 1
+            if args.exact:
+                low, high = exact_bounds(model, lens.favourable_class, flip, box)
+                gaps.append(float(low - b.lower) + float(b.upper - high))
+    return {
+        "model": name, "customers": len(queries),
+        "k_distribution": dict(Counter(s.distinct_buckets for s in spreads)),
+        "decision_changes": sum(s.distinct_decisions > 1 for s in spreads),
+        "spread_ms_per_query": spread_ms,
+        "buckets": {f"k{k}-f{f}": {"customers": n, "constraints": sizes[(k, f)][0],
+                                  "with_spread": sizes[(k, f)][1]} for (k, f), n in buckets.items()},
+        "constraint_ratio_median": ratio_constraints,
+        "added_constraints_median": statistics.median(w - b for b, w in per_customer),
+        "prove": prove,
+        "persistence": {"delta": 1, "flips": sum(statuses.values()), "status": dict(statuses),
+                        "lp_ms_median": statistics.median(lp_times) * 1000 if lp_times else None,
+                        "gap_median": statistics.median(gaps) if gaps else None,
+                        "zero_knowledge": "not built: plaintext bounds only"},
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", default="german:4x2,german:2x4,credit:4x2,credit:2x4,adult:4x2,adult:8x2")
+    ap.add_argument("--variants", default="fair,unfair")
+    ap.add_argument("--queries", type=int, default=10)
+    ap.add_argument("--no-prove", action="store_true", help="constraints only, no key setup or proofs")
+    ap.add_argument("--exact", action="store_true", help="also the exact MILP optimum of persistence (the gap)")
+    ap.add_argument("--cache", default=None, help="trained-model cache (default ~/.cache/fairproof/models)")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "lenses.json"))
+    args = ap.parse_args()
+    rows = []
+    for spec in args.models.split(","):
+        dataset, shape = spec.split(":")
+        hidden = tuple(int(h) for h in shape.split("x"))
+        for variant in args.variants.split(","):
+            rows.append(measure(dataset, hidden, variant, args))
+            r = rows[-1]
+            p = r["prove"] or {}
+            print(f"{r['model']:<20} constraints x{r['constraint_ratio_median']:.4f} (+{r['added_constraints_median']:.0f}) "
+                  f"prove {p.get('radius_s', float('nan')):.2f}s -> {p.get('spread_s', float('nan')):.2f}s "
+                  f"(x{p.get('ratio', float('nan')):.3f}, {p.get('customers', 0)} in {p.get('bucket', '-')}, "
+                  f"spread = plaintext {p.get('proved_equals_plaintext', '-')}) | k {r['k_distribution']} | "
+                  f"persistence d=1 {r['persistence']['status']} lp {r['persistence']['lp_ms_median'] or 0:.1f} ms"
+                  + (f" gap {r['persistence']['gap_median']:.3f}" if r['persistence']['gap_median'] is not None else ""),
+                  flush=True)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps({"rows": rows}, indent=2) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
