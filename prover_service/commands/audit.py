@@ -32,9 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "under every combination of sensitive values; k = the number of distinct margin buckets "
                     "(HyFair's C_eps on the logit margin, docs/STATEMENT.md). Prints the distribution of k and of "
                     "the distinct decisions and the individuals with the largest k.")
-    s.add_argument("--model", required=True, metavar="DIR", help="committed model directory")
-    s.add_argument("--data", default="test", choices=("test",), help="the dataset's test split (default)")
-    s.add_argument("--data-dir", metavar="DIR", help="dataset directory (default: see README)")
+    _data_arguments(s)
     s.add_argument("--limit", type=int, metavar="N", help="only the first N individuals")
     s.add_argument("--top", type=int, default=10, metavar="N", help="individuals with the largest k to list")
     s.add_argument("--bucket-width", type=float, metavar="W",
@@ -49,15 +47,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "difference of favourable logit margins between the individual and the counterfactual, "
                     "with the SAME numeric features moved by up to delta (standardised units) in both; "
                     "favoured if the lower bound is > 0, disfavoured if the upper bound is < 0.")
-    p2.add_argument("--model", required=True, metavar="DIR", help="committed model directory")
-    p2.add_argument("--data", default="test", choices=("test",), help="the dataset's test split (default)")
-    p2.add_argument("--data-dir", metavar="DIR", help="dataset directory (default: see README)")
+    _data_arguments(p2)
     p2.add_argument("--delta", default="1,2,3", help="comma-separated deltas in standardised units (default 1,2,3)")
     p2.add_argument("--limit", type=int, default=200, metavar="N", help="the first N individuals (default 200)")
     p2.add_argument("--favourable-class", metavar="LABEL", help="default: the card's lens, else the dataset's")
     p2.add_argument("--json", metavar="FILE", help="write the table as JSON")
     p2.add_argument("--plot", metavar="FILE.png", help="write the favoured shares as a PNG chart")
     p2.set_defaults(handler=run_persistence)
+
+
+def _data_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, metavar="DIR", help="committed model directory")
+    p.add_argument("--data", default="test", choices=("test",), help="the dataset's test split (default)")
+    p.add_argument("--data-dir", metavar="DIR", help="dataset directory (default: see README)")
 
 
 def _test_queries(args, artifact, model, limit):
