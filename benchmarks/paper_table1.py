@@ -230,6 +230,7 @@ def prove_phase(root: str, radius: str, indices: list[int], bucket_of: list[str]
     from offline_precompute.db import open_database, resolve_store_url
     from prover_service.proving import Prover
     from prover_service.workspace import ModelWorkspace
+    from fairness.spread import SpreadLens, spread
     from verifier_client.verify import verify_bundle
 
     workspace = ModelWorkspace.open(root)
@@ -242,7 +243,9 @@ def prove_phase(root: str, radius: str, indices: list[int], bucket_of: list[str]
     order, online, certifies, proves, witnesses, constraints, verify_ms, statuses = [], [], [], [], [], [], [], {}
     proof_bytes: list[int] = []
     failed: list[dict] = []
-    valid = eps_equal = labelled_exact = 0
+    valid = eps_equal = labelled_exact = spread_equal = 0
+    card = workspace.card()
+    lens = SpreadLens(card.spread.favourable_class, card.spread.bucket_width) if card.spread else None
     snark_ok = snark_checked = snark_tamper_refused = 0
     try:
         first_seen = {b: n for n, b in reversed(list(enumerate(bucket_of)))}
@@ -273,6 +276,10 @@ def prove_phase(root: str, radius: str, indices: list[int], bucket_of: list[str]
             valid += bool(verdict)
             eps_equal += bool(verdict) and verdict.claims.eps_numerator == plaintext_eps[j]
             labelled_exact += bool(verdict) and verdict.radius == "exact"
+            if lens is not None and verdict:  # the proved spread against the plaintext one
+                plain = spread(model, queries[j], lens)
+                proved = verdict.claims.spread
+                spread_equal += (proved.decisions, proved.score_buckets) == (plain.decisions, plain.distinct_buckets)
             statuses[bundle.status] = statuses.get(bundle.status, 0) + 1
             if snark_checked < n_snarkjs:
                 with tempfile.TemporaryDirectory() as tmp:
@@ -292,7 +299,8 @@ def prove_phase(root: str, radius: str, indices: list[int], bucket_of: list[str]
         db.dispose()
     return {"order": order, "failed": failed, "online": online, "certify": certifies, "prove": proves, "witness": witnesses, "constraints": constraints,
             "verify_ms": verify_ms, "statuses": statuses, "valid": valid, "eps_equal_plaintext": eps_equal,
-            "labelled_exact": labelled_exact, "snarkjs_checked": snark_checked, "snarkjs_ok": snark_ok,
+            "labelled_exact": labelled_exact, "spread_equal_plaintext": spread_equal if lens else None,
+            "snarkjs_checked": snark_checked, "snarkjs_ok": snark_ok,
             "proof_bytes": max(proof_bytes, default=128),
             "snarkjs_tampered_refused": snark_tamper_refused, "peak_rss_mib": peak_rss_mib()}
 
@@ -334,6 +342,8 @@ def summarize(model: dict, radius: str, setup: dict, rounds: list[dict], loads: 
         # every round must verify every bundle with the plaintext eps (and, in exact mode, as exact)
         "valid": min(r["valid"] for r in rounds), "eps_equal_plaintext": min(r["eps_equal_plaintext"] for r in rounds),
         "labelled_exact": min(r["labelled_exact"] for r in rounds), "statuses": first["statuses"],
+        "spread_equal_plaintext": (None if first.get("spread_equal_plaintext") is None
+                                   else min(r["spread_equal_plaintext"] for r in rounds)),
         **{k: first[k] for k in ("snarkjs_checked", "snarkjs_ok", "snarkjs_tampered_refused")},
     }
     if first["order"]:
@@ -409,13 +419,14 @@ def mode_ok(mode: dict) -> bool:
     """Every customer proved verifies with the plaintext eps; in exact mode every one verifies as exact."""
     n = mode["queries"]
     ok = mode["valid"] == n and mode["eps_equal_plaintext"] == n
+    ok = ok and mode.get("spread_equal_plaintext") in (None, n)  # the spread lens, when the card proves it
     return ok and (mode["radius"] != "exact" or mode["labelled_exact"] == n)
 
 
 def print_table(rows: list[dict]) -> None:
     head = (f"{'model':<22} {'radius':<6} {'proved':>6} {'online med':>10} {'mean':>6} {'prove med':>9} "
             f"{'paper':>6} {'constraints med (max)':>21} {'setup/bucket':>12} {'peak MiB setup/prove':>20} "
-            f"{'proof':>6} {'verify ms':>9} {'eps=plain':>9} {'exact':>5} {'snarkjs':>7}")
+            f"{'proof':>6} {'verify ms':>9} {'eps=plain':>9} {'exact':>5} {'snarkjs':>7} {'spread=plain':>12}")
     print(head)
     print("-" * len(head))
     for r in rows:
@@ -431,7 +442,8 @@ def print_table(rows: list[dict]) -> None:
                   f"{m['online_mean_s']:>6.2f} {m['prove_median_s']:>8.2f}s {paper:>6} {cons:>21} {setup:>11.1f}s "
                   f"{peak:>20} {m['proof_bytes']:>5}B {m['verify_median_ms']:>9.1f} "
                   f"{m['eps_equal_plaintext']:>4}/{m['queries']:<4} {m['labelled_exact']:>5} "
-                  f"{m['snarkjs_ok']:>3}/{m['snarkjs_checked']:<3}")
+                  f"{m['snarkjs_ok']:>3}/{m['snarkjs_checked']:<3} "
+                  f"{'-' if m.get('spread_equal_plaintext') is None else m['spread_equal_plaintext']:>12}")
         ratio = r.get("exact_over_fast")
         if ratio:
             print(f"{'':<22} exact/fast: online median {ratio['online_median']:.2f}x, mean {ratio['online_mean']:.2f}x, "
