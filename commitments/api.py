@@ -36,6 +36,15 @@ class ErrorBody(_Message):
     detail: str
 
 
+# What a certificate can prove beside the decision: the radius always, the spread when the card says so.
+Lens = Literal["radius", "spread", "persistence"]
+
+
+def card_lenses(card) -> tuple[str, ...]:
+    """The lenses every certificate of `card` proves."""
+    return ("radius",) + (("spread",) if card.spread is not None else ())
+
+
 class ModelSummary(_Message):
     model_id: str
     description: str = ""
@@ -47,6 +56,7 @@ class ModelSummary(_Message):
     sensitive_features: tuple[str, ...]
     buckets: tuple[str, ...] = ()
     card_url: str
+    lenses: tuple[Lens, ...] = ("radius",)
 
 
 class ModelList(_Message):
@@ -60,6 +70,9 @@ class DecisionRequest(_Message):
         description="raw attribute values: numbers for numeric features, category codes for categorical ones",
         examples=[{"duration": 12, "purpose": "A43"}],
     )
+    lenses: tuple[Lens, ...] = Field(
+        default=(), description="lenses the certificate must prove (refused when the model's card does not prove "
+                                "one); every certificate proves all of its card's lenses")
 
 
 # The header that carries a job's capability token (returned once, in DecisionAccepted.job_token).

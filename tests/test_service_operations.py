@@ -239,3 +239,29 @@ def test_the_service_answers_a_flooding_client_429_with_retry_after(bank, tmp_pa
         flooded = client.post("/v1/models/synthetic/decisions", json={"record": record})
         assert flooded.status_code == 429 and 0 < int(flooded.headers["retry-after"]) <= 30
         assert "too many decision requests from this client" in flooded.json()["detail"]
+
+
+def test_lenses_are_advertised_and_a_lens_the_card_does_not_prove_is_refused(bank, tmp_path):
+    """The model list says which lenses its certificates prove; a request for another one is a 422 naming
+    them, and no job is created for it; a request within them is accepted."""
+    record = _first_record(bank)
+    with _serving(_models(bank, tmp_path), workers=0) as client:
+        (summary,) = client.get("/v1/models").json()["models"]
+        assert summary["lenses"] == ["radius", "spread"]
+        r = client.post("/v1/models/synthetic/decisions", json={"record": record, "lenses": ["persistence"]})
+        assert r.status_code == 422 and "does not prove persistence" in r.json()["detail"]
+        assert client.post("/v1/models/synthetic/decisions",
+                           json={"record": record, "lenses": ["no-such-lens"]}).status_code == 422
+        ok = client.post("/v1/models/synthetic/decisions", json={"record": record, "lenses": ["radius", "spread"]})
+        assert ok.status_code == 202
+
+
+def test_a_card_without_the_spread_lens_refuses_it(bank, tmp_path):
+    models = tmp_path / "models"
+    assert _import(bank, models / "synthetic") == 0
+    assert fairproof(["commit", "--model", str(models / "synthetic"), "--no-spread"]) == 0
+    with _serving(models, workers=0) as client:
+        (summary,) = client.get("/v1/models").json()["models"]
+        assert summary["lenses"] == ["radius"]
+        r = client.post("/v1/models/synthetic/decisions", json={"record": _first_record(bank), "lenses": ["spread"]})
+        assert r.status_code == 422 and "does not prove spread" in r.json()["detail"]
