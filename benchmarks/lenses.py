@@ -11,8 +11,9 @@ Per model (dataset, hidden sizes, fair/unfair), for the first N test customers:
   plaintext `fairness.spread`;
 - spread (plaintext): k and distinct decisions per customer, time per query;
 - persistence (plaintext): sound LP bounds per single-attribute flip at
-  delta 1, time per flip, status counts; the exact MILP optimum beside it and
-  the gap (LP bound to attained optimum) when --exact.
+  delta 1, time per flip, status counts; linear bound propagation (CROWN, no
+  solver) beside it, its time and its interval width over the LP's; the exact
+  MILP optimum and the gap (LP bound to attained optimum) when --exact.
 
 Persistence is not proved in zero knowledge yet: its row says so.
 
@@ -41,7 +42,8 @@ from circuits.builder import ConstraintSystem  # noqa: E402
 from fairness.certificate import certify  # noqa: E402
 from fairness.datasets import load_dataset  # noqa: E402
 from fairness.fixed_point import to_fixed_point  # noqa: E402
-from fairness.persistence import exact_bounds, lp_bounds, perturbation_box, single_attribute_flips  # noqa: E402
+from fairness.persistence import (crown_bounds, exact_bounds, lp_bounds, perturbation_box,  # noqa: E402
+                                 single_attribute_flips)
 from fairness.spread import (DEFAULT_BUCKET_WIDTH, SpreadLens, bucket_width_at, default_favourable_class,  # noqa: E402
                              spread)
 from fairness.training import load_or_train  # noqa: E402
@@ -135,7 +137,7 @@ def measure(dataset: str, hidden: tuple[int, ...], variant: str, args) -> dict:
     pre = art.preprocessor
     numeric = [j for j, (n, kind) in enumerate(zip(pre.feature_names, pre.kinds))
                if kind == "numeric" and n not in pre.sensitive]
-    statuses, gaps, lp_times = Counter(), [], []
+    statuses, gaps, lp_times, crown_times, widths = Counter(), [], [], [], []
     for q in queries:
         box = perturbation_box(model, q, numeric, Fraction(1))
         for flip in single_attribute_flips(model, q):
@@ -143,6 +145,11 @@ def measure(dataset: str, hidden: tuple[int, ...], variant: str, args) -> dict:
             b = lp_bounds(model, lens.favourable_class, flip, box)
             lp_times.append(time.perf_counter() - t)
             statuses[b.status] += 1
+            t = time.perf_counter()
+            c = crown_bounds(model, lens.favourable_class, flip, box)
+            crown_times.append(time.perf_counter() - t)
+            if b.upper > b.lower:
+                widths.append(float((c.upper - c.lower) / (b.upper - b.lower)))
             if args.exact:
                 low, high = exact_bounds(model, lens.favourable_class, flip, box)
                 gaps.append(float(low - b.lower) + float(b.upper - high))
@@ -159,6 +166,8 @@ def measure(dataset: str, hidden: tuple[int, ...], variant: str, args) -> dict:
         "persistence": {"delta": 1, "flips": sum(statuses.values()), "status": dict(statuses),
                         "lp_ms_median": statistics.median(lp_times) * 1000 if lp_times else None,
                         "gap_median": statistics.median(gaps) if gaps else None,
+                        "crown_ms_median": statistics.median(crown_times) * 1000 if crown_times else None,
+                        "crown_over_lp_width_median": statistics.median(widths) if widths else None,
                         "zero_knowledge": "not built: plaintext bounds only"},
     }
 
@@ -186,7 +195,9 @@ def main() -> None:
                   f"(x{p.get('ratio', float('nan')):.3f}, {p.get('customers', 0)} in {p.get('bucket', '-')}, "
                   f"spread = plaintext {p.get('proved_equals_plaintext', '-')}) | k {r['k_distribution']} | "
                   f"persistence d=1 {r['persistence']['status']} lp {r['persistence']['lp_ms_median'] or 0:.1f} ms"
-                  + (f" gap {r['persistence']['gap_median']:.3f}" if r['persistence']['gap_median'] is not None else ""),
+                  + (f" gap {r['persistence']['gap_median']:.3f}" if r['persistence']['gap_median'] is not None else "")
+                  + f" crown {r['persistence']['crown_ms_median'] or 0:.1f} ms width/lp "
+                    f"{r['persistence']['crown_over_lp_width_median'] or float('nan'):.2f}",
                   flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps({"rows": rows}, indent=2) + "\n")

@@ -376,6 +376,78 @@ def _milp_attained(model, favourable_class, flip, box, prog: _Program, c, time_l
     return g_value(model, favourable_class, flip, x)
 
 
+# ----------------------------------------------------------------------------- linear bound propagation
+
+SLOPE_BITS = 16  # relaxation slopes are dyadic at 2^-SLOPE_BITS, rounded so that every relaxation stays valid
+
+
+def _ceil_dyadic(x: Fraction, bits: int) -> Fraction:
+    scaled = x * (1 << bits)
+    return Fraction(-((-scaled.numerator) // scaled.denominator), 1 << bits)
+
+
+def _floor_dyadic(x: Fraction, bits: int) -> Fraction:
+    scaled = x * (1 << bits)
+    return Fraction(scaled.numerator // scaled.denominator, 1 << bits)
+
+
+def _backward_lower(model: FixedPointModel, net: "_Net", flip: Flip, box: Box, sign: int,
+                    slope_bits: int) -> Fraction:
+    """A lower bound on sign * g over the box by back-substitution (CROWN), both copies into one
+    linear function of the shared inputs, minimised over the box in closed form.
+
+    Per unstable neuron (l < 0 < u) with coefficient a on its output y: a >= 0 takes y >= alpha x
+    (alpha = 1 if u >= -l else 0), a < 0 takes y <= t (x - l) with t >= u / (u - l) rounded up to
+    2^-slope_bits (a line through (l, 0) at least that steep lies above ReLU on [l, u]). Every
+    relaxation is valid, so the bound is, in exact rationals, whatever the slopes."""
+    one = 1 << model.scale_bits
+    slices = model.slices()
+    free = [j for j in range(len(box.lower)) if box.lower[j] != box.upper[j]]
+    shared = {j: Fraction(0) for j in free}
+    constant = Fraction(0)
+    for values, copy_sign in ((slices[flip.source], sign), (slices[flip.target], -sign)):
+        x_fixed = [Fraction(v, one) for v in _fixed_input(model, box, values)]
+        lo_in = [Fraction(box.lower[j], one) if j in free else x_fixed[j] for j in range(len(x_fixed))]
+        hi_in = [Fraction(box.upper[j], one) if j in free else x_fixed[j] for j in range(len(x_fixed))]
+        bounds = net.interval_bounds(lo_in, hi_in)
+        coef = [copy_sign * a for a in net.margin_row]  # on the last hidden layer's outputs
+        constant += copy_sign * net.margin_bias
+        for layer in range(len(net.hidden) - 1, -1, -1):
+            zl, zh = bounds[layer]
+            pre = []
+            for a, l, u in zip(coef, zl, zh):
+                if l >= 0:
+                    pre.append(a)
+                elif u <= 0:
+                    pre.append(Fraction(0))
+                elif a >= 0:
+                    pre.append(a if u >= -l else Fraction(0))
+                else:
+                    t = _ceil_dyadic(u / (u - l), slope_bits)
+                    pre.append(a * t)
+                    constant -= a * t * l
+            w, b = net.hidden[layer], net.hidden_biases[layer]
+            constant += sum(p * bi for p, bi in zip(pre, b))
+            coef = [sum(p * w[i][k] for i, p in enumerate(pre)) for k in range(len(w[0]))]
+        for j, c in enumerate(coef):
+            if j in shared:
+                shared[j] += c
+            else:
+                constant += c * x_fixed[j]
+    return constant + sum(min(c * Fraction(box.lower[j], one), c * Fraction(box.upper[j], one))
+                          for j, c in shared.items())
+
+
+def crown_bounds(model: FixedPointModel, favourable_class: int, flip: Flip, box: Box,
+                 slope_bits: int = SLOPE_BITS) -> Bounds:
+    """Sound bounds on min and max g by linear bound propagation through both copies (no solver):
+    exact rationals, the reference for a proof in integers."""
+    net = _Net(model, favourable_class)
+    low = _backward_lower(model, net, flip, box, 1, slope_bits)
+    high = -_backward_lower(model, net, flip, box, -1, slope_bits)
+    return Bounds(low, high, "crown")
+
+
 def persistence(model: FixedPointModel, query: Sequence[int], favourable_class: int, numeric_columns: Sequence[int],
                 delta: float | Fraction, *, exact: bool = False) -> list[PersistenceResult]:
     """Every single-attribute flip of the query, bounded by the LP (and the MILP's attained values)."""
