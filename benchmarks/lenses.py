@@ -17,6 +17,9 @@ Per model (dataset, hidden sizes, fair/unfair), for the first N test customers:
 
 Persistence is not proved in zero knowledge yet: its row says so.
 
+With --pba, PBA's group tables (`fairness.persistence_audit`) for the first
+--pba-individuals test individuals of each model at --pba-deltas.
+
     .venv/bin/python benchmarks/lenses.py [--models german:4x2,adult:4x2] [--variants fair,unfair]
                                           [--queries 10] [--no-prove] [--exact]
 
@@ -42,6 +45,7 @@ from circuits.builder import ConstraintSystem  # noqa: E402
 from fairness.certificate import certify  # noqa: E402
 from fairness.datasets import load_dataset  # noqa: E402
 from fairness.fixed_point import to_fixed_point  # noqa: E402
+from fairness.persistence_audit import audit_persistence  # noqa: E402
 from fairness.persistence import (crown_bounds, exact_bounds, lp_bounds, perturbation_box,  # noqa: E402
                                  single_attribute_flips)
 from fairness.spread import (DEFAULT_BUCKET_WIDTH, SpreadLens, bucket_width_at, default_favourable_class,  # noqa: E402
@@ -153,7 +157,30 @@ def measure(dataset: str, hidden: tuple[int, ...], variant: str, args) -> dict:
             if args.exact:
                 low, high = exact_bounds(model, lens.favourable_class, flip, box)
                 gaps.append(float(low - b.lower) + float(b.upper - high))
+    pba = None
+    if args.pba:
+        more = []
+        for r in records:
+            try:
+                more.append(query_from_record(art, model, dict(r)))
+            except Exception:
+                continue
+            if len(more) == args.pba_individuals:
+                break
+        deltas = [Fraction(d) for d in args.pba_deltas.split(",")]
+        _say(f"  PBA group scores over {len(more)} individuals")
+        t = time.perf_counter()
+        scores = audit_persistence(model, more, lens.favourable_class, numeric, deltas)
+        pba = {"individuals": len(more), "seconds": time.perf_counter() - t,
+               "rows": [{"attribute": g.attribute, "group": g.group, "setting": g.setting, "delta": str(g.delta),
+                         "pairs": g.pairs, "favoured": g.favoured, "disfavoured": g.disfavoured,
+                         "inconclusive": g.inconclusive} for g in scores]}
+        for g in scores:
+            print(f"    {name:<20} {g.group[:24]:<24} {g.setting:<9} delta {float(g.delta):<5g} pairs {g.pairs:>4} "
+                  f"favoured {g.share(g.favoured):6.1%} disfavoured {g.share(g.disfavoured):6.1%} "
+                  f"inconclusive {g.share(g.inconclusive):6.1%}", flush=True)
     return {
+        "pba": pba,
         "model": name, "customers": len(queries),
         "k_distribution": dict(Counter(s.distinct_buckets for s in spreads)),
         "decision_changes": sum(s.distinct_decisions > 1 for s in spreads),
@@ -179,6 +206,9 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=10)
     ap.add_argument("--no-prove", action="store_true", help="constraints only, no key setup or proofs")
     ap.add_argument("--exact", action="store_true", help="also the exact MILP optimum of persistence (the gap)")
+    ap.add_argument("--pba", action="store_true", help="PBA's group tables per model")
+    ap.add_argument("--pba-individuals", type=int, default=200)
+    ap.add_argument("--pba-deltas", default="0.25,0.5,1")
     ap.add_argument("--cache", default=None, help="trained-model cache (default ~/.cache/fairproof/models)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "lenses.json"))
     args = ap.parse_args()
