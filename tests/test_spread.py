@@ -395,3 +395,26 @@ def test_audit_spread_refuses_bad_options(bank, tmp_path_factory, capsys):
         code = fairproof(["audit", "spread", "--model", str(root), *extra])
         err = capsys.readouterr().err
         assert code != 0 and "Traceback" not in err and err.strip(), extra
+
+
+def test_a_customer_who_requires_the_spread_refuses_a_certificate_without_it(bank, tmp_path, capsys):
+    import dataclasses as dc
+
+    from verifier_client.cli import main as verify_main
+    from verifier_client.verify import lens_problem, verify_bundle
+
+    card, bundle = bank.card, bank.bundles[0]
+    claims = bundle_claims(bundle, card)
+    assert lens_problem(claims, ["radius", "spread"]) is None
+    assert "does not prove the counterfactual spread" in lens_problem(dc.replace(claims, spread=None), ["spread"])
+    assert "unknown lens" in lens_problem(claims, ["persistence"])
+    assert verify_bundle(bundle, card, required_lenses=["spread"]).valid
+    assert not verify_bundle(bundle, card, required_lenses=["persistence"]).valid
+    b, c = tmp_path / "bundle.json", tmp_path / "card.json"
+    b.write_text(bundle.model_dump_json())
+    c.write_text(card.model_dump_json())
+    pins = ["--pin-file", str(tmp_path / "pins.json")]
+    assert verify_main([str(b), "--card", str(c), "--require-lens", "spread", *pins]) == 0
+    capsys.readouterr()
+    with pytest.raises(SystemExit):  # argparse refuses a lens this verifier does not know
+        verify_main([str(b), "--card", str(c), "--require-lens", "persistence", *pins])

@@ -42,7 +42,8 @@ from commitments.record import RecordError, describe_query, encode_record
 from .log_check import LogRefused, check_log_evidence, parse_witness_key
 from .pins import PIN_FILE_ENV, PinFileError, PinMismatch, PinStore
 from .service_client import DEFAULT_TIMEOUT, DEFAULT_WAIT, ServiceClient, ServiceError, request_certificate
-from .verify import Verdict, explain, radius_summary, setup_summary, spread_summary, verify_bundle
+from .verify import (LENSES, Verdict, explain, lens_problem, radius_summary, setup_summary, spread_summary,
+                     verify_bundle)
 
 MAX_INPUT_BYTES = 64 * 1024 * 1024
 
@@ -92,6 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "ceremony it took part in")
     parser.add_argument("--pin-file", help=f"pinned models and trusted contributors (default ${PIN_FILE_ENV} "
                                            "or ~/.config/fairproof/pins.json)")
+    parser.add_argument("--require-lens", action="append", default=[], choices=LENSES, metavar="LENS",
+                        help="refuse a certificate whose proof does not cover LENS (radius, spread); repeatable")
     service = parser.add_argument_group("asking the bank's service (instead of BUNDLE)")
     service.add_argument("--url", help="base URL of the bank's FairProof service, e.g. https://bank.example")
     service.add_argument("--model", help="model id, as the service lists it")
@@ -202,7 +205,8 @@ def _from_files(args: argparse.Namespace) -> int:
     except RecordError as exc:
         return _fail(f"your record cannot be used with model {card.model_id!r}: {exc}", 2)
 
-    verdict = verify_bundle(bundle, card, _backend(args.backend), query=query, trusted_contributors=trusted)
+    verdict = verify_bundle(bundle, card, _backend(args.backend), query=query, trusted_contributors=trusted,
+                            required_lenses=args.require_lens)
     if not verdict:
         return _fail("INVALID certificate: " + "; ".join(verdict.reasons), 1)
     try:
@@ -289,6 +293,9 @@ def _from_service(args: argparse.Namespace, transport) -> int:
               f"in {pins.path}", file=sys.stderr)
     if not result.verdict:
         return _fail("INVALID certificate: " + "; ".join(result.verdict.reasons), 1)
+    missing = lens_problem(result.verdict.claims, args.require_lens)
+    if missing:
+        return _fail(f"INVALID certificate: {missing}", 1)
     _print_valid(result.verdict, result.card)
     print(result.log.describe())
     print(f"Bank's reference: certificate {result.bundle.certificate_id}, issued {result.bundle.issued_at} "

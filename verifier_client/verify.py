@@ -52,18 +52,23 @@ def _refuse(reason: str) -> Verdict:
 
 
 def verify_bundle(bundle: CertificateBundle, card: ModelCard, backend=None, *,
-                  query: Sequence[int] | None = None, trusted_contributors: Iterable[str] = ()) -> Verdict:
+                  query: Sequence[int] | None = None, trusted_contributors: Iterable[str] = (),
+                  required_lenses: Iterable[str] = ()) -> Verdict:
     """Every check a customer needs, in order; the first failure is the reason.
 
     `query`: the customer's own encoding of their record (commitments.record);
     a certificate about any other query is refused. `trusted_contributors`:
     phase-2 contribution hashes the customer trusts; when any is given, the
     bucket's key must come from a ceremony whose transcript holds one of them.
+    `required_lenses`: lenses the customer requires the proof to cover ("radius", "spread").
     """
     try:
         claims = bundle_claims(bundle, card, card_digest(card))
     except ClaimError as exc:
         return _refuse(str(exc))
+    missing = lens_problem(claims, required_lenses)
+    if missing:
+        return _refuse(missing)
     if query is not None and claims.query != tuple(query):
         differing = [card.feature_names[i] for i, (a, b) in enumerate(zip(claims.query, query)) if a != b]
         which = ", ".join(differing[:5]) + ("..." if len(differing) > 5 else "") if differing else "length"
@@ -90,6 +95,19 @@ def verify_bundle(bundle: CertificateBundle, card: ModelCard, backend=None, *,
         if not result.ok:
             return _refuse(f"proof rejected{whose}: {result.reason}")
     return Verdict(True, claims=claims)
+
+
+LENSES = ("radius", "spread")
+
+
+def lens_problem(claims: Claims, required: Iterable[str]) -> str | None:
+    """Why a certificate with these claims lacks a lens the customer requires, or None."""
+    for lens in required:
+        if lens not in LENSES:
+            return f"unknown lens {lens!r} (this verifier knows {', '.join(LENSES)})"
+        if lens == "spread" and claims.spread is None:
+            return "the certificate does not prove the counterfactual spread, which you require"
+    return None
 
 
 def bundle_proof(bundle: CertificateBundle) -> Proof:
