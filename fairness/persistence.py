@@ -14,7 +14,7 @@ columns fixed, inside the domain box}. Status: "favoured" if min_B g > 0 (the
 customer's own group gets a larger favourable margin everywhere in B),
 "disfavoured" if max_B g < 0, "inconclusive" otherwise.
 
-Two ways to bound min/max g:
+Three ways to bound min/max g:
 
 - `lp_bounds`: one LP over both copies with shared z (Ehlers' triangle relaxation
   of unstable ReLUs, pre-activation bounds by interval propagation), solved by
@@ -22,6 +22,11 @@ Two ways to bound min/max g:
   bound of its dual multipliers recomputed in exact rationals (negative
   inequality multipliers clipped to 0), so it is sound whatever the solver's
   tolerances. Sound and incomplete.
+- `crown_bounds`: linear bound propagation (CROWN) back through both copies into
+  one linear function of the shared inputs, minimised over the box in closed
+  form, every relaxation slope a dyadic rounded outward; exact rationals, no
+  solver, never tighter than the LP (it is one dual-feasible point of it). The
+  form a proof in integers would check.
 - `exact_bounds`: the same two-copy network as a MILP (big-M per unstable ReLU,
   exact on the box), solved by HiGHS; its minimiser is re-evaluated exactly, so
   the value reported is attained by a point of B (an upper bound on min g that
@@ -198,6 +203,7 @@ class _Program:
     unstable: list[tuple[int, int, Fraction, Fraction]]  # (pre var, post var, l, u) for the MILP
     free: list[int]  # the shared input variables, in column order
     free_columns: list[int]
+    constant: Fraction  # g = c.x + constant
 
 
 def _program(model: FixedPointModel, favourable_class: int, flip: Flip, box: Box) -> _Program:
@@ -262,9 +268,7 @@ def _program(model: FixedPointModel, favourable_class: int, flip: Flip, box: Box
         constant += sign * net.margin_bias
     n = len(lower)
     c = [c_terms.get(v, Fraction(0)) for v in range(n)]
-    prog = _Program(n, c, ub, eq, lower, upper, unstable, free, free_columns)
-    prog.constant = constant  # type: ignore[attr-defined]
-    return prog
+    return _Program(n, c, ub, eq, lower, upper, unstable, free, free_columns, constant)
 
 
 def _fixed_input(model: FixedPointModel, box: Box, slice_values: Sequence[int]) -> list[int]:
@@ -325,9 +329,8 @@ def _lp_min(prog: _Program, c: list[Fraction]) -> Fraction:
 def lp_bounds(model: FixedPointModel, favourable_class: int, flip: Flip, box: Box) -> Bounds:
     """Sound bounds on min and max g over the box (triangle relaxation, exact dual bound)."""
     prog = _program(model, favourable_class, flip, box)
-    const = prog.constant  # type: ignore[attr-defined]
-    low = _lp_min(prog, prog.c) + const
-    high = -_lp_min(prog, [-v for v in prog.c]) + const
+    low = _lp_min(prog, prog.c) + prog.constant
+    high = -_lp_min(prog, [-v for v in prog.c]) + prog.constant
     return Bounds(low, high, "lp")
 
 
