@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from prover_service.proving import ExactRadiusUnavailable, Prover
     from prover_service.publishing import commit_model
     from prover_service.workspace import ModelWorkspace
-    from verifier_client.verify import explain, radius_summary, verify_bundle
+    from verifier_client.verify import explain, radius_summary, spread_summary, verify_bundle
 
     if args.customers < 1:
         raise DataError("--customers must be at least 1")
@@ -128,6 +128,9 @@ def run(args: argparse.Namespace) -> int:
     if verdict:
         print(radius_summary(verdict.claims))
         print(explain(verdict.claims, prover.card))
+        lens = spread_summary(verdict.claims, prover.card)
+        if lens:
+            print(lens)
     trust = " ".join(f"--trust-contributor {h}" for h in auditor_hashes)
     print(f"\nbundles in {bundles_dir}/, card in {workdir / 'card.json'}; check one as a customer who trusts the "
           f"auditor:\n  fairproof-verify {bundles_dir}/customer-0.json --card {workdir / 'card.json'} {trust}")
