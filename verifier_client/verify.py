@@ -256,7 +256,8 @@ def spread_summary(claims: Claims, card: ModelCard) -> str | None:
     for labels, decision in zip(sp.slice_labels, sp.decision_labels):
         lines.append(f"  {', '.join(labels)}: {decision}")
     lines.append(f"  {sp.distinct_decisions} distinct decision(s); the score for {favourable!r} (its logit margin) "
-                 f"falls in {sp.score_buckets} distinct bucket(s) of width {sp.bucket_width_decimal} logits.")
+                 f"falls in {sp.score_buckets} distinct bucket(s) of width {float(sp.bucket_width_decimal):.6g} logits "
+                 f"[{sp.bucket_width} / 2^{sp.logit_scale_bits}].")
     return "\n".join(lines)
 
 
