@@ -36,13 +36,8 @@ class ErrorBody(_Message):
     detail: str
 
 
-# What a certificate can prove beside the decision: the radius always, the spread when the card says so.
+# What a certificate can prove beside the decision (a card's `lenses` say which it does).
 Lens = Literal["radius", "spread", "persistence"]
-
-
-def card_lenses(card) -> tuple[str, ...]:
-    """The lenses every certificate of `card` proves."""
-    return ("radius",) + (("spread",) if card.spread is not None else ())
 
 
 class ModelSummary(_Message):

@@ -328,6 +328,11 @@ class ModelCard(_Frozen):
         return self.scale_bits * (len(self.architecture.hidden_sizes) + 2)
 
     @property
+    def lenses(self) -> tuple[str, ...]:
+        """What every certificate under this card proves: the radius, and the spread when the card has it."""
+        return ("radius",) + (("spread",) if self.spread is not None else ())
+
+    @property
     def n_spread_signals(self) -> int:
         """Public signals of the spread lens: one decision per slice and the bucket count (0 without it)."""
         return len(self.slices()) + 1 if self.spread is not None else 0

@@ -33,7 +33,7 @@ from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from commitments.api import (API_PREFIX, DecisionAccepted, DecisionRequest, ErrorBody, Health, JobView, ModelList,
-                             ModelSummary, PrecomputeRequest, RegisterModel, card_lenses)
+                             ModelSummary, PrecomputeRequest, RegisterModel)
 from commitments.bundle import CertificateBundle
 from commitments.card import ModelCard
 
@@ -71,7 +71,7 @@ def _summary(card: ModelCard) -> ModelSummary:
         model_id=card.model_id, description=card.description, dataset=card.dataset, commitment=card.commitment,
         card_digest=card.digest(), n_inputs=card.architecture.n_inputs, hidden_sizes=card.architecture.hidden_sizes,
         sensitive_features=tuple(f.name for f in card.sensitive), buckets=tuple(b.bucket for b in card.circuits),
-        card_url=f"{API_PREFIX}/models/{card.model_id}/card", lenses=card_lenses(card),
+        card_url=f"{API_PREFIX}/models/{card.model_id}/card", lenses=card.lenses,
     )
 
 
@@ -280,10 +280,10 @@ def _routes(app: FastAPI) -> None:
         card = await run_in_threadpool(state.registry.card, model_id)
         if card.commitment != loaded.commitment:  # a publication between the two reads: never mix them
             raise Unavailable(f"model {model_id} is being republished; retry in a moment")
-        missing = [lens for lens in body.lenses if lens not in card_lenses(card)]
+        missing = [lens for lens in body.lenses if lens not in card.lenses]
         if missing:
             raise BadRequest(f"model {model_id} does not prove {', '.join(missing)}; its certificates prove "
-                             f"{', '.join(card_lenses(card))}")
+                             f"{', '.join(card.lenses)}")
         wait_s = state.rate_limit.take(request.client.host if request.client else "unknown") \
             if state.rate_limit is not None else None
         if wait_s is not None:
