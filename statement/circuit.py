@@ -34,6 +34,11 @@ What is enforced, per slice s (slot 0 is the start region; K slots, F pool entri
   code, its row is DISTANCE-covered there, distance < (E+1)/2^t, and for a
   decision row a boundary point P/D on the hyperplane inside region and box.
 
+Spread lens (shapes with spread_width > 0; `spread`): every slice's decision at
+the query and the number of distinct buckets of the favourable margin, as
+public inputs, from slot 0's exact forward pass (per-slice shapes: a forward
+pass of every slice of their own).
+
 Per-slice shapes (exact only) cover one slice, named by one more public input
 and chosen by one-hot bits: its base forms, covers and pool; the argmax and
 flip checks are gated on it being the query's own or the flip slice; the
