@@ -23,3 +23,8 @@ def exact_multiplier_bits(hidden_sizes: Sequence[int], scale_bits: int,
     multiplier keeps ~base_bits significant bits of its own."""
     n_layers = len(hidden_sizes)
     return tuple(base_bits + scale_bits * (n_layers - l) for l, h in enumerate(hidden_sizes) for _ in range(h))
+
+
+# Linear bound propagation's ReLU relaxation slopes are dyadic at 2^-RELAXATION_SLOPE_BITS, rounded
+# outward (fairness.persistence, and the persistence lens's circuit, which pins the same rounding).
+RELAXATION_SLOPE_BITS = 16

@@ -46,6 +46,7 @@ from typing import Sequence
 import numpy as np
 
 from .fixed_point import FixedPointModel
+from .multipliers import RELAXATION_SLOPE_BITS
 
 FAVOURED, DISFAVOURED, INCONCLUSIVE = "favoured", "disfavoured", "inconclusive"
 
@@ -381,7 +382,7 @@ def _milp_attained(model, favourable_class, flip, box, prog: _Program, c, time_l
 
 # ----------------------------------------------------------------------------- linear bound propagation
 
-SLOPE_BITS = 16  # relaxation slopes are dyadic at 2^-SLOPE_BITS, rounded so that every relaxation stays valid
+SLOPE_BITS = RELAXATION_SLOPE_BITS  # slopes are dyadic at 2^-SLOPE_BITS, rounded so that every relaxation stays valid
 
 
 def _ceil_dyadic(x: Fraction, bits: int) -> Fraction:
@@ -449,6 +450,34 @@ def crown_bounds(model: FixedPointModel, favourable_class: int, flip: Flip, box:
     low = _backward_lower(model, net, flip, box, 1, slope_bits)
     high = -_backward_lower(model, net, flip, box, -1, slope_bits)
     return Bounds(low, high, "crown")
+
+
+def counterfactual_pairs(model: FixedPointModel) -> list[tuple[int, int]]:
+    """(sensitive attribute index, value) for every value of every sensitive attribute, in the order a
+    proof of the lens lists its bounds (the query's own value among them: its g is 0)."""
+    slices = model.slices()
+    return [(a, v) for a in range(len(model.sensitive)) for v in sorted({s[a] for s in slices})]
+
+
+def proved_bounds(model: FixedPointModel, query: Sequence[int], favourable_class: int,
+                  numeric_columns: Sequence[int], delta: int,
+                  slope_bits: int = SLOPE_BITS) -> list[tuple[int, int]]:
+    """What a proof of the persistence lens states: per `counterfactual_pairs` entry, the CROWN bounds
+    of the query against that counterfactual over the box of half-width `delta` (an integer at the input
+    scale), rounded outward to integers at the logit scale: (floor(LB 2^L), ceil(UB 2^L))."""
+    if type(delta) is not int or delta < 0:
+        raise PersistenceError(f"delta must be a non-negative integer at the input scale, not {delta!r}")
+    box = perturbation_box(model, query, numeric_columns, Fraction(delta, 1 << model.scale_bits))
+    slices = model.slices()
+    own = tuple(query[f.column] for f in model.sensitive)
+    source = slices.index(own)
+    scale = 1 << model.net.logit_scale_bits
+    out = []
+    for a, v in counterfactual_pairs(model):
+        target = slices.index(own[:a] + (v,) + own[a + 1:])
+        b = crown_bounds(model, favourable_class, Flip(a, source, target), box, slope_bits)
+        out.append((math.floor(b.lower * scale), math.ceil(b.upper * scale)))
+    return out
 
 
 def persistence(model: FixedPointModel, query: Sequence[int], favourable_class: int, numeric_columns: Sequence[int],

@@ -32,6 +32,7 @@ from fairness.fixed_point import FixedPointModel
 from fairness.geocert import DECISION, NEURON
 from fairness.codes import ActivationCode
 from fairness.regions import SliceGeometry, eps_cap, free_part
+from fairness.persistence import proved_bounds
 from fairness.spread import SpreadLens, spread
 
 from .commitment import commit
@@ -213,6 +214,21 @@ def spread_inputs(model: FixedPointModel, shape: StatementShape, query) -> dict:
     return {"spread_decisions": sp.decisions, "spread_buckets": sp.distinct_buckets}
 
 
+def persistence_inputs(model: FixedPointModel, shape: StatementShape, query, delta: int | None) -> dict:
+    """The persistence lens's public inputs (fairness.persistence, computed in plaintext), if the shape
+    has the lens: delta (an integer at the input scale) and the bounds per counterfactual pair."""
+    if not shape.persistence:
+        if delta is not None:
+            raise StatementWitnessError("this statement has no persistence lens: it takes no delta")
+        return {}
+    cap = max(shape.box_upper[j] - shape.box_lower[j] for j in shape.persistence_columns)
+    if type(delta) is not int or not 0 <= delta <= cap:
+        raise StatementWitnessError(f"a statement with the persistence lens needs delta, an int at 2^s in [0, {cap}] "
+                                    "(the widest moved column of the domain box)")
+    bounds = proved_bounds(model, query, shape.favourable_class, shape.persistence_columns, delta)
+    return {"persistence_delta": delta, "persistence_bounds": tuple(bounds)}
+
+
 def model_commitment(model: FixedPointModel, salt: int, shape: StatementShape) -> int:
     return commit(salt, model.net.weights, model.net.biases, shape)
 
@@ -232,15 +248,18 @@ def _check_model(model: FixedPointModel, shape: StatementShape) -> None:
 
 
 def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate, shape: StatementShape,
-                     part: int | None = None) -> tuple[StatementPublic, StatementWitness]:
+                     part: int | None = None, *,
+                     persistence_delta: int | None = None) -> tuple[StatementPublic, StatementWitness]:
     """Public inputs and witness for a certificate (which must pass `fairness.checker`); for a
-    per-slice shape, those of slice `part`'s proof."""
+    per-slice shape, those of slice `part`'s proof; `persistence_delta` (at 2^s) when the shape has
+    the persistence lens."""
     _check_model(model, shape)
     if shape.per_slice != (part is not None):
         raise StatementWitnessError("a per-slice statement needs the slice it covers, a whole statement none")
     if part is not None and not (type(part) is int and 0 <= part < shape.n_slices):
         raise StatementWitnessError(f"slice {part!r} is not one of the model's {shape.n_slices} slices")
     covered = [part] if part is not None else list(range(shape.n_slices))
+    lenses = persistence_inputs(model, shape, cert.query, persistence_delta)
     if cert.eps_bits != shape.eps_bits:
         raise StatementWitnessError(f"certificate eps scale 2^{cert.eps_bits} differs from the shape's 2^{shape.eps_bits}")
     if not 0 <= salt < R:
@@ -254,7 +273,7 @@ def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate, shape
         if cert.flip is None:
             raise StatementWitnessError("FLIP certificate without a flip slice")
         public = StatementPublic(commitment, y, 0, STATUS_FLIP, cert.flip.slice_index, tuple(cert.query), part,
-                                 **spread_inputs(model, shape, cert.query))
+                                 **spread_inputs(model, shape, cert.query), **lenses)
         starts = [SliceGeometry(model, shape.slices[si]).code_of(u).bit_ints for si in covered]
         return public, StatementWitness.flip(shape, net.weights, net.biases, salt, starts)
     if cert.status != CERTIFIED:
@@ -351,5 +370,5 @@ def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate, shape
     elif a.kind != CAP:
         raise StatementWitnessError(f"unknown attainment kind {a.kind!r}")
     public = StatementPublic(commitment, y, cert.eps, STATUS_CERTIFIED, 0, tuple(cert.query), part,
-                             **spread_inputs(model, shape, cert.query))
+                             **spread_inputs(model, shape, cert.query), **lenses)
     return public, StatementWitness(net.weights, net.biases, salt, tuple(slices), designation)

@@ -1,7 +1,7 @@
 """Small assertion helpers shared by the statement gadgets."""
 from __future__ import annotations
 
-from circuits.field import R
+from circuits.field import R, to_signed
 
 from .widths import bits
 
@@ -41,3 +41,17 @@ def bool_inputs(cs, name: str, values, n: int):
     for b in out:
         cs.assert_is_bool(b)
     return out
+
+
+def floor_div(cs, value, width: int, bound: int):
+    """floor(value / width) for |value| <= bound and an integer width >= 1.
+
+    value = width q + r with 0 <= r < width and |q| <= bound // width + 1 as
+    integers (both range-checked), so no wrap-around: q is the floor."""
+    q_bound = bound // width + 1
+    (q,) = cs.hint("quotient", lambda v: [to_signed(v) // width], [value], 1)
+    cs.assert_range(q + q_bound, bits(2 * q_bound))
+    rem = value - q * width
+    assert_nonnegative(cs, rem, width - 1)
+    assert_nonnegative(cs, width - 1 - rem, width - 1)
+    return q

@@ -39,6 +39,11 @@ the query and the number of distinct buckets of the favourable margin, as
 public inputs, from slot 0's exact forward pass (per-slice shapes: a forward
 pass of every slice of their own).
 
+Persistence lens (shapes with persistence columns; `persistence`): for the
+public delta and every (sensitive attribute, value), the CROWN bounds on the
+margin gap between the query and that counterfactual over the shared box of
+moved columns, computed from the committed weights, as public inputs.
+
 Per-slice shapes (exact only) cover one slice, named by one more public input
 and chosen by one-hot bits: its base forms, covers and pool; the argmax and
 flip checks are gated on it being the query's own or the flip slice; the
@@ -76,6 +81,7 @@ from .distance import assert_below_next_if, assert_distance_if, distance_at_leas
 from .farkas import check_farkas_entry, farkas_key
 from .membership import assert_lookup, challenge, multiplicities
 from .shape import StatementShape
+from .persistence import persistence_lens
 from .spread import spread_lens
 from .widths import StatementWidths, bits, widths as shape_widths
 from .witness import StatementPublic, StatementWitness, validate
@@ -134,6 +140,13 @@ def build_statement(cs, shape: StatementShape, public: StatementPublic | None = 
                         ] if shape.spread else []
     spread_buckets = cs.public_input("spread_buckets", pub_vals[at + S]) if shape.spread else None
     at += shape.n_spread_public
+    if shape.persistence:
+        delta = cs.public_input("persistence_delta", pub_vals[at])
+        n_bounds = 2 * len(shape.persistence_pairs)
+        persistence_bounds = [cs.public_input(f"persistence_bound[{i}]", pub_vals[at + 1 + i]) for i in range(n_bounds)]
+    else:
+        delta, persistence_bounds = None, []
+    at += shape.n_persistence_public
     part = cs.public_input("part_slice", pub_vals[at]) if shape.per_slice else None
 
     # ------------------------------------------------------------ parameters
@@ -272,6 +285,12 @@ def build_statement(cs, shape: StatementShape, public: StatementPublic | None = 
             spread_lens(cs, logits, spread_decisions, spread_buckets, favourable_class=shape.favourable_class,
                         width=shape.spread_width, bound=wd.decision.value)
 
+    # ------------------------------------------------------------ the persistence lens
+    if shape.persistence:
+        with cs.scope("persistence"):
+            persistence_lens(cs, shape, wd, weights, biases, query, delta, persistence_bounds)
+        report(f"persistence lens: {cs.n_constraints} constraints")
+
     # ------------------------------------------------------------ minimality and boundary
     with cs.scope("minimality"):
         query_vals = None if public is None else public.query
@@ -283,6 +302,7 @@ def build_statement(cs, shape: StatementShape, public: StatementPublic | None = 
                         nsq0, e1_sq, box_lo_free, box_hi_free)
     return StatementHandles([commitment, y, eps, status, flip_index, *query, *spread_decisions,
                              *([spread_buckets] if spread_buckets is not None else []),
+                             *([delta, *persistence_bounds] if delta is not None else []),
                              *([part] if part is not None else [])], wd)
 
 

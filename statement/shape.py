@@ -26,6 +26,10 @@ Conventions (all ints):
 - `spread_width` > 0 adds the counterfactual spread lens (fairness.spread):
   every slice's decision and the number of distinct margin buckets of width
   spread_width (logit scale) for `favourable_class` become public inputs;
+- `persistence_columns` non-empty adds the persistent-bias lens
+  (fairness.persistence, statement.persistence): delta (at 2^s) and, per
+  (sensitive attribute, value), bounds LB <= min g, UB >= max g at the logit
+  scale become public inputs; `favourable_class` names the margin's class;
 - hidden layer l's multipliers have s (L - l) more bits than farkas_bits
   (`lambda_bits`), except on fast statements' neuron-row entries;
 - hidden neurons are numbered flat, layer by layer; an activation code is
@@ -85,6 +89,9 @@ class StatementShape:
     # class whose logit margin is bucketed. Adds the per-slice decisions and the bucket count as inputs.
     spread_width: int = 0
     favourable_class: int = 0
+    # The persistence lens (fairness.persistence): the numeric columns a customer's box moves (empty = off).
+    # Adds delta and one (LB, UB) pair per (sensitive attribute, value) as public inputs; two classes only.
+    persistence_columns: tuple[int, ...] = ()
     free_columns: tuple[int, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -144,8 +151,17 @@ class StatementShape:
             raise StatementShapeError("spread_width must be below 2^200 (its comparisons must not wrap)")
         if type(self.favourable_class) is not int or not 0 <= self.favourable_class < self.n_classes:
             raise StatementShapeError("favourable_class must be a class index")
-        if not self.spread and self.favourable_class != 0:
-            raise StatementShapeError("a favourable class is a parameter of the spread lens only")
+        object.__setattr__(self, "persistence_columns", _ints("persistence_columns", self.persistence_columns))
+        moved = self.persistence_columns
+        if moved:
+            if self.n_classes != 2:
+                raise StatementShapeError("the persistence lens needs a two-class model (its margin is linear)")
+            if list(moved) != sorted(set(moved)) or any(not 0 <= j < n or j in cols for j in moved):
+                raise StatementShapeError("persistence columns must be distinct non-sensitive inputs, in order")
+            if all(self.box_lower[j] == self.box_upper[j] for j in moved):
+                raise StatementShapeError("the persistence lens needs a column the domain box lets move")
+        if not self.spread and not moved and self.favourable_class != 0:
+            raise StatementShapeError("a favourable class is a parameter of a lens only")
         object.__setattr__(self, "free_columns", tuple(i for i in range(n) if i not in set(cols)))
 
     # ----------------------------------------------------------------- sizes
@@ -210,8 +226,27 @@ class StatementShape:
         return self.n_slices + 1 if self.spread else 0
 
     @property
+    def persistence(self) -> bool:
+        """Whether the statement proves persistent-bias bounds (fairness.persistence)."""
+        return bool(self.persistence_columns)
+
+    @property
+    def persistence_pairs(self) -> tuple[tuple[int, int], ...]:
+        """(sensitive attribute index, value) for every value of every sensitive attribute: the
+        counterfactual copies whose bounds the lens proves (the query's own value gives g = 0)."""
+        if not self.persistence:
+            return ()
+        return tuple((a, v) for a in range(len(self.sensitive_columns))
+                     for v in sorted({s[a] for s in self.slices}))
+
+    @property
+    def n_persistence_public(self) -> int:
+        """Public inputs of the persistence lens: delta, then (LB, UB) per pair."""
+        return 1 + 2 * len(self.persistence_pairs) if self.persistence else 0
+
+    @property
     def n_public(self) -> int:
-        return 5 + self.n_inputs + self.n_spread_public + (1 if self.per_slice else 0)
+        return 5 + self.n_inputs + self.n_spread_public + self.n_persistence_public + (1 if self.per_slice else 0)
 
     @property
     def witness_slices(self) -> int:
@@ -228,7 +263,10 @@ class StatementShape:
             d.pop("per_slice")  # and whole statements the digests they had before per-slice ones
         if not self.spread:
             d.pop("spread_width")  # and statements without lenses the digests they had before lenses
+        if not self.spread and not self.persistence:
             d.pop("favourable_class")
+        if not self.persistence:
+            d.pop("persistence_columns")
         return d
 
     @classmethod

@@ -16,7 +16,7 @@ from typing import Sequence
 
 from circuits.field import R
 
-from .checks import assert_nonnegative
+from .checks import assert_nonnegative, floor_div  # noqa: F401 (floor_div: part of the lens's gadgets)
 from .widths import bits
 
 
@@ -47,20 +47,6 @@ def argmax(cs, values: Sequence, bound: int):
         before = cs.sum(chosen[j + 1:]) if j + 1 < n else 0  # [j < chosen index]
         assert_nonnegative(cs, top - v - before, bound + 1)
     return chosen, top
-
-
-def floor_div(cs, value, width: int, bound: int):
-    """floor(value / width) for |value| <= bound and an integer width >= 1.
-
-    value = width q + r with 0 <= r < width and |q| <= bound // width + 1 as
-    integers (both range-checked), so no wrap-around: q is the floor."""
-    q_bound = bound // width + 1
-    (q,) = cs.hint("quotient", lambda v: [_signed(v) // width], [value], 1)
-    cs.assert_range(q + q_bound, bits(2 * q_bound))
-    rem = value - q * width
-    assert_nonnegative(cs, rem, width - 1)
-    assert_nonnegative(cs, width - 1 - rem, width - 1)
-    return q
 
 
 def distinct_count(cs, values: Sequence):

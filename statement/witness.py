@@ -11,6 +11,9 @@ Public inputs, in this order (the bundle and the verifier rely on it):
     then, with the spread lens (shapes with spread_width > 0):
         one decision per slice (the argmax at the query with that slice's values),
         the number of distinct margin buckets over the slices
+    then, with the persistence lens (shapes with persistence columns):
+        delta d (at 2^s), then LB, UB per (attribute, value) of `shape.persistence_pairs`
+        (signed ints at the logit scale, as field elements)
     last part slice the slice a per-slice statement covers (per-slice shapes only)
 
 Private witness: weights and biases (signed ints), the salt (a field
@@ -64,11 +67,16 @@ class StatementPublic:
     # The spread lens: each slice's decision and the number of distinct margin buckets (None: no lens).
     spread_decisions: tuple[int, ...] | None = None
     spread_buckets: int | None = None
+    # The persistence lens: delta, and (LB, UB) per (attribute, value) pair (None: no lens).
+    persistence_delta: int | None = None
+    persistence_bounds: tuple[tuple[int, int], ...] | None = None
 
     def field_elements(self) -> list[int]:
         """The public inputs as field elements, in circuit order."""
         head = [self.commitment, self.decision, self.eps, self.status, self.flip_slice]
         lens = [] if self.spread_decisions is None else [*self.spread_decisions, self.spread_buckets]
+        if self.persistence_bounds is not None:
+            lens += [self.persistence_delta, *(v for pair in self.persistence_bounds for v in pair)]
         tail = [] if self.part_slice is None else [self.part_slice]
         return [v % R for v in head] + [v % R for v in self.query] + [v % R for v in lens + tail]
 
@@ -173,6 +181,15 @@ def validate(shape, public: StatementPublic, witness: StatementWitness) -> None:
     else:
         need(public.spread_decisions is None and public.spread_buckets is None,
              "a statement without the spread lens takes no spread inputs")
+    if shape.persistence:
+        pairs = public.persistence_bounds
+        need(type(public.persistence_delta) is int and pairs is not None
+             and len(pairs) == len(shape.persistence_pairs)
+             and all(len(p) == 2 and all(type(v) is int for v in p) for p in pairs),
+             f"a statement with the persistence lens takes delta and {len(shape.persistence_pairs)} bound pairs")
+    else:
+        need(public.persistence_delta is None and public.persistence_bounds is None,
+             "a statement without the persistence lens takes no persistence inputs")
     if shape.per_slice:
         need(type(public.part_slice) is int and 0 <= public.part_slice < shape.n_slices,
              f"a per-slice statement names the slice it covers (0..{shape.n_slices - 1})")
