@@ -9,7 +9,9 @@ Public inputs of the statement, in order (docs/STATEMENT.md):
     commitment, decision, E, status, flip slice index, query[0..n-1]
 with signed query values encoded as field elements (v mod R), then, when the
 card proves the spread lens, each slice's decision and the number of
-distinct margin buckets (`spread`).
+distinct margin buckets (`spread`), and when it proves the persistence lens,
+delta and the (lower, upper) bounds of every counterfactual value
+(`persistence`; signed, as v mod R).
 
 A certificate proved slice by slice (per-slice exact buckets, `-exact-slice`)
 has one proof per sensitive slice, each with one more public input, the
@@ -101,6 +103,32 @@ class CounterfactualSpread(_Frozen):
     score_buckets: int
 
 
+# The persistence lens's verdict on one counterfactual: the customer's own value ("own", where the gap
+# is 0), favoured (LB > 0: the customer's group gets the larger favourable margin everywhere in the box),
+# disfavoured (UB < 0), or inconclusive.
+PersistenceStatus = Literal["own", "favoured", "disfavoured", "inconclusive"]
+
+
+class PersistenceBound(_Frozen):
+    """Bounds on g = margin(customer) - margin(customer with `attribute` = `value`) over the box, at the
+    logit scale: lower <= min g, upper >= max g."""
+
+    attribute: str
+    value: int  # the counterfactual value, at the input scale
+    label: str
+    lower: int
+    upper: int
+    status: PersistenceStatus
+
+
+class PersistentBias(_Frozen):
+    """The persistence lens: the box's half-width delta (at the input scale 2^scale_bits, on the card's
+    moved columns) and the bounds for every value of every sensitive attribute, in the card's order."""
+
+    delta: int = Field(ge=0)
+    bounds: tuple[PersistenceBound, ...]
+
+
 class SlicePart(_Frozen):
     """The proof of one more slice of a per-slice certificate."""
 
@@ -128,6 +156,7 @@ class CertificateBundle(_Frozen):
     proof_hex: ProofHex  # 128-byte compressed proof
     # The spread lens, when the card proves it (its values are public signals too).
     spread: CounterfactualSpread | None = Field(default=None, exclude_if=lambda spread: spread is None)
+    persistence: PersistentBias | None = Field(default=None, exclude_if=lambda lens: lens is None)
     # Per-slice certificates: the proofs of slices 1, 2, ... (the one above is slice 0's); empty otherwise.
     parts: tuple[SlicePart, ...] = Field(default=(), exclude_if=lambda parts: not parts)
     # The decision request this certificate answers (its leaf in the transparency log names it too).

@@ -149,6 +149,17 @@ class SpreadLensCard(_Frozen):
     bucket_width: int = Field(ge=1, lt=1 << 200)
 
 
+class PersistenceLensCard(_Frozen):
+    """The persistent-bias lens (fairness.persistence), proved by every bucket of a card that has it: for
+    each value of each sensitive attribute, bounds on the gap between the favourable class's logit margin
+    at the customer and at that counterfactual, with the SAME inputs moved within delta on `columns` (a box
+    at the input scale 2^scale_bits). The customer's request names delta; `default_delta` otherwise."""
+
+    favourable_class: int = Field(ge=0)
+    columns: tuple[int, ...] = Field(min_length=1)
+    default_delta: int = Field(ge=0)
+
+
 class ContributionRecord(_Frozen):
     """One phase-2 contribution to a bucket's key, as the ceremony transcript records it."""
 
@@ -231,6 +242,7 @@ class ModelCard(_Frozen):
     circuits: tuple[CircuitBucket, ...] = ()
     # The lenses every bucket's statement proves beside the radius (None: the radius alone).
     spread: SpreadLensCard | None = None
+    persistence: PersistenceLensCard | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> "ModelCard":
@@ -248,6 +260,8 @@ class ModelCard(_Frozen):
             self._schema_binds_statement(self.feature_schema)
         if self.spread is not None and self.spread.favourable_class >= self.architecture.n_classes:
             raise ValueError("the spread lens's favourable class is not a class of the model")
+        if self.persistence is not None:
+            self._persistence_fits(self.persistence, columns)
         buckets = [c.bucket for c in self.circuits]
         if len(set(buckets)) != len(buckets):
             raise ValueError("circuit bucket names must be unique")
@@ -260,6 +274,23 @@ class ModelCard(_Frozen):
             if len(set(values)) != len(values):
                 raise ValueError(f"two circuit buckets share one {what}: each bucket's statement has its own")
         return self
+
+    def _persistence_fits(self, lens: PersistenceLensCard, sensitive_columns: list[int]) -> None:
+        if self.architecture.n_classes != 2:
+            raise ValueError("the persistence lens needs a two-class model (its margin is linear)")
+        if lens.favourable_class >= 2:
+            raise ValueError("the persistence lens's favourable class is not a class of the model")
+        if self.spread is not None and self.spread.favourable_class != lens.favourable_class:
+            raise ValueError("the spread and persistence lenses must name the same favourable class")
+        cols = lens.columns
+        if list(cols) != sorted(set(cols)) or any(c >= self.architecture.n_inputs or c in sensitive_columns
+                                                  for c in cols):
+            raise ValueError("the persistence lens's columns must be distinct non-sensitive inputs, in order")
+        if self.persistence_delta_cap == 0:
+            raise ValueError("the persistence lens needs a column the domain box lets move")
+        if lens.default_delta > self.persistence_delta_cap:
+            raise ValueError(f"the persistence lens's default delta exceeds {self.persistence_delta_cap}, "
+                             "the widest moved column of the domain box")
 
     def _schema_binds_statement(self, schema: FeatureSchema) -> None:
         """Everything the schema says must be what the proof is about: the same inputs, the domain box
@@ -280,7 +311,7 @@ class ModelCard(_Frozen):
 
     def canonical_json(self) -> str:
         # A card without a schema keeps the form (and digest) it had before schemas existed.
-        absent = {name for name in ("feature_schema", "import_check", "spread") if getattr(self, name) is None}
+        absent = {name for name in ("feature_schema", "import_check", "spread", "persistence") if getattr(self, name) is None}
         data = self.model_dump(mode="json", exclude=absent or None)
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
@@ -318,9 +349,16 @@ class ModelCard(_Frozen):
             "farkas_bits": bucket.shape.farkas_bits, "boundary_bits": bucket.shape.boundary_bits,
             **({"radius": bucket.shape.radius} if bucket.shape.radius != FAST_RADIUS else {}),
             **({"per_slice": True} if bucket.shape.per_slice else {}),
-            **({"spread_width": self.spread.bucket_width, "favourable_class": self.spread.favourable_class}
-               if self.spread is not None else {}),
+            **({"spread_width": self.spread.bucket_width} if self.spread is not None else {}),
+            **({"favourable_class": self.favourable_class} if self.favourable_class is not None else {}),
+            **({"persistence_columns": list(self.persistence.columns)} if self.persistence is not None else {}),
         }
+
+    @property
+    def favourable_class(self) -> int | None:
+        """The class whose logit margin the lenses speak of (None: a card with the radius alone)."""
+        lens = self.spread or self.persistence
+        return lens.favourable_class if lens is not None else None
 
     @property
     def logit_scale_bits(self) -> int:
@@ -329,13 +367,34 @@ class ModelCard(_Frozen):
 
     @property
     def lenses(self) -> tuple[str, ...]:
-        """What every certificate under this card proves: the radius, and the spread when the card has it."""
-        return ("radius",) + (("spread",) if self.spread is not None else ())
+        """What every certificate under this card proves: the radius, and each lens the card has."""
+        return (("radius",) + (("spread",) if self.spread is not None else ())
+                + (("persistence",) if self.persistence is not None else ()))
 
     @property
     def n_spread_signals(self) -> int:
         """Public signals of the spread lens: one decision per slice and the bucket count (0 without it)."""
         return len(self.slices()) + 1 if self.spread is not None else 0
+
+    def persistence_pairs(self) -> list[tuple[int, int]]:
+        """(sensitive feature index, value) for every value of every sensitive feature, in the order the
+        persistence lens's signals list their bounds (empty without the lens)."""
+        if self.persistence is None:
+            return []
+        return [(a, v) for a, f in enumerate(self.sensitive) for v in sorted(f.values)]
+
+    @property
+    def n_persistence_signals(self) -> int:
+        """Public signals of the persistence lens: delta, then (LB, UB) per pair (0 without it)."""
+        return 1 + 2 * len(self.persistence_pairs()) if self.persistence is not None else 0
+
+    @property
+    def persistence_delta_cap(self) -> int:
+        """The largest delta a persistence proof takes: the widest moved column of the domain box."""
+        if self.persistence is None:
+            return 0
+        return max((self.box_upper[j] - self.box_lower[j] for j in self.persistence.columns
+                    if j < len(self.box_lower)), default=0)
 
     def with_bucket(self, bucket: "CircuitBucket") -> "ModelCard":
         """This card with `bucket` added (an existing bucket of that name must be identical)."""

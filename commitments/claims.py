@@ -12,8 +12,9 @@ printed.
 Signals, in order (docs/STATEMENT.md):
     commitment, decision, E, status, flip slice index, query[0..n-1]
 then, when the card proves the spread lens, one decision per slice and the
-number of distinct margin buckets, and, under a per-slice bucket, the slice
-the proof covers. A per-slice
+number of distinct margin buckets, when it proves the persistence lens,
+delta and (lower, upper) per value of every sensitive feature (signed), and,
+under a per-slice bucket, the slice the proof covers. A per-slice
 certificate is one proof per slice (the bundle's own is slice 0's, `parts`
 the others, in order), every one under a per-slice exact bucket of the card,
 all with the same signals but the last: its claims are those of slice 0's
@@ -37,9 +38,9 @@ from typing import Sequence
 from circuits.field import R
 
 from .bundle import (STATUS_CERTIFIED, STATUS_FLIP, STATUS_NAMES, CertificateBundle, CounterfactualSpread, FlipSlice,
-                     radius_decimal)
+                     PersistenceBound, PersistentBias, radius_decimal)
 from .canonical import NonCanonical, parse_decimal
-from .card import EXACT_RADIUS, CircuitBucket, ModelCard, RadiusKind, SpreadLensCard
+from .card import EXACT_RADIUS, CircuitBucket, ModelCard, PersistenceLensCard, RadiusKind, SpreadLensCard
 
 HEAD_SIGNALS = 5  # commitment, decision, E, status, flip index
 _HALF_R = (R - 1) // 2
@@ -76,6 +77,42 @@ class SpreadClaims:
                                     distinct_decisions=self.distinct_decisions, score_buckets=self.score_buckets)
 
 
+# A persistence bound is a signed integer the circuit range-checks far below this (statement.persistence):
+# a signal standing for anything larger could only be reached by wrapping around the field.
+PERSISTENCE_BOUND_LIMIT = 1 << 250
+
+
+@dataclass(frozen=True)
+class PersistenceClaims:
+    """The persistence lens's claims: delta (at the input scale) and, per value of every sensitive
+    feature (`ModelCard.persistence_pairs`), lower <= min g and upper >= max g at the logit scale,
+    g = margin(customer) - margin(customer with that value), the same moved inputs in both."""
+
+    delta: int
+    pairs: tuple[tuple[int, int], ...]  # (sensitive feature index, value)
+    bounds: tuple[tuple[int, int], ...]  # (lower, upper)
+    own: tuple[bool, ...]  # the customer's own value (g = 0)
+    attributes: tuple[str, ...]
+    labels: tuple[str, ...]
+    columns: tuple[int, ...]
+    favourable_class: int
+    scale_bits: int
+    logit_scale_bits: int
+
+    def status(self, i: int) -> str:
+        lower, upper = self.bounds[i]
+        if self.own[i]:
+            return "own"
+        return "favoured" if lower > 0 else "disfavoured" if upper < 0 else "inconclusive"
+
+    def readable(self) -> PersistentBias:
+        """The bundle field these claims stand for."""
+        return PersistentBias(delta=self.delta, bounds=tuple(
+            PersistenceBound(attribute=self.attributes[i], value=self.pairs[i][1], label=self.labels[i],
+                             lower=lo, upper=hi, status=self.status(i))
+            for i, (lo, hi) in enumerate(self.bounds)))
+
+
 @dataclass(frozen=True)
 class Claims:
     """A certificate's meaning, every field derived from the signals and the card."""
@@ -98,6 +135,8 @@ class Claims:
     part_buckets: tuple[str, ...] = ()
     # The spread lens, when the card proves it.
     spread: SpreadClaims | None = None
+    # The persistence lens, when the card proves it.
+    persistence: PersistenceClaims | None = None
 
     @property
     def eps(self) -> Fraction:
@@ -134,7 +173,8 @@ def claims_from_signals(signals: Sequence[str], card: ModelCard, bucket: Circuit
     Under a per-slice bucket the last signal must be `slice_index`, the slice this proof stands for."""
     n = card.architecture.n_inputs
     n_spread = card.n_spread_signals
-    expected = HEAD_SIGNALS + n + n_spread + (1 if bucket.shape.per_slice else 0)
+    n_persistence = card.n_persistence_signals
+    expected = HEAD_SIGNALS + n + n_spread + n_persistence + (1 if bucket.shape.per_slice else 0)
     if bucket.n_public != expected:
         raise ClaimError(f"bucket {bucket.bucket} has {bucket.n_public} public inputs, "
                          f"this model's statement has {expected}")
@@ -186,15 +226,17 @@ def claims_from_signals(signals: Sequence[str], card: ModelCard, bucket: Circuit
             raise ClaimError(f"public signal {HEAD_SIGNALS + f.column} (sensitive feature {f.name!r}) "
                              "is not a value of its domain")
 
-    spread = None
+    spread = persistence = None
     if n_spread:
         spread = _spread_claims(values[HEAD_SIGNALS + n:], card, card.spread, query, decision, status)
+    if n_persistence:
+        persistence = _persistence_claims(values[HEAD_SIGNALS + n + n_spread:], card, card.persistence, query)
 
     return Claims(model_id=card.model_id, bucket=bucket.bucket, commitment=commitment, decision=decision,
                   decision_label=labels[decision], status=STATUS_NAMES[status],
                   eps_numerator=eps_numerator, eps_scale_bits=card.eps_scale_bits,
                   capped=status == STATUS_CERTIFIED and eps_numerator == bucket.shape.eps_cap,
-                  flip=flip, query=query, radius=bucket.shape.radius, spread=spread)
+                  flip=flip, query=query, radius=bucket.shape.radius, spread=spread, persistence=persistence)
 
 
 def _spread_claims(values: Sequence[int], card: ModelCard, lens: SpreadLensCard, query: tuple[int, ...],
@@ -224,6 +266,39 @@ def _spread_claims(values: Sequence[int], card: ModelCard, lens: SpreadLensCard,
                         bucket_width=lens.bucket_width, logit_scale_bits=card.logit_scale_bits)
 
 
+def _persistence_claims(values: Sequence[int], card: ModelCard, lens: PersistenceLensCard,
+                        query: tuple[int, ...]) -> PersistenceClaims:
+    """The persistence lens's signals (delta, then lower and upper per pair), checked against what any
+    valid proof implies: 0 <= delta <= the card's cap, bounds within the circuit's range, lower <= upper
+    (they bound one function), and lower <= 0 <= upper at the customer's own value (where g = 0)."""
+    first = HEAD_SIGNALS + card.architecture.n_inputs + card.n_spread_signals
+    delta = values[0]
+    if delta > card.persistence_delta_cap:
+        raise ClaimError(f"public signal {first} (delta {delta}) exceeds {card.persistence_delta_cap}, "
+                         "the widest moved column of the domain box")
+    pairs = card.persistence_pairs()
+    bounds = []
+    for i, (a, v) in enumerate(pairs):
+        at = first + 1 + 2 * i
+        lower, upper = signed(values[1 + 2 * i]), signed(values[2 + 2 * i])
+        for position, bound in ((at, lower), (at + 1, upper)):
+            if abs(bound) >= PERSISTENCE_BOUND_LIMIT:
+                raise ClaimError(f"public signal {position} (a persistence bound) is no integer a proof can state")
+        if lower > upper:
+            raise ClaimError(f"public signals {at} and {at + 1} (persistence bounds) have lower above upper")
+        if query[card.sensitive[a].column] == v and not lower <= 0 <= upper:
+            raise ClaimError(f"public signals {at} and {at + 1} (the customer's own value, where the gap is 0) "
+                             "do not contain 0")
+        bounds.append((lower, upper))
+    own = tuple(query[card.sensitive[a].column] == v for a, v in pairs)
+    return PersistenceClaims(
+        delta=delta, pairs=tuple(pairs), bounds=tuple(bounds), own=own,
+        attributes=tuple(card.sensitive[a].name for a, _ in pairs),
+        labels=tuple(card.sensitive[a].labels[card.sensitive[a].values.index(v)] for a, v in pairs),
+        columns=lens.columns, favourable_class=lens.favourable_class, scale_bits=card.scale_bits,
+        logit_scale_bits=card.logit_scale_bits)
+
+
 def contradiction(bundle: CertificateBundle, claims: Claims) -> str | None:
     """The first readable field of `bundle` that says something else than its signals, or None."""
     checks = (
@@ -237,6 +312,7 @@ def contradiction(bundle: CertificateBundle, claims: Claims) -> str | None:
         ("flip_slice", bundle.flip_slice, claims.flip),
         ("query", tuple(bundle.query), claims.query),
         ("spread", bundle.spread, claims.spread.readable() if claims.spread else None),
+        ("persistence", bundle.persistence, claims.persistence.readable() if claims.persistence else None),
     )
     for name, stated, derived in checks:
         if type(stated) is not type(derived) or stated != derived:
@@ -307,11 +383,18 @@ def signals_for(bundle: CertificateBundle, commitment: int) -> tuple[str, ...]:
             raise ClaimError(f"{v} is not a field element")
     part = ("0",) if bundle.parts else ()  # a per-slice certificate's own proof is slice 0's
     lens = () if bundle.spread is None else (*bundle.spread.decisions, bundle.spread.score_buckets)
+    if bundle.persistence is not None:
+        lens += (bundle.persistence.delta,)
     for v in lens:
         if not 0 <= v < R:
             raise ClaimError(f"{v} is not a field element")
+    bounds = () if bundle.persistence is None else tuple(
+        v for b in bundle.persistence.bounds for v in (b.lower, b.upper))
+    for v in bounds:
+        if abs(v) >= PERSISTENCE_BOUND_LIMIT:
+            raise ClaimError(f"{v} is no persistence bound a proof can state")
     return (tuple(str(v) for v in head) + tuple(str(v % R) for v in bundle.query) + tuple(str(v) for v in lens)
-            + part)
+            + tuple(str(v % R) for v in bounds) + part)
 
 
 def _short(value: object) -> str:

@@ -14,7 +14,8 @@ from fairness.schema import FeatureSchema
 from statement import COMMITMENT_SCHEME, StatementShape
 from statement.adapter import model_commitment, statement_shape
 
-from .card import ArchitectureCard, FeatureEncoding, ModelCard, SensitiveFeatureCard, SpreadLensCard
+from .card import (ArchitectureCard, FeatureEncoding, ModelCard, PersistenceLensCard, SensitiveFeatureCard,
+                   SpreadLensCard)
 
 
 def model_shape(model: FixedPointModel, eps_bits: int) -> StatementShape:
@@ -55,7 +56,8 @@ def import_note(artifact: ModelArtifact) -> str | None:
 
 
 def build_card(model_id: str, artifact: ModelArtifact, model: FixedPointModel, salt: int, *,
-               eps_bits: int, description: str = "", spread: SpreadLensCard | None = None) -> ModelCard:
+               eps_bits: int, description: str = "", spread: SpreadLensCard | None = None,
+               persistence: PersistenceLensCard | None = None) -> ModelCard:
     commitment = model_commitment(model, salt, model_shape(model, eps_bits))
     return ModelCard(
         model_id=model_id,
@@ -82,4 +84,5 @@ def build_card(model_id: str, artifact: ModelArtifact, model: FixedPointModel, s
         commitment=str(commitment),
         commitment_scheme=COMMITMENT_SCHEME,
         spread=spread,
+        persistence=persistence,
     )

@@ -156,6 +156,15 @@ class ModelArtifact:
                 raise ModelError(f"sensitive feature {f.name!r}: domain lies outside the box")
 
     @property
+    def numeric_columns(self) -> tuple[int, ...]:
+        """Model inputs that are numeric, non-sensitive features (what a persistence box moves)."""
+        pre = self.preprocessor
+        if isinstance(pre, FeatureSchema):
+            return tuple(column for f, column in pre.columns() if getattr(f, "kind", None) == "numeric")
+        return tuple(j for j, (name, kind) in enumerate(zip(pre.feature_names, pre.kinds))
+                     if kind == "numeric" and name not in pre.sensitive)
+
+    @property
     def hidden_sizes(self) -> tuple[int, ...]:
         return self.model.hidden_sizes
 

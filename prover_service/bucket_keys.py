@@ -59,6 +59,9 @@ def card_shape(card: ModelCard, model: FixedPointModel, region_slots: int, farka
     lens = SpreadLens(card.spread.favourable_class, card.spread.bucket_width) if card.spread else None
     shape = statement_shape(model, region_slots=region_slots, farkas_slots=farkas_slots,
                             eps_bits=card.eps_scale_bits, radius=radius, lens=lens)
+    if card.persistence is not None:
+        shape = dataclasses.replace(shape, persistence_columns=card.persistence.columns,
+                                    favourable_class=card.persistence.favourable_class)
     return dataclasses.replace(shape, per_slice=True) if per_slice else shape
 
 

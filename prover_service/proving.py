@@ -38,7 +38,9 @@ from circuits.relation_arrays import ArrayR1CS
 from circuits.snarkjs.json_formats import (proof_to_json, public_to_json, verifying_key_from_json,
                                            verifying_key_to_json)
 from circuits.snarkjs.ceremony import Ceremony
-from commitments.bundle import CertificateBundle, CounterfactualSpread, FlipSlice, Radius, SlicePart
+from circuits.field import to_signed
+from commitments.bundle import (CertificateBundle, CounterfactualSpread, FlipSlice, PersistenceBound, PersistentBias,
+                                Radius, SlicePart)
 from commitments.claims import ClaimError, bundle_claims
 from commitments.card import BucketShape, CircuitBucket, ModelCard, SetupRecord
 from fairness.certificate import CAP, CERTIFIED, COUNTEREXAMPLE, EXACT, FAST, FLIP, RADIUS_MODES, Certificate
@@ -355,8 +357,28 @@ class Prover:
             raise CertificationError(f"internal: produced certificate fails its own check: {exc}") from exc
         return certificate
 
-    def prove(self, query: IntVector, on_stage: StageCallback = _no_stage) -> ProvedCertificate:
-        """Certify `query` and prove it; `on_stage(words, fraction)` hears each step as it starts."""
+    def persistence_delta(self, delta: int | None) -> int | None:
+        """The persistence lens's delta for a request (an int at the input scale; None: the card's default),
+        None when the card has no such lens; ModelError when it cannot be proved."""
+        lens = self.card.persistence
+        if lens is None:
+            if delta is not None:
+                raise ModelError(f"model {self.card.model_id} does not prove persistent bias: it takes no delta")
+            return None
+        if delta is None:
+            return lens.default_delta
+        cap = self.card.persistence_delta_cap
+        if type(delta) is not int or not 0 <= delta <= cap:
+            raise ModelError(f"delta must be between 0 and {cap / (1 << self.card.scale_bits):g} (the widest moved "
+                             "feature's domain, in standardised units)")
+        return delta
+
+    def prove(self, query: IntVector, on_stage: StageCallback = _no_stage,
+              persistence_delta: int | None = None) -> ProvedCertificate:
+        """Certify `query` and prove it; `on_stage(words, fraction)` hears each step as it starts.
+        `persistence_delta`: the persistence lens's box half-width at the input scale (the card's default
+        when None)."""
+        delta = self.persistence_delta(persistence_delta)
         t0 = time.perf_counter()
         on_stage("certifying (plaintext, from the precompute store)", 0.05)
         certificate = self.certify(query)
@@ -374,7 +396,7 @@ class Prover:
             on_stage(f"building the statement witness{which}", 0.35 + 0.6 * part / len(keys))
             t_w = time.perf_counter()
             public, witness = statement_inputs(self.model, self.salt, certificate, bucket_keys.shape,
-                                               part if per_slice else None)
+                                               part if per_slice else None, persistence_delta=delta)
             cs = ConstraintSystem(with_values=True, keep_constraints=False)  # the relation is bucket_keys.r1cs
             build_statement(cs, bucket_keys.shape, public, witness)
             values = cs.witness()
@@ -426,6 +448,7 @@ class Prover:
             public_signals=tuple(public_to_json(public)),
             proof_hex=proof_to_bytes(proof).hex(),
             spread=self._spread(keys.shape, public),
+            persistence=self._persistence(keys.shape, public),
         )
 
     def _spread(self, shape: StatementShape, public: Sequence[int]) -> CounterfactualSpread | None:
@@ -438,6 +461,23 @@ class Prover:
         return CounterfactualSpread(decisions=decisions, decision_labels=tuple(labels[d] for d in decisions),
                                     distinct_decisions=len(set(decisions)),
                                     score_buckets=int(public[at + shape.n_slices]))
+
+    def _persistence(self, shape: StatementShape, public: Sequence[int]) -> PersistentBias | None:
+        """The bundle's readable persistence bounds: the statement's lens inputs, with their labels."""
+        if not shape.persistence:
+            return None
+        at = 5 + shape.n_inputs + shape.n_spread_public
+        values = [to_signed(int(v)) for v in public[at:at + shape.n_persistence_public]]
+        query = public[5:5 + shape.n_inputs]
+        bounds = []
+        for i, (a, v) in enumerate(shape.persistence_pairs):
+            feature = self.model.sensitive[a]
+            lower, upper = values[1 + 2 * i], values[2 + 2 * i]
+            own = to_signed(int(query[feature.column])) == v
+            status = ("own" if own else "favoured" if lower > 0 else "disfavoured" if upper < 0 else "inconclusive")
+            bounds.append(PersistenceBound(attribute=feature.name, value=v, label=feature.labels[feature.values.index(v)],
+                                           lower=lower, upper=upper, status=status))
+        return PersistentBias(delta=values[0], bounds=tuple(bounds))
 
 
 @contextmanager

@@ -23,10 +23,12 @@ from log_fixtures import MemoryLog
 
 URL = "http://bank.test"
 MODEL = "german-4x2-fair"
+PERSISTENCE_DELTA = 0.25  # the card's default box half-width, standardised units
 
 
 class Bank:
-    """A committed German (4,2) model and certificates proved for two test customers."""
+    """A committed German (4,2) model (radius, spread and persistence lenses) and certificates proved for
+    two test customers."""
 
     def __init__(self, root: Path, cache: Path):
         from fairness.model import save_artifact
@@ -43,7 +45,7 @@ class Bank:
         artifact = load_or_train("german", (4, 2), "fair", cache, seed=0)
         save_artifact(artifact, root / "model")
         workspace = ModelWorkspace.open(root / "model")
-        commit_model(workspace, model_id=MODEL)
+        commit_model(workspace, model_id=MODEL, persistence_delta=PERSISTENCE_DELTA)
         self.db = open_database(resolve_store_url(None, workspace.root))
         prover = Prover(workspace, self.db, get_backend(), key_setup=SinglePartyKeySetup())
         precompute(self.db, prover.model)

@@ -407,9 +407,10 @@ def test_a_customer_who_requires_the_spread_refuses_a_certificate_without_it(ban
     claims = bundle_claims(bundle, card)
     assert lens_problem(claims, ["radius", "spread"]) is None
     assert "does not prove the counterfactual spread" in lens_problem(dc.replace(claims, spread=None), ["spread"])
-    assert "unknown lens" in lens_problem(claims, ["persistence"])
+    assert "unknown lens" in lens_problem(claims, ["fairness"])
+    bare = dc.replace(claims, spread=None)
     assert verify_bundle(bundle, card, required_lenses=["spread"]).valid
-    assert not verify_bundle(bundle, card, required_lenses=["persistence"]).valid
+    assert not verify_bundle(bundle, card, required_lenses=["fairness"]).valid
     b, c = tmp_path / "bundle.json", tmp_path / "card.json"
     b.write_text(bundle.model_dump_json())
     c.write_text(card.model_dump_json())
@@ -417,4 +418,5 @@ def test_a_customer_who_requires_the_spread_refuses_a_certificate_without_it(ban
     assert verify_main([str(b), "--card", str(c), "--require-lens", "spread", *pins]) == 0
     capsys.readouterr()
     with pytest.raises(SystemExit):  # argparse refuses a lens this verifier does not know
-        verify_main([str(b), "--card", str(c), "--require-lens", "persistence", *pins])
+        verify_main([str(b), "--card", str(c), "--require-lens", "fairness", *pins])
+    assert "does not prove the counterfactual spread" in lens_problem(bare, ["radius", "spread"])

@@ -42,8 +42,8 @@ from commitments.record import RecordError, describe_query, encode_record
 from .log_check import LogRefused, check_log_evidence, parse_witness_key
 from .pins import PIN_FILE_ENV, PinFileError, PinMismatch, PinStore
 from .service_client import DEFAULT_TIMEOUT, DEFAULT_WAIT, ServiceClient, ServiceError, request_certificate
-from .verify import (LENSES, Verdict, explain, lens_problem, radius_summary, setup_summary, spread_summary,
-                     verify_bundle)
+from .verify import (LENSES, Verdict, explain, lens_problem, persistence_summary, radius_summary, setup_summary,
+                     spread_summary, verify_bundle)
 
 MAX_INPUT_BYTES = 64 * 1024 * 1024
 
@@ -94,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--pin-file", help=f"pinned models and trusted contributors (default ${PIN_FILE_ENV} "
                                            "or ~/.config/fairproof/pins.json)")
     parser.add_argument("--require-lens", action="append", default=[], choices=LENSES, metavar="LENS",
-                        help="refuse a certificate whose proof does not cover LENS (radius, spread); repeatable")
+                        help="refuse a certificate whose proof does not cover LENS (radius, spread, persistence); repeatable")
     service = parser.add_argument_group("asking the bank's service (instead of BUNDLE)")
     service.add_argument("--url", help="base URL of the bank's FairProof service, e.g. https://bank.example")
     service.add_argument("--model", help="model id, as the service lists it")
@@ -249,9 +249,9 @@ def _print_valid(verdict: Verdict, card: ModelCard) -> None:
     print("VALID certificate")
     print(radius_summary(claims))
     print(explain(claims, card))
-    lens = spread_summary(claims, card)
-    if lens:
-        print(lens)
+    for lens in (spread_summary(claims, card), persistence_summary(claims, card)):
+        if lens:
+            print(lens)
     for name in dict.fromkeys((claims.bucket, *claims.part_buckets)):  # one bucket per slice when proved so
         print(setup_summary(card.bucket(name)))
     if card.import_check is not None:

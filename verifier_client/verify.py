@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Iterable, Sequence
 
 import pydantic_core
@@ -60,7 +61,7 @@ def verify_bundle(bundle: CertificateBundle, card: ModelCard, backend=None, *,
     a certificate about any other query is refused. `trusted_contributors`:
     phase-2 contribution hashes the customer trusts; when any is given, the
     bucket's key must come from a ceremony whose transcript holds one of them.
-    `required_lenses`: lenses the customer requires the proof to cover ("radius", "spread").
+    `required_lenses`: lenses the customer requires the proof to cover ("radius", "spread", "persistence").
     """
     try:
         claims = bundle_claims(bundle, card, card_digest(card))
@@ -97,7 +98,7 @@ def verify_bundle(bundle: CertificateBundle, card: ModelCard, backend=None, *,
     return Verdict(True, claims=claims)
 
 
-LENSES = ("radius", "spread")
+LENSES = ("radius", "spread", "persistence")
 
 
 def lens_problem(claims: Claims, required: Iterable[str]) -> str | None:
@@ -107,6 +108,8 @@ def lens_problem(claims: Claims, required: Iterable[str]) -> str | None:
             return f"unknown lens {lens!r} (this verifier knows {', '.join(LENSES)})"
         if lens == "spread" and claims.spread is None:
             return "the certificate does not prove the counterfactual spread, which you require"
+        if lens == "persistence" and claims.persistence is None:
+            return "the certificate does not prove persistent bias, which you require"
     return None
 
 
@@ -258,6 +261,48 @@ def spread_summary(claims: Claims, card: ModelCard) -> str | None:
     lines.append(f"  {sp.distinct_decisions} distinct decision(s); the score for {favourable!r} (its logit margin) "
                  f"falls in {sp.score_buckets} distinct bucket(s) of width {float(sp.bucket_width_decimal):.6g} logits "
                  f"[{sp.bucket_width} / 2^{sp.logit_scale_bits}].")
+    return "\n".join(lines)
+
+
+def _column_std(card: ModelCard, column: int) -> tuple[str, float, str] | None:
+    """(name, std, unit) of a numeric model input from the card's preprocessing, if it says."""
+    if card.feature_schema is not None:
+        for feature, first in card.feature_schema.columns():
+            if first == column and getattr(feature, "kind", None) == "numeric":
+                return feature.name, float(feature.std), feature.unit
+    elif card.features and card.features[column].kind == "numeric":
+        f = card.features[column]
+        return f.name, f.std, ""
+    return None
+
+
+def persistence_summary(claims: Claims, card: ModelCard) -> str | None:
+    """The persistence lens in plain words (None when the card does not prove it)."""
+    ps = claims.persistence
+    if ps is None:
+        return None
+    delta = Fraction(ps.delta, 1 << ps.scale_bits)
+    favourable = card.architecture.class_labels[ps.favourable_class]
+    moved = []
+    for j in ps.columns:
+        described = _column_std(card, j)
+        if described is None:
+            moved.append(f"{card.feature_names[j]} +-{float(delta):.4g}")
+        else:
+            name, std, unit = described
+            moved.append(f"{name} +-{float(delta) * std:.4g}{' ' + unit if unit else ''}")
+    lines = [f"Persistent bias: with the same changes to {', '.join(moved)} "
+             f"(delta = {float(delta):.4g} standard deviations [{ps.delta} / 2^{ps.scale_bits}]) made to you and "
+             f"to someone identical but for one sensitive attribute, the score for {favourable!r} "
+             "(its logit margin) differs by:"]
+    scale = 1 << ps.logit_scale_bits
+    words = {"favoured": "you are favoured everywhere in the box", "disfavoured": "you are disfavoured everywhere "
+             "in the box", "inconclusive": "no persistent direction proved"}
+    for i, (lower, upper) in enumerate(ps.bounds):
+        if ps.own[i]:
+            continue
+        lines.append(f"  {ps.attributes[i]} = {ps.labels[i]}: between {lower / scale:+.4g} and {upper / scale:+.4g} "
+                     f"logits ({words[ps.status(i)]}) [{lower}, {upper}] / 2^{ps.logit_scale_bits}")
     return "\n".join(lines)
 
 

@@ -212,8 +212,7 @@ def run_persistence(args: argparse.Namespace) -> int:
         raise ModelError("persistence is defined for two-class models")
     favourable = _lens(args, workspace, model).favourable_class
     pre = artifact.preprocessor
-    numeric = [j for j, (name, kind) in enumerate(zip(pre.feature_names, pre.kinds))
-               if kind == "numeric" and name not in pre.sensitive]
+    numeric = list(artifact.numeric_columns)
     queries, _, outside = _test_queries(args, artifact, model, args.limit)
     try:
         scores = audit_persistence(model, queries, favourable, numeric, deltas, _progress("persistence"))

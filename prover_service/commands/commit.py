@@ -25,6 +25,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="the class whose logit margin the spread buckets (default: the dataset's favourable one)")
     p.add_argument("--bucket-width", type=float, default=0.2, metavar="W",
                    help="spread bucket width in logits (default 0.2: 0.05 in probability near 1/2)")
+    p.add_argument("--persistence", type=float, default=None, metavar="DELTA",
+                   help="every certificate also proves persistent bias: bounds on how the favourable class's "
+                        "margin differs between the customer and each one-attribute counterfactual, the numeric "
+                        "features moved by up to DELTA standard deviations in both (DELTA: requests' default)")
     p.add_argument("--force", action="store_true", help="replace an existing commitment (issued certificates then "
                                                         "no longer match the new card)")
     p.set_defaults(handler=run)
@@ -37,12 +41,17 @@ def run(args: argparse.Namespace) -> int:
     workspace = ModelWorkspace.open(args.model)
     card = commit_model(workspace, model_id=args.model_id, scale_bits=args.scale_bits, eps_bits=args.eps_bits,
                         description=args.description, force=args.force, spread=args.spread,
-                        favourable_label=args.favourable_class, bucket_width=args.bucket_width)
+                        favourable_label=args.favourable_class, bucket_width=args.bucket_width,
+                        persistence_delta=args.persistence)
     print(f"committed model {card.model_id}: commitment {card.commitment}")
     print(f"  scale 2^{card.scale_bits}, eps scale 2^{card.eps_scale_bits}, card digest {card.digest()}")
     if card.spread is not None:
         label = card.architecture.class_labels[card.spread.favourable_class]
         print(f"  lenses: radius and counterfactual spread (favourable class {label!r}, bucket width "
               f"{card.spread.bucket_width} / 2^{card.logit_scale_bits} logits)")
+    if card.persistence is not None:
+        names = ", ".join(card.feature_names[j] for j in card.persistence.columns)
+        print(f"  lens: persistent bias over {names}, default delta {card.persistence.default_delta} / "
+              f"2^{card.scale_bits} standard deviations")
     print(f"  card: {workspace.card_path}   salt: {workspace.salt_path} (secret)", file=sys.stderr)
     return 0

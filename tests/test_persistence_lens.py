@@ -1,0 +1,183 @@
+"""The persistence lens on the customer's side: a real bank's bundles carry it, the claims follow from the
+signals and the card alone, and every field a dishonest bank could bend is refused."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from bank_fixtures import forged
+from circuits.field import R
+from commitments.bundle import PersistentBias
+from commitments.card import ModelCard
+from commitments.claims import ClaimError, bundle_claims, claims_from_signals
+from fairness.persistence import proved_bounds
+from verifier_client.verify import lens_problem, persistence_summary, verify_bundle
+
+
+def _lens_start(card):
+    return 5 + card.architecture.n_inputs + card.n_spread_signals
+
+
+def _signals_with(bundle, card, position, value):
+    signals = list(bundle.public_signals)
+    signals[_lens_start(card) + position] = str(value % R)
+    return signals
+
+
+def test_card_states_the_lens(bank):
+    lens = bank.card.persistence
+    assert lens is not None and bank.card.lenses == ("radius", "spread", "persistence")
+    assert lens.favourable_class == bank.card.spread.favourable_class
+    model = bank.prover.model
+    numeric = bank.prover.workspace.artifact.numeric_columns
+    assert lens.columns == tuple(j for j in numeric if model.box_lower[j] < model.box_upper[j]) and lens.columns
+    assert lens.default_delta == 1 << (bank.card.scale_bits - 2)  # 0.25 standard deviations, exactly
+
+
+def test_bank_bundles_carry_the_plaintext_bounds(bank):
+    card, model = bank.card, bank.prover.model
+    lens = card.persistence
+    for bundle in bank.bundles:
+        claims = bundle_claims(bundle, card)
+        ps = claims.persistence
+        assert ps is not None and bundle.persistence == ps.readable()
+        assert ps.delta == lens.default_delta
+        assert list(ps.bounds) == proved_bounds(model, bundle.query, lens.favourable_class, lens.columns, ps.delta)
+        assert sum(ps.own) == len(card.sensitive)
+        assert verify_bundle(bundle, card).valid
+
+
+def test_claims_refuse_persistence_signals_no_proof_can_have(bank):
+    card, bundle = bank.card, bank.bundles[0]
+    bucket = card.bucket(bundle.bucket)
+    claims = bundle_claims(bundle, card).persistence
+    own = claims.own.index(True)
+    other = claims.own.index(False)
+    lo, hi = claims.bounds[other]
+    cases = [
+        (_signals_with(bundle, card, 0, card.persistence_delta_cap + 1), "delta"),
+        (_signals_with(bundle, card, 0, -1), "delta"),  # -1 in the field
+        (_signals_with(bundle, card, 1 + 2 * other, R // 2), "no integer a proof can state"),
+        (_signals_with(bundle, card, 1 + 2 * other, hi + 1), "lower above upper"),
+    ]
+    for lower, upper in ((1, 5), (-5, -1)):  # the customer's own value: g is 0 there
+        signals = _signals_with(bundle, card, 1 + 2 * own, lower)
+        signals[_lens_start(card) + 2 + 2 * own] = str(upper % R)
+        cases.append((signals, "do not contain 0"))
+    assert lo <= hi
+    for signals, words in cases:
+        with pytest.raises(ClaimError, match=words):
+            claims_from_signals(signals, card, bucket)
+    noncanonical = list(bundle.public_signals)
+    noncanonical[_lens_start(card) + 1] = str(int(noncanonical[_lens_start(card) + 1]) + R)
+    with pytest.raises(ClaimError, match="public signal"):
+        claims_from_signals(noncanonical, card, bucket)
+
+
+def test_readable_persistence_must_match_the_signals(bank):
+    card, bundle = bank.card, bank.bundles[0]
+    ps = bundle.persistence
+    i = next(k for k, b in enumerate(ps.bounds) if b.status != "own")
+    b = ps.bounds[i]
+    other_status = "favoured" if b.status != "favoured" else "disfavoured"
+    lies = [
+        ps.model_copy(update={"delta": ps.delta + 1}),
+        ps.model_copy(update={"bounds": ps.bounds[:i] + (b.model_copy(update={"status": other_status}),)
+                              + ps.bounds[i + 1:]}),
+        ps.model_copy(update={"bounds": ps.bounds[:i] + (b.model_copy(update={"lower": b.lower - 1}),)
+                              + ps.bounds[i + 1:]}),
+        ps.model_copy(update={"bounds": ps.bounds[:i] + (b.model_copy(update={"label": "someone else"}),)
+                              + ps.bounds[i + 1:]}),
+        ps.model_copy(update={"bounds": tuple(reversed(ps.bounds))}),
+    ]
+    for lie in lies:
+        assert lie != ps
+        with pytest.raises(ClaimError, match="persistence"):
+            bundle_claims(bundle.model_copy(update={"persistence": lie}), card)
+    with pytest.raises(ClaimError, match="persistence"):
+        bundle_claims(bundle.model_copy(update={"persistence": None}), card)
+    assert isinstance(ps, PersistentBias)
+
+
+@pytest.mark.parametrize("change", ["bound", "delta", "status to favoured"])
+def test_forged_persistence_signals_fail_the_pairing(bank, change):
+    """The bank edits what the lens says, the readable field and the signals agreeing: only the proof can
+    catch it, and it does."""
+    card, bundle = bank.card, bank.bundles[0]
+    ps = bundle.persistence
+    i = next(k for k, b in enumerate(ps.bounds) if b.status != "own")
+    b = ps.bounds[i]
+    if change == "bound":
+        lie = ps.model_copy(update={"bounds": ps.bounds[:i] + (b.model_copy(update={"upper": b.upper + 1}),)
+                                    + ps.bounds[i + 1:]})
+    elif change == "delta":
+        lie = ps.model_copy(update={"delta": ps.delta * 2})
+    else:
+        lie = ps.model_copy(update={"bounds": ps.bounds[:i] + (b.model_copy(update={
+            "lower": 1, "upper": max(b.upper, 1), "status": "favoured"}),) + ps.bounds[i + 1:]})
+    bent = forged(bundle, persistence=lie.model_dump())
+    assert bundle_claims(bent, card).persistence.readable() == lie  # well formed
+    verdict = verify_bundle(bent, card)
+    assert not verdict.valid and "proof" in verdict.reasons[0]
+
+
+@pytest.mark.parametrize("lie", ["lens dropped", "other columns", "other favourable class", "other default delta"])
+def test_a_card_republished_with_another_lens_refuses_the_bundles(bank, lie):
+    """Another card is another digest (the customer pins it); and a card without the lens has fewer
+    signals than the bucket's proofs."""
+    card, bundle = bank.card, bank.bundles[0]
+    lens = card.persistence
+    if lie == "lens dropped":
+        update = {"persistence": None}
+    elif lie == "other columns":
+        update = {"persistence": lens.model_copy(update={"columns": lens.columns[1:]})}
+    elif lie == "other favourable class":
+        update = {"persistence": lens.model_copy(update={"favourable_class": 1 - lens.favourable_class}),
+                  "spread": card.spread.model_copy(update={"favourable_class": 1 - lens.favourable_class})}
+    else:
+        update = {"persistence": lens.model_copy(update={"default_delta": lens.default_delta + 1})}
+    other = ModelCard.model_validate_json(card.model_copy(update=update).model_dump_json())
+    with pytest.raises(ClaimError, match="another model card"):
+        bundle_claims(bundle, other)
+    if lie == "lens dropped":
+        with pytest.raises(ClaimError, match="public inputs"):
+            claims_from_signals(bundle.public_signals, other, other.bucket(bundle.bucket))
+
+
+def test_card_refuses_a_lens_that_cannot_be_proved(bank):
+    card = bank.card
+    lens = card.persistence
+    sensitive = card.sensitive[0].column
+    for update, words in (
+        ({"columns": (sensitive,)}, "non-sensitive"),
+        ({"columns": tuple(reversed(lens.columns))}, "in order"),
+        ({"default_delta": card.persistence_delta_cap + 1}, "default delta"),
+        ({"favourable_class": 1 - lens.favourable_class}, "same favourable class"),
+    ):
+        data = card.model_copy(update={"persistence": lens.model_copy(update=update)}).model_dump_json()
+        with pytest.raises(ValueError, match=words):
+            ModelCard.model_validate_json(data)
+
+
+def test_verifier_prints_the_persistence(bank, tmp_path, capsys):
+    from verifier_client.cli import main as verify_main
+
+    b, c = tmp_path / "bundle.json", tmp_path / "card.json"
+    b.write_text(bank.bundles[0].model_dump_json())
+    c.write_text(bank.card.model_dump_json())
+    assert verify_main([str(b), "--card", str(c), "--pin-file", str(tmp_path / "pins.json"),
+                        "--require-lens", "persistence"]) == 0
+    out = capsys.readouterr().out
+    assert "Persistent bias" in out and "standard deviations" in out
+    claims = bundle_claims(bank.bundles[0], bank.card)
+    text = persistence_summary(claims, bank.card)
+    assert text in out
+    for i, own in enumerate(claims.persistence.own):
+        assert (f"= {claims.persistence.labels[i]}:" in text) != own
+
+
+def test_a_customer_who_requires_persistence_refuses_a_certificate_without_it(bank):
+    claims = bundle_claims(bank.bundles[0], bank.card)
+    assert lens_problem(claims, ["radius", "spread", "persistence"]) is None
+    assert "persistent bias" in lens_problem(dataclasses.replace(claims, persistence=None), ["persistence"])
