@@ -68,6 +68,10 @@ class DecisionRequest(_Message):
     lenses: tuple[Lens, ...] = Field(
         default=(), description="lenses the certificate must prove (refused when the model's card does not prove "
                                 "one); every certificate proves all of its card's lenses")
+    delta: float | None = Field(
+        default=None, ge=0, le=100, allow_inf_nan=False,
+        description="persistence lens: how far the numeric features move, in standard deviations, for you and "
+                    "for each counterfactual alike (default: the card's; refused when the card has no such lens)")
 
 
 # The header that carries a job's capability token (returned once, in DecisionAccepted.job_token).

@@ -41,7 +41,8 @@ from commitments.record import RecordError, describe_query, encode_record
 
 from .log_check import LogRefused, check_log_evidence, parse_witness_key
 from .pins import PIN_FILE_ENV, PinFileError, PinMismatch, PinStore
-from .service_client import DEFAULT_TIMEOUT, DEFAULT_WAIT, ServiceClient, ServiceError, request_certificate
+from .service_client import (DEFAULT_TIMEOUT, DEFAULT_WAIT, ServiceClient, ServiceError, box_problem,
+                             persistence_delta, request_certificate)
 from .verify import (LENSES, Verdict, explain, lens_problem, persistence_summary, radius_summary, setup_summary,
                      spread_summary, verify_bundle)
 
@@ -94,13 +95,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--pin-file", help=f"pinned models and trusted contributors (default ${PIN_FILE_ENV} "
                                            "or ~/.config/fairproof/pins.json)")
     parser.add_argument("--require-lens", action="append", default=[], choices=LENSES, metavar="LENS",
-                        help="refuse a certificate whose proof does not cover LENS (radius, spread, persistence); repeatable")
+                        help="refuse a certificate whose proof does not cover LENS (radius, spread, persistence); "
+                             "repeatable")
     service = parser.add_argument_group("asking the bank's service (instead of BUNDLE)")
     service.add_argument("--url", help="base URL of the bank's FairProof service, e.g. https://bank.example")
     service.add_argument("--model", help="model id, as the service lists it")
     service.add_argument("--timeout", type=_positive_seconds, default=None,
                          help=f"seconds to wait for the certificate (default {DEFAULT_WAIT:g}); "
                               f"each request gives up after at most {DEFAULT_TIMEOUT:g} s")
+    parser.add_argument("--delta", type=_delta, default=None, metavar="D",
+                         help="persistent bias: move the numeric features by up to D standard deviations, for you "
+                              "and each counterfactual alike (default: the card's); the certificate must prove "
+                              "exactly that box")
     service.add_argument("--accept-card-update", action="store_true",
                          help="accept a new card for the pinned model if its commitment is unchanged "
                               "(e.g. the bank added a circuit bucket) and pin it")
@@ -127,6 +133,16 @@ def _positive_seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError("the timeout must be a positive number of seconds")
+    return value
+
+
+def _delta(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of standard deviations") from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError("delta must be a number of standard deviations between 0 and 100")
     return value
 
 
@@ -181,6 +197,14 @@ def main(argv: list[str] | None = None, *, transport=None) -> int:
         return _reader_gone()
 
 
+def _box_problem(verdict: Verdict, card: ModelCard, delta: float) -> str | None:
+    """Why a valid certificate does not prove the persistence box of `delta` the customer asks for."""
+    try:
+        return box_problem(verdict.claims, card, persistence_delta(card, delta))
+    except ServiceError as exc:
+        return str(exc)
+
+
 def _reader_gone() -> int:
     """Whoever read our output went away (`| head`): stop quietly, with the status a
     program killed by SIGPIPE has, so that nothing reads it as a verdict."""
@@ -209,6 +233,10 @@ def _from_files(args: argparse.Namespace) -> int:
                             required_lenses=args.require_lens)
     if not verdict:
         return _fail("INVALID certificate: " + "; ".join(verdict.reasons), 1)
+    if args.delta is not None:
+        problem = _box_problem(verdict, card, args.delta)
+        if problem:
+            return _fail(f"INVALID certificate: {problem}", 1)
     try:
         log_words = _file_log_check(args, bundle, card, pins)
     except LogRefused as exc:
@@ -274,7 +302,7 @@ def _from_service(args: argparse.Namespace, transport) -> int:
             result = request_certificate(client, pins, args.model, record, on_progress=_ProgressLine(),
                                          timeout=wait, backend=_backend(args.backend),
                                          trusted_contributors=trusted, accept_card_update=args.accept_card_update,
-                                         log_key=args.log_key,
+                                         log_key=args.log_key, delta=args.delta,
                                          witnesses=[parse_witness_key(k) for k in args.trust_witness])
     except RecordError as exc:
         return _fail(f"your record cannot be used with model {args.model!r}: {exc}", 2)

@@ -10,8 +10,10 @@ proof holds under the card and that the certificate is about this record.
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Callable, Iterable, Mapping, TypeVar
 from urllib.parse import quote
 
@@ -23,6 +25,7 @@ from commitments.api import (API_PREFIX, FINISHED, JOB_TOKEN_HEADER, DecisionAcc
 from commitments.bundle import CertificateBundle
 from commitments.canonical import NonCanonical, parse_strict
 from commitments.card import ModelCard
+from commitments.claims import Claims
 from commitments.log import ConsistencyProof, LogEntries, LogKey, PublishedCard, SignedCheckpoint
 from commitments.record import encode_record
 
@@ -82,9 +85,9 @@ class ServiceClient:
     def card(self, model_id: str) -> ModelCard:
         return self._call("GET", f"/models/{_segment(model_id)}/card", ModelCard)
 
-    def submit(self, model_id: str, record: Mapping[str, Any]) -> DecisionAccepted:
+    def submit(self, model_id: str, record: Mapping[str, Any], delta: float | None = None) -> DecisionAccepted:
         try:
-            body = DecisionRequest(record=dict(record))
+            body = DecisionRequest(record=dict(record), **({"delta": delta} if delta is not None else {}))
         except (ValidationError, TypeError, ValueError) as exc:
             raise ServiceError(None, f"the record cannot be sent: {_first_error(exc)}") from None
         deadline = self._clock() + DEFAULT_WAIT
@@ -247,7 +250,7 @@ def request_certificate(client: ServiceClient, pins: PinStore, model_id: str, re
                         poll_interval: float = DEFAULT_POLL_INTERVAL, timeout: float = DEFAULT_WAIT,
                         backend=None, trusted_contributors: Iterable[str] = (),
                         accept_card_update: bool = False, log_key: str | None = None,
-                        witnesses: Iterable = ()) -> CertificateResult:
+                        witnesses: Iterable = (), delta: float | None = None) -> CertificateResult:
     """Submit `record` for a decision and check its certificate.
 
     Raises RecordError (commitments.record) before anything is sent if the
@@ -256,7 +259,8 @@ def request_certificate(client: ServiceClient, pins: PinStore, model_id: str, re
     commitment is unchanged), ServiceError if the service cannot be used.
     Otherwise returns the verdict: valid only if the proof holds under the
     pinned card, the certificate is about this record's query, and it states
-    the decision the service announced. A valid certificate must then be in
+    the decision the service announced, and, when the card proves persistent bias, its box is the one
+    asked for (`delta`, standard deviations; the card's default otherwise). A valid certificate must then be in
     the service's transparency log with its card, against a checkpoint signed
     by the pinned log key and consistent with the last one kept; LogRefused
     (verifier_client.log_check) otherwise.
@@ -264,7 +268,8 @@ def request_certificate(client: ServiceClient, pins: PinStore, model_id: str, re
     card = _card(client, model_id)
     pin = pins.check(client.base_url, card, accept_update=accept_card_update)  # first: a swapped model matters most
     query = encode_record(card, record)  # before sending: a record the card refuses gets no decision
-    accepted = client.submit(model_id, record)
+    persistence_delta(card, delta)  # before sending: a box the card cannot prove is not asked for
+    accepted = client.submit(model_id, record, delta)
     if accepted.model_id != model_id:
         raise ServiceError(None, f"submitted to model {model_id!r}, the service answered for {accepted.model_id!r}")
     job = client.wait(accepted.job_id, accepted.job_token, on_progress, poll_interval, timeout)
@@ -280,7 +285,13 @@ def request_certificate(client: ServiceClient, pins: PinStore, model_id: str, re
         if refreshed.digest() == bundle.card_digest:
             pin = pins.check(client.base_url, refreshed, accept_update=accept_card_update)
             card = refreshed
-    verdict = check_certificate(bundle, card, query, accepted, backend, trusted_contributors=trusted_contributors)
+    try:
+        expected = persistence_delta(card, delta)  # under the card the certificate was issued under
+    except ServiceError as exc:
+        verdict = Verdict(False, (str(exc),))
+    else:
+        verdict = check_certificate(bundle, card, query, accepted, backend,
+                                    trusted_contributors=trusted_contributors, persistence_delta=expected)
     log = None
     if verdict:
         log = check_log_evidence(bundle, card, bundle.log, pins, log_key=log_key,
@@ -300,14 +311,48 @@ def _card(client: ServiceClient, model_id: str) -> ModelCard:
     return card
 
 
+def persistence_delta(card: ModelCard, delta: float | None) -> int | None:
+    """The persistence box a certificate under `card` must state for a request naming `delta` (standard
+    deviations; None: the card's default), at the card's input scale, rounded up as the service rounds it.
+    None when the card proves no persistence; ServiceError when the card cannot prove the one asked for."""
+    if card.persistence is None:
+        if delta is not None:
+            raise ServiceError(None, f"model {card.model_id!r} does not prove persistent bias: it takes no delta")
+        return None
+    if delta is None:
+        return card.persistence.default_delta
+    if not (math.isfinite(delta) and delta >= 0):
+        raise ServiceError(None, f"delta must be a non-negative number, not {delta}")
+    scaled = math.ceil(Fraction(delta) * (1 << card.scale_bits))
+    if scaled > card.persistence_delta_cap:
+        raise ServiceError(None, f"delta {delta:g} exceeds what model {card.model_id!r} proves "
+                                 f"({card.persistence_delta_cap / (1 << card.scale_bits):g} standard deviations)")
+    return scaled
+
+
 def check_certificate(bundle: CertificateBundle, card: ModelCard, query: tuple[int, ...],
                       accepted: DecisionAccepted | None = None, backend=None, *,
-                      trusted_contributors: Iterable[str] = ()) -> Verdict:
-    """verify_bundle for `query`, and the certificate states the decision the service announced."""
+                      trusted_contributors: Iterable[str] = (), persistence_delta: int | None = None) -> Verdict:
+    """verify_bundle for `query`, and the certificate states the decision the service announced and (when
+    given) the persistence box `persistence_delta` the customer asked for."""
     if bundle.model_id != card.model_id or bundle.card_digest != card.digest():
         return Verdict(False, ("the certificate was issued under another model card than the pinned one",))
     verdict = verify_bundle(bundle, card, backend, query=query, trusted_contributors=trusted_contributors)
     if verdict and accepted is not None and verdict.claims.decision != accepted.decision:
         return Verdict(False, (f"the service announced decision {accepted.decision_label!r} but the certificate "
                                f"proves {verdict.claims.decision_label!r}",))
+    if verdict and persistence_delta is not None:
+        problem = box_problem(verdict.claims, card, persistence_delta)
+        if problem:
+            return Verdict(False, (problem,))
     return verdict
+
+
+def box_problem(claims: Claims, card: ModelCard, expected: int) -> str | None:
+    """Why a valid certificate's persistence bounds are not over the box of half-width `expected` (at the
+    card's input scale) the customer asked for, or None."""
+    ps = claims.persistence
+    if ps is None or ps.delta != expected:
+        stated = "no persistence bounds" if ps is None else f"delta {ps.delta} / 2^{ps.scale_bits}"
+        return f"the certificate proves {stated}, not the box you asked for (delta {expected} / 2^{card.scale_bits})"
+    return None

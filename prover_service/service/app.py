@@ -19,6 +19,7 @@ import tempfile
 import time
 import uuid
 from contextlib import asynccontextmanager
+from fractions import Fraction
 from functools import partial
 from pathlib import Path as FilePath
 from typing import Annotated, Any, AsyncIterator
@@ -119,6 +120,20 @@ QUEUE_FULL_RETRY_SECONDS = 10
 
 def _queue_full(detail: str) -> TooManyRequests:
     return TooManyRequests(f"{detail}; retry in {QUEUE_FULL_RETRY_SECONDS} s", QUEUE_FULL_RETRY_SECONDS)
+
+
+def _persistence_delta(card: ModelCard, model_id: str, delta: float | None) -> dict[str, int]:
+    """The job's persistence delta (an int at the card's input scale, rounded up so the box proved contains
+    the one asked for), or nothing for the card's default; BadRequest when it cannot be proved."""
+    if delta is None:
+        return {}
+    if card.persistence is None:
+        raise BadRequest(f"model {model_id} does not prove persistent bias: a request names no delta")
+    scaled = math.ceil(Fraction(delta) * (1 << card.scale_bits))
+    if scaled > card.persistence_delta_cap:
+        raise BadRequest(f"delta {delta:g} exceeds {card.persistence_delta_cap / (1 << card.scale_bits):g} standard "
+                         "deviations, the widest moved feature's domain")
+    return {"persistence_delta": scaled}
 
 
 def _admit(ledger, settings, model_id: str) -> None:
@@ -284,6 +299,7 @@ def _routes(app: FastAPI) -> None:
         if missing:
             raise BadRequest(f"model {model_id} does not prove {', '.join(missing)}; its certificates prove "
                              f"{', '.join(card.lenses)}")
+        delta = _persistence_delta(card, model_id, body.delta)
         wait_s = state.rate_limit.take(request.client.host if request.client else "unknown") \
             if state.rate_limit is not None else None
         if wait_s is not None:
@@ -293,7 +309,8 @@ def _routes(app: FastAPI) -> None:
         query, decision = await run_in_threadpool(loaded.decide, body.record)
         token = secrets.token_urlsafe(32)
         job = await run_in_threadpool(partial(_submit, state.ledger, state.settings, CERTIFICATE, model_id,
-                                              {"query": list(query)}, decision=decision, card_digest=card.digest(),
+                                              {"query": list(query), **delta}, decision=decision,
+                                              card_digest=card.digest(),
                                               access_hash=token_hash(token)))
         await state.dispatcher.enqueue(job.id)
         log.info("decision requested", extra={"job_id": job.id, "model_id": model_id, "decision": decision})

@@ -181,8 +181,9 @@ class JobRunner:
 
         prover = self.registry.prover(job.model_id)
         query = tuple(int(v) for v in job.request["query"])
+        delta = job.request.get("persistence_delta")
         try:
-            result = prover.prove(query, on_stage=heartbeat.report)
+            result = prover.prove(query, on_stage=heartbeat.report, persistence_delta=delta)
         except KeysNotReady as exc:
             # Never set up keys inside a customer's job: queue one admin job per bucket, tell the customer.
             shape = exc.shape
