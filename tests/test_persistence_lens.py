@@ -181,3 +181,47 @@ def test_a_customer_who_requires_persistence_refuses_a_certificate_without_it(ba
     claims = bundle_claims(bank.bundles[0], bank.card)
     assert lens_problem(claims, ["radius", "spread", "persistence"]) is None
     assert "persistent bias" in lens_problem(dataclasses.replace(claims, persistence=None), ["persistence"])
+
+
+# -- asking the bank's service for a box ---------------------------------------------------------------
+
+
+def test_service_mode_refuses_a_certificate_over_another_box(bank, tmp_path, capsys):
+    """The customer asks for delta 0.5; the bank answers with its (valid) certificate for the default 0.25."""
+    import json
+
+    from bank_fixtures import FakeService, run_cli
+
+    service = FakeService(bank.card, bank.bundles[0])
+    assert run_cli(service, bank.records[0], tmp_path, "--delta", "0.5") == 1
+    assert "not the box you asked for" in capsys.readouterr().err
+    posted = [json.loads(r.content) for r in service.requests if r.method == "POST"]
+    assert [p["delta"] for p in posted] == [0.5]
+    honest = FakeService(bank.card, bank.bundles[0])
+    assert run_cli(honest, bank.records[0], tmp_path, "--delta", "0.25") == 0
+    assert "Persistent bias" in capsys.readouterr().out
+    assert run_cli(FakeService(bank.card, bank.bundles[0]), bank.records[0], tmp_path) == 0  # the default box
+
+
+def test_file_mode_checks_the_box_asked_for(bank, tmp_path, capsys):
+    from verifier_client.cli import main as verify_main
+
+    b, c = tmp_path / "bundle.json", tmp_path / "card.json"
+    b.write_text(bank.bundles[0].model_dump_json())
+    c.write_text(bank.card.model_dump_json())
+    base = [str(b), "--card", str(c), "--pin-file", str(tmp_path / "pins.json")]
+    assert verify_main([*base, "--delta", "0.25"]) == 0
+    assert verify_main([*base, "--delta", "0.26"]) == 1
+    assert "not the box you asked for" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # argparse refuses a box no card can prove
+        verify_main([*base, "--delta", str(10 ** 6)])
+
+
+def test_box_rounding_matches_the_service(bank):
+    from prover_service.service.app import _persistence_delta
+    from verifier_client.service_client import persistence_delta
+
+    card = bank.card
+    for delta in (0.0, 0.1, 0.25, 1 / 3, 2.0):
+        assert _persistence_delta(card, "m", delta) == {"persistence_delta": persistence_delta(card, delta)}
+    assert persistence_delta(card, None) == card.persistence.default_delta

@@ -265,3 +265,48 @@ def test_a_card_without_the_spread_lens_refuses_it(bank, tmp_path):
         assert summary["lenses"] == ["radius"]
         r = client.post("/v1/models/synthetic/decisions", json={"record": _first_record(bank), "lenses": ["spread"]})
         assert r.status_code == 422 and "does not prove spread" in r.json()["detail"]
+
+
+def test_a_request_names_the_persistence_box_and_the_certificate_proves_it(bank, tmp_path):
+    """A card with the persistence lens: the customer's delta reaches the proof (rounded up to the card's
+    scale), a box the card cannot prove is a 422 with no job, and the certificate verifies under the card."""
+    import math
+    import time
+
+    from commitments.bundle import CertificateBundle
+    from commitments.card import ModelCard
+    from verifier_client.verify import verify_bundle
+
+    models = tmp_path / "models"
+    assert _import(bank, models / "synthetic") == 0
+    assert fairproof(["commit", "--model", str(models / "synthetic"), "--persistence", "0.5"]) == 0
+    record = _first_record(bank)
+    (tmp_path / "r.json").write_text(json.dumps(record))
+    assert fairproof(["prove", "--model", str(models / "synthetic"), "--record", str(tmp_path / "r.json"),
+                      "--out", str(tmp_path / "b.json"), "--single-party-setup"]) == 0  # the bank keys its bucket
+    with _serving(models, workers=1) as client:
+        (summary,) = client.get("/v1/models").json()["models"]
+        assert summary["lenses"] == ["radius", "spread", "persistence"]
+        card = ModelCard.model_validate_json(client.get("/v1/models/synthetic/card").text)
+        cap = card.persistence_delta_cap / (1 << card.scale_bits)
+        for delta, words in ((cap * 2, "exceeds"), (-1, "delta"), ("wide", "delta"), (1e9, "delta")):
+            r = client.post("/v1/models/synthetic/decisions", json={"record": record, "delta": delta})
+            assert r.status_code == 422 and words in r.json()["detail"], (delta, r.text)
+        accepted = client.post("/v1/models/synthetic/decisions", json={"record": record, "delta": 0.1}).json()
+        token = {"X-Job-Token": accepted["job_token"]}
+        deadline = time.monotonic() + 300
+        while (job := client.get(f"/v1/jobs/{accepted['job_id']}", headers=token).json())["status"] not in (
+                "succeeded", "failed") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert job["status"] == "succeeded", job
+        bundle = CertificateBundle.model_validate_json(client.get(job["certificate_url"], headers=token).text)
+    assert bundle.persistence.delta == math.ceil(0.1 * (1 << card.scale_bits))
+    assert verify_bundle(bundle, card).valid
+    default = CertificateBundle.model_validate_json((tmp_path / "b.json").read_text())
+    assert default.persistence.delta == card.persistence.default_delta == 1 << (card.scale_bits - 1)
+
+
+def test_a_card_without_the_persistence_lens_refuses_a_delta(bank, tmp_path):
+    with _serving(_models(bank, tmp_path), workers=0) as client:
+        r = client.post("/v1/models/synthetic/decisions", json={"record": _first_record(bank), "delta": 0.25})
+        assert r.status_code == 422 and "does not prove persistent bias" in r.json()["detail"]

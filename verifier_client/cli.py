@@ -81,8 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="fairproof-verify",
         description="Verify a FairProof certificate bundle against the bank's public model card, "
                     "or request one from the bank's service and verify it.",
-        usage="%(prog)s BUNDLE --card CARD [--record RECORD] [--trust-contributor HASH] [--backend B]\n"
-              "       %(prog)s --url URL --model ID --record RECORD [--pin-file F] [--timeout S] "
+        usage="%(prog)s BUNDLE --card CARD [--record RECORD] [--require-lens LENS] [--delta D] "
+              "[--trust-contributor HASH] [--backend B]\n"
+              "       %(prog)s --url URL --model ID --record RECORD [--pin-file F] [--timeout S] [--delta D] "
               "[--accept-card-update] [--trust-contributor HASH] [--backend B]",
     )
     parser.add_argument("bundle", nargs="?", help="certificate bundle (JSON) received with the decision")
