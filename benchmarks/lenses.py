@@ -9,13 +9,17 @@ Per model (dataset, hidden sizes, fair/unfair), for the first N test customers:
   (mcl backend, in-process Groth16), median prove time and the ratio; every
   proof verified, and the proved spread (public inputs) equal to the
   plaintext `fairness.spread`;
+- persistence (zero knowledge): the same buckets with the persistence lens as
+  well (delta --zk-delta, default 0.25 standardised units): constraints, and
+  prove time against the radius alone on the most common bucket; every proof
+  verified and its bounds equal to the plaintext `proved_bounds`; the status
+  of every proved counterfactual;
 - spread (plaintext): k and distinct decisions per customer, time per query;
 - persistence (plaintext): sound LP bounds per single-attribute flip at
   delta 1, time per flip, status counts; linear bound propagation (CROWN, no
-  solver) beside it, its time and its interval width over the LP's; the exact
-  MILP optimum and the gap (LP bound to attained optimum) when --exact.
-
-Persistence is not proved in zero knowledge yet: its row says so.
+  solver, what a proof states) beside it, its time and its interval width
+  over the LP's; the exact MILP optimum and the gap (LP bound to attained
+  optimum) when --exact.
 
 With --pba, PBA's group tables (`fairness.persistence_audit`) for the first
 --pba-individuals test individuals of each model at --pba-deltas.
@@ -47,7 +51,7 @@ from fairness.datasets import load_dataset  # noqa: E402
 from fairness.fixed_point import to_fixed_point  # noqa: E402
 from fairness.persistence_audit import audit_persistence  # noqa: E402
 from fairness.persistence import (crown_bounds, exact_bounds, lp_bounds, perturbation_box,  # noqa: E402
-                                 single_attribute_flips)
+                                 proved_bounds, single_attribute_flips)
 from fairness.spread import (DEFAULT_BUCKET_WIDTH, SpreadLens, bucket_width_at, default_favourable_class,  # noqa: E402
                              spread)
 from fairness.training import load_or_train  # noqa: E402
@@ -93,35 +97,48 @@ def measure(dataset: str, hidden: tuple[int, ...], variant: str, args) -> dict:
     spreads = [spread(model, q, lens) for q in queries]
     spread_ms = (time.perf_counter() - t) * 1000 / len(queries)
 
-    # constraints per bucket, with and without the lens
+    # constraints per bucket: the radius alone, with the spread, with both lenses
+    numeric = [j for j in art.numeric_columns if model.box_lower[j] < model.box_upper[j]]
+    zk_delta = -(-int(Fraction(args.zk_delta) * (1 << model.scale_bits)))
+    persistent = model.net.n_classes == 2 and bool(numeric)
+
+    def shapes(k: int, f: int) -> dict:
+        bare = statement_shape(model, region_slots=k, farkas_slots=f, eps_bits=EPS_BITS)
+        with_spread = dataclasses.replace(bare, spread_width=lens.bucket_width, favourable_class=lens.favourable_class)
+        out = {"radius": bare, "radius+spread": with_spread}
+        if persistent:
+            out["radius+spread+persistence"] = dataclasses.replace(with_spread, persistence_columns=tuple(numeric))
+        return out
+
     buckets = Counter(bucket_sizes(c) for c in certs)
     sizes = {}
     for (k, f) in sorted(buckets):
-        bare = statement_shape(model, region_slots=k, farkas_slots=f, eps_bits=EPS_BITS)
-        with_lens = dataclasses.replace(bare, spread_width=lens.bucket_width, favourable_class=lens.favourable_class)
-        sizes[(k, f)] = (constraints(bare), constraints(with_lens))
-        _say(f"  k{k}-f{f}: {sizes[(k, f)][0]} -> {sizes[(k, f)][1]} constraints")
+        sizes[(k, f)] = {label: constraints(shape) for label, shape in shapes(k, f).items()}
+        _say(f"  k{k}-f{f}: " + " -> ".join(f"{n} ({label})" for label, n in sizes[(k, f)].items()))
     per_customer = [sizes[bucket_sizes(c)] for c in certs]
-    ratio_constraints = statistics.median(w / b for b, w in per_customer)
+    ratio_constraints = statistics.median(s["radius+spread"] / s["radius"] for s in per_customer)
+    ratio_persistence = (statistics.median(s["radius+spread+persistence"] / s["radius"] for s in per_customer)
+                         if persistent else None)
 
     # proving, on the most common bucket
     prove = None
+    proved_status: Counter = Counter()
     if not args.no_prove:
         (k, f), _ = buckets.most_common(1)[0]
         system = Groth16(get_backend())
-        bare = statement_shape(model, region_slots=k, farkas_slots=f, eps_bits=EPS_BITS)
-        with_lens = dataclasses.replace(bare, spread_width=lens.bucket_width, favourable_class=lens.favourable_class)
-        times: dict[str, list[float]] = {"radius": [], "radius+spread": []}
-        agree = 0
-        for label, shape in (("radius", bare), ("radius+spread", with_lens)):
+        times: dict[str, list[float]] = {}
+        agree = Counter()
+        for label, shape in shapes(k, f).items():
             _say(f"  setting up k{k}-f{f} ({label})")
             relation = statement_relation(shape)
             pk, vk = system.setup(relation)
             prepared = system.prepare(vk)
+            times[label] = []
             for cert in certs:
                 if bucket_sizes(cert) != (k, f):
                     continue
-                public, witness = statement_inputs(model, SALT, cert, shape)
+                public, witness = statement_inputs(model, SALT, cert, shape,
+                                                   persistence_delta=zk_delta if shape.persistence else None)
                 cs = ConstraintSystem(with_values=True, keep_constraints=False)
                 build_statement(cs, shape, public, witness)
                 t = time.perf_counter()
@@ -130,17 +147,22 @@ def measure(dataset: str, hidden: tuple[int, ...], variant: str, args) -> dict:
                 assert system.verify(prepared, public.field_elements(), proof)
                 if shape.spread:
                     sp = spread(model, cert.query, lens)
-                    agree += public.spread_decisions == sp.decisions and public.spread_buckets == sp.distinct_buckets
+                    agree[label + " spread"] += (public.spread_decisions == sp.decisions
+                                                 and public.spread_buckets == sp.distinct_buckets)
+                if shape.persistence:
+                    plain = proved_bounds(model, cert.query, lens.favourable_class, numeric, zk_delta)
+                    agree[label + " persistence"] += list(public.persistence_bounds) == plain
+                    own = [cert.query[c] for c in shape.sensitive_columns]
+                    for (a, v), (lo, hi) in zip(shape.persistence_pairs, public.persistence_bounds):
+                        if v != own[a]:
+                            proved_status["favoured" if lo > 0 else "disfavoured" if hi < 0 else "inconclusive"] += 1
+        base = statistics.median(times["radius"])
         prove = {"bucket": f"k{k}-f{f}", "customers": len(times["radius"]),
-                 "radius_s": statistics.median(times["radius"]),
-                 "spread_s": statistics.median(times["radius+spread"]),
-                 "ratio": statistics.median(times["radius+spread"]) / statistics.median(times["radius"]),
-                 "proved_equals_plaintext": agree}
+                 "median_s": {label: statistics.median(v) for label, v in times.items()},
+                 "ratio": {label: statistics.median(v) / base for label, v in times.items()},
+                 "proved_equals_plaintext": dict(agree)}
 
     # persistence, plaintext
-    pre = art.preprocessor
-    numeric = [j for j, (n, kind) in enumerate(zip(pre.feature_names, pre.kinds))
-               if kind == "numeric" and n not in pre.sensitive]
     statuses, gaps, lp_times, crown_times, widths = Counter(), [], [], [], []
     for q in queries:
         box = perturbation_box(model, q, numeric, Fraction(1))
@@ -185,18 +207,39 @@ def measure(dataset: str, hidden: tuple[int, ...], variant: str, args) -> dict:
         "k_distribution": dict(Counter(s.distinct_buckets for s in spreads)),
         "decision_changes": sum(s.distinct_decisions > 1 for s in spreads),
         "spread_ms_per_query": spread_ms,
-        "buckets": {f"k{k}-f{f}": {"customers": n, "constraints": sizes[(k, f)][0],
-                                  "with_spread": sizes[(k, f)][1]} for (k, f), n in buckets.items()},
+        "buckets": {f"k{k}-f{f}": {"customers": n, "constraints": sizes[(k, f)]} for (k, f), n in buckets.items()},
         "constraint_ratio_median": ratio_constraints,
-        "added_constraints_median": statistics.median(w - b for b, w in per_customer),
+        "added_constraints_median": statistics.median(s["radius+spread"] - s["radius"] for s in per_customer),
+        "persistence_constraint_ratio_median": ratio_persistence,
+        "persistence_added_constraints_median": (statistics.median(
+            s["radius+spread+persistence"] - s["radius+spread"] for s in per_customer) if persistent else None),
+        "zk_delta": args.zk_delta, "proved_persistence_status": dict(proved_status),
         "prove": prove,
         "persistence": {"delta": 1, "flips": sum(statuses.values()), "status": dict(statuses),
                         "lp_ms_median": statistics.median(lp_times) * 1000 if lp_times else None,
                         "gap_median": statistics.median(gaps) if gaps else None,
                         "crown_ms_median": statistics.median(crown_times) * 1000 if crown_times else None,
-                        "crown_over_lp_width_median": statistics.median(widths) if widths else None,
-                        "zero_knowledge": "not built: plaintext bounds only"},
+                        "crown_over_lp_width_median": statistics.median(widths) if widths else None},
     }
+
+
+def _print_row(r: dict) -> None:
+    p = r["prove"] or {}
+    times = " -> ".join(f"{s:.2f}s" for s in p.get("median_s", {}).values())
+    ratios = ", ".join(f"{label} x{v:.3f}" for label, v in p.get("ratio", {}).items() if label != "radius")
+    pers = r["persistence"]
+    text = (f"{r['model']:<20} constraints spread x{r['constraint_ratio_median']:.4f} "
+            f"(+{r['added_constraints_median']:.0f})")
+    if r["persistence_constraint_ratio_median"] is not None:
+        text += (f", spread+persistence x{r['persistence_constraint_ratio_median']:.4f} "
+                 f"(+{r['persistence_added_constraints_median']:.0f} for persistence)")
+    text += (f" | prove {times or '-'} ({ratios or '-'}; {p.get('customers', 0)} in {p.get('bucket', '-')}; "
+             f"proved = plaintext {p.get('proved_equals_plaintext', '-')}) | proved persistence at "
+             f"{r['zk_delta']} {r['proved_persistence_status']} | k {r['k_distribution']} | LP at d=1 {pers['status']} "
+             f"{pers['lp_ms_median'] or 0:.1f} ms" + (f" gap {pers['gap_median']:.3f}" if pers['gap_median'] is not None
+                                                     else "")
+            + f" crown {pers['crown_ms_median'] or 0:.1f} ms width/lp {pers['crown_over_lp_width_median'] or float('nan'):.2f}")
+    print(text, flush=True)
 
 
 def main() -> None:
@@ -206,6 +249,7 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=10)
     ap.add_argument("--no-prove", action="store_true", help="constraints only, no key setup or proofs")
     ap.add_argument("--exact", action="store_true", help="also the exact MILP optimum of persistence (the gap)")
+    ap.add_argument("--zk-delta", default="0.25", help="the persistence lens's delta in the proofs (standardised)")
     ap.add_argument("--pba", action="store_true", help="PBA's group tables per model")
     ap.add_argument("--pba-individuals", type=int, default=200)
     ap.add_argument("--pba-deltas", default="0.25,0.5,1")
@@ -218,17 +262,7 @@ def main() -> None:
         hidden = tuple(int(h) for h in shape.split("x"))
         for variant in args.variants.split(","):
             rows.append(measure(dataset, hidden, variant, args))
-            r = rows[-1]
-            p = r["prove"] or {}
-            print(f"{r['model']:<20} constraints x{r['constraint_ratio_median']:.4f} (+{r['added_constraints_median']:.0f}) "
-                  f"prove {p.get('radius_s', float('nan')):.2f}s -> {p.get('spread_s', float('nan')):.2f}s "
-                  f"(x{p.get('ratio', float('nan')):.3f}, {p.get('customers', 0)} in {p.get('bucket', '-')}, "
-                  f"spread = plaintext {p.get('proved_equals_plaintext', '-')}) | k {r['k_distribution']} | "
-                  f"persistence d=1 {r['persistence']['status']} lp {r['persistence']['lp_ms_median'] or 0:.1f} ms"
-                  + (f" gap {r['persistence']['gap_median']:.3f}" if r['persistence']['gap_median'] is not None else "")
-                  + f" crown {r['persistence']['crown_ms_median'] or 0:.1f} ms width/lp "
-                    f"{r['persistence']['crown_over_lp_width_median'] or float('nan'):.2f}",
-                  flush=True)
+            _print_row(rows[-1])
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps({"rows": rows}, indent=2) + "\n")
     print(f"wrote {args.out}")

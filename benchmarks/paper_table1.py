@@ -111,7 +111,7 @@ def constraint_model(prover) -> tuple[int, int, int]:
 
 # ---------------------------------------------------------------------------- the committed model
 def prepare_model(dataset: str, hidden: tuple[int, ...], variant: str, workdir: Path,
-                  imported: Path | None = None) -> dict:
+                  imported: Path | None = None, persistence: float | None = None) -> dict:
     """Train or load (or take an imported artifact), commit and precompute the model once: the template
     every radius mode copies. An imported model's customers are the rows of the CSV it was checked on."""
     from fairness.model import load_artifact, save_artifact
@@ -132,7 +132,7 @@ def prepare_model(dataset: str, hidden: tuple[int, ...], variant: str, workdir: 
         shutil.rmtree(root)
     save_artifact(artifact, root)
     workspace = ModelWorkspace.open(root)
-    commit_model(workspace, model_id=name)
+    commit_model(workspace, model_id=name, persistence_delta=persistence)
     db = open_database(resolve_store_url(None, root))
     try:
         t0 = time.perf_counter()
@@ -230,6 +230,7 @@ def prove_phase(root: str, radius: str, indices: list[int], bucket_of: list[str]
     from offline_precompute.db import open_database, resolve_store_url
     from prover_service.proving import Prover
     from prover_service.workspace import ModelWorkspace
+    from fairness.persistence import proved_bounds
     from fairness.spread import SpreadLens, spread
     from verifier_client.verify import verify_bundle
 
@@ -246,6 +247,7 @@ def prove_phase(root: str, radius: str, indices: list[int], bucket_of: list[str]
     valid = eps_equal = labelled_exact = spread_equal = 0
     card = workspace.card()
     lens = SpreadLens(card.spread.favourable_class, card.spread.bucket_width) if card.spread else None
+    persistence_equal = 0
     snark_ok = snark_checked = snark_tamper_refused = 0
     try:
         first_seen = {b: n for n, b in reversed(list(enumerate(bucket_of)))}
@@ -280,6 +282,10 @@ def prove_phase(root: str, radius: str, indices: list[int], bucket_of: list[str]
                 plain = spread(model, queries[j], lens)
                 proved = verdict.claims.spread
                 spread_equal += (proved.decisions, proved.score_buckets) == (plain.decisions, plain.distinct_buckets)
+            if card.persistence is not None and verdict:  # the proved bounds against the plaintext CROWN bounds
+                ps = card.persistence
+                plain_bounds = proved_bounds(model, queries[j], ps.favourable_class, ps.columns, ps.default_delta)
+                persistence_equal += list(verdict.claims.persistence.bounds) == plain_bounds
             statuses[bundle.status] = statuses.get(bundle.status, 0) + 1
             if snark_checked < n_snarkjs:
                 with tempfile.TemporaryDirectory() as tmp:
@@ -300,6 +306,7 @@ def prove_phase(root: str, radius: str, indices: list[int], bucket_of: list[str]
     return {"order": order, "failed": failed, "online": online, "certify": certifies, "prove": proves, "witness": witnesses, "constraints": constraints,
             "verify_ms": verify_ms, "statuses": statuses, "valid": valid, "eps_equal_plaintext": eps_equal,
             "labelled_exact": labelled_exact, "spread_equal_plaintext": spread_equal if lens else None,
+            "persistence_equal_plaintext": persistence_equal if card.persistence is not None else None,
             "snarkjs_checked": snark_checked, "snarkjs_ok": snark_ok,
             "proof_bytes": max(proof_bytes, default=128),
             "snarkjs_tampered_refused": snark_tamper_refused, "peak_rss_mib": peak_rss_mib()}
@@ -344,6 +351,8 @@ def summarize(model: dict, radius: str, setup: dict, rounds: list[dict], loads: 
         "labelled_exact": min(r["labelled_exact"] for r in rounds), "statuses": first["statuses"],
         "spread_equal_plaintext": (None if first.get("spread_equal_plaintext") is None
                                    else min(r["spread_equal_plaintext"] for r in rounds)),
+        "persistence_equal_plaintext": (None if first.get("persistence_equal_plaintext") is None
+                                        else min(r["persistence_equal_plaintext"] for r in rounds)),
         **{k: first[k] for k in ("snarkjs_checked", "snarkjs_ok", "snarkjs_tampered_refused")},
     }
     if first["order"]:
@@ -370,10 +379,11 @@ def summarize(model: dict, radius: str, setup: dict, rounds: list[dict], loads: 
 
 def bench_model(dataset: str, hidden: tuple[int, ...], variant: str, radii: list[str], n_queries: int,
                 n_snarkjs: int, workdir: Path, max_constraints: int | None = None, n_rounds: int = 1,
-                imported: Path | None = None, growth: int = 4, per_slice: bool = False) -> dict:
+                imported: Path | None = None, growth: int = 4, per_slice: bool = False,
+                persistence: float | None = None) -> dict:
     """Setups of every mode first, then `n_rounds` rounds of proving, the modes alternating in order
     (fast, exact, then exact, fast, ...): load that comes and goes on the machine falls on both."""
-    model = prepare_model(dataset, hidden, variant, workdir, imported)
+    model = prepare_model(dataset, hidden, variant, workdir, imported, persistence)
     row = {k: model[k] for k in ("model", "dataset", "hidden", "variant", "precompute_s", "regions")}
     row["bucket_growth"] = growth
     row["per_slice"] = per_slice
@@ -420,13 +430,15 @@ def mode_ok(mode: dict) -> bool:
     n = mode["queries"]
     ok = mode["valid"] == n and mode["eps_equal_plaintext"] == n
     ok = ok and mode.get("spread_equal_plaintext") in (None, n)  # the spread lens, when the card proves it
+    ok = ok and mode.get("persistence_equal_plaintext") in (None, n)  # and the persistence lens
     return ok and (mode["radius"] != "exact" or mode["labelled_exact"] == n)
 
 
 def print_table(rows: list[dict]) -> None:
     head = (f"{'model':<22} {'radius':<6} {'proved':>6} {'online med':>10} {'mean':>6} {'prove med':>9} "
             f"{'paper':>6} {'constraints med (max)':>21} {'setup/bucket':>12} {'peak MiB setup/prove':>20} "
-            f"{'proof':>6} {'verify ms':>9} {'eps=plain':>9} {'exact':>5} {'snarkjs':>7} {'spread=plain':>12}")
+            f"{'proof':>6} {'verify ms':>9} {'eps=plain':>9} {'exact':>5} {'snarkjs':>7} {'spread=plain':>12} "
+            f"{'persist=plain':>13}")
     print(head)
     print("-" * len(head))
     for r in rows:
@@ -443,7 +455,8 @@ def print_table(rows: list[dict]) -> None:
                   f"{peak:>20} {m['proof_bytes']:>5}B {m['verify_median_ms']:>9.1f} "
                   f"{m['eps_equal_plaintext']:>4}/{m['queries']:<4} {m['labelled_exact']:>5} "
                   f"{m['snarkjs_ok']:>3}/{m['snarkjs_checked']:<3} "
-                  f"{'-' if m.get('spread_equal_plaintext') is None else m['spread_equal_plaintext']:>12}")
+                  f"{'-' if m.get('spread_equal_plaintext') is None else m['spread_equal_plaintext']:>12} "
+                  f"{'-' if m.get('persistence_equal_plaintext') is None else m['persistence_equal_plaintext']:>13}")
         ratio = r.get("exact_over_fast")
         if ratio:
             print(f"{'':<22} exact/fast: online median {ratio['online_median']:.2f}x, mean {ratio['online_mean']:.2f}x, "
@@ -477,6 +490,9 @@ def main() -> int:
                         help="bucket ladder: each size 2 or 4 times the last (default 4)")
     parser.add_argument("--per-slice", action="store_true",
                         help="exact certificates proved slice by slice (one proof per slice, each in its own bucket)")
+    parser.add_argument("--persistence", type=float, default=None, metavar="DELTA",
+                        help="commit with the persistence lens at DELTA (standardised units; two-class models) and "
+                             "check every proved bound against the plaintext CROWN bounds")
     parser.add_argument("--out", default=str(RESULTS / "paper_table1.json"), help="results JSON")
     args = parser.parse_args()
     radii = [r.strip() for r in args.radius.split(",") if r.strip()]
@@ -497,7 +513,7 @@ def main() -> int:
         log(f"== imported {directory}")
         save(bench_model("", (), "imported", radii, args.queries, args.snarkjs_sample, workdir,
                          args.max_constraints, args.rounds, imported=Path(directory), growth=args.bucket_growth,
-                         per_slice=args.per_slice))
+                         per_slice=args.per_slice, persistence=args.persistence))
     for item in filter(None, (m.strip() for m in args.models.split(","))):
         dataset, _, shape = item.strip().partition(":")
         hidden = tuple(int(h) for h in shape.split("x"))
@@ -505,7 +521,7 @@ def main() -> int:
             log(f"== {dataset} {hidden} {variant}")
             save(bench_model(dataset, hidden, variant, radii, args.queries, args.snarkjs_sample, workdir,
                              args.max_constraints, args.rounds, growth=args.bucket_growth,
-                             per_slice=args.per_slice))
+                             per_slice=args.per_slice, persistence=args.persistence))
     print_table(rows)
     log(f"results: {out}; artifacts: {workdir}")
     for r in rows:

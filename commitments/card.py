@@ -23,6 +23,8 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
+from fractions import Fraction
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
@@ -147,6 +149,14 @@ class SpreadLensCard(_Frozen):
 
     favourable_class: int = Field(ge=0)
     bucket_width: int = Field(ge=1, lt=1 << 200)
+
+
+def scaled_delta(delta: float, scale_bits: int) -> int:
+    """delta (standard deviations) at the input scale 2^scale_bits, rounded up: the box a proof covers then
+    contains the one asked for. ValueError for a negative or non-finite delta."""
+    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not math.isfinite(delta) or delta < 0:
+        raise ValueError(f"delta must be a non-negative number of standard deviations, not {delta!r}")
+    return math.ceil(Fraction(delta) * (1 << scale_bits))
 
 
 class PersistenceLensCard(_Frozen):
@@ -395,6 +405,21 @@ class ModelCard(_Frozen):
             return 0
         return max((self.box_upper[j] - self.box_lower[j] for j in self.persistence.columns
                     if j < len(self.box_lower)), default=0)
+
+    def persistence_box(self, delta: float | None) -> int | None:
+        """The delta a certificate under this card proves for a request naming `delta` (standard deviations;
+        None: the card's default), at the input scale; None without the lens. ValueError when it cannot."""
+        if self.persistence is None:
+            if delta is not None:
+                raise ValueError(f"model {self.model_id} does not prove persistent bias: it takes no delta")
+            return None
+        if delta is None:
+            return self.persistence.default_delta
+        scaled = scaled_delta(delta, self.scale_bits)
+        if scaled > self.persistence_delta_cap:
+            raise ValueError(f"delta {delta:g} exceeds {self.persistence_delta_cap / (1 << self.scale_bits):g} "
+                             "standard deviations, the widest moved feature's domain")
+        return scaled
 
     def with_bucket(self, bucket: "CircuitBucket") -> "ModelCard":
         """This card with `bucket` added (an existing bucket of that name must be identical)."""

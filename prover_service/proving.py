@@ -360,13 +360,12 @@ class Prover:
     def persistence_delta(self, delta: int | None) -> int | None:
         """The persistence lens's delta for a request (an int at the input scale; None: the card's default),
         None when the card has no such lens; ModelError when it cannot be proved."""
-        lens = self.card.persistence
-        if lens is None:
+        if self.card.persistence is None:
             if delta is not None:
                 raise ModelError(f"model {self.card.model_id} does not prove persistent bias: it takes no delta")
             return None
         if delta is None:
-            return lens.default_delta
+            return self.card.persistence.default_delta
         cap = self.card.persistence_delta_cap
         if type(delta) is not int or not 0 <= delta <= cap:
             raise ModelError(f"delta must be between 0 and {cap / (1 << self.card.scale_bits):g} (the widest moved "

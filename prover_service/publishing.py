@@ -1,10 +1,7 @@
 """Commit to a model in its workspace: salt, commitment, card."""
 from __future__ import annotations
 
-import math
-from fractions import Fraction
-
-from commitments.card import ModelCard, PersistenceLensCard, SpreadLensCard
+from commitments.card import ModelCard, PersistenceLensCard, SpreadLensCard, scaled_delta
 from commitments.publish import build_card
 from fairness.bitwidth import check_no_wrap
 from fairness.certificate import DEFAULT_EPS_BITS
@@ -63,9 +60,10 @@ def _persistence_lens(workspace: ModelWorkspace, model, favourable: int, delta: 
     if not columns:
         raise ModelError("the persistence lens moves numeric features, and this model has none")
     cap = max(model.box_upper[j] - model.box_lower[j] for j in columns)
-    if not (math.isfinite(delta) and 0 <= delta):
-        raise ModelError(f"the persistence delta must be a non-negative number, not {delta}")
-    scaled = math.ceil(Fraction(delta) * (1 << model.scale_bits))
+    try:
+        scaled = scaled_delta(delta, model.scale_bits)
+    except ValueError as exc:
+        raise ModelError(str(exc)) from None
     if scaled > cap:
         raise ModelError(f"the persistence delta {delta:g} exceeds {cap / (1 << model.scale_bits):g}, the widest "
                          "numeric feature's domain (standardised units)")

@@ -17,7 +17,6 @@ from typing import Sequence
 from circuits.field import R
 
 from .checks import assert_nonnegative, floor_div  # noqa: F401 (floor_div: part of the lens's gadgets)
-from .widths import bits
 
 
 def _signed(v: int) -> int:

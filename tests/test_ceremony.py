@@ -384,20 +384,33 @@ def test_a_bucket_the_bank_sets_up_alone_names_only_the_bank(bank, ptau, ceremon
     assert not refused and "none of your trusted contributors" in refused.reasons[0]
 
 
-@pytest.mark.parametrize("lie", ["bucket width", "favourable class", "lens dropped"])
-def test_audit_refuses_a_card_whose_spread_lens_is_not_the_keys(bank, ptau, ceremony, proved, lie):
-    """The verifier prints the spread's width and favourable class from the card. A card re-published with
-    another width, another favourable class or without the lens, over the same keys, is well formed; the
-    audit rebuilds the statement from the card's lens and refuses it."""
+@pytest.mark.parametrize("lie", ["bucket width", "favourable class", "lens dropped", "persistence added"])
+def test_audit_refuses_a_card_whose_lenses_are_not_the_keys(bank, ptau, ceremony, proved, lie):
+    """The verifier prints the spread's width and favourable class, and whether persistence is proved, from
+    the card. A card re-published with another width, another favourable class, without the spread or
+    claiming the persistence lens, over the same keys, is well formed; the audit rebuilds the statement
+    from the card's lenses and refuses it."""
+    from commitments.card import PersistenceLensCard
+
     card = proved["card_model"]
-    assert card.spread is not None
+    assert card.spread is not None and card.persistence is None
+    persistence = None
+    if lie == "persistence added":
+        sensitive = {f.column for f in card.sensitive}
+        column = next(j for j, (lo, hi) in enumerate(zip(card.box_lower, card.box_upper))
+                      if j not in sensitive and lo < hi)
+        persistence = PersistenceLensCard(favourable_class=card.spread.favourable_class, columns=(column,),
+                                          default_delta=1)
     if lie == "bucket width":
         spread = card.spread.model_copy(update={"bucket_width": card.spread.bucket_width * 2})
     elif lie == "favourable class":
         spread = card.spread.model_copy(update={"favourable_class": 1 - card.spread.favourable_class})
-    else:
+    elif lie == "lens dropped":
         spread = None
-    lying = ModelCard.from_json(card.model_copy(update={"spread": spread}).canonical_json())  # parses
+    else:
+        spread = card.spread
+    lying = ModelCard.from_json(card.model_copy(update={"spread": spread, "persistence": persistence}
+                                                ).canonical_json())  # parses
     result = _audit(bank, ptau, ceremony, lying)
     assert not result.ok and "R1CS digest is not the digest of the statement" in result.reason, result.reason
     # (the honest card passes the same audit: test_audit_keys_accepts_the_card)

@@ -64,7 +64,8 @@ def test_an_honest_per_slice_bundle_verifies_with_every_slice(sliced):
     for name in (bundle.bucket, bundle.parts[0].bucket):
         shape = card.bucket(name).shape
         assert shape.per_slice and shape.radius == "exact"
-        assert card.bucket(name).n_public == 5 + card.architecture.n_inputs + card.n_spread_signals + 1
+        assert card.bucket(name).n_public == (5 + card.architecture.n_inputs + card.n_spread_signals
+                                              + card.n_persistence_signals + 1)
     # the bundle round-trips through its JSON, parts included; a whole bundle's JSON has no parts key
     assert CertificateBundle.from_json(bundle.model_dump_json()) == bundle
     assert "parts" not in CertificateBundle.model_validate(

@@ -10,10 +10,8 @@ proof holds under the card and that the certificate is about this record.
 from __future__ import annotations
 
 import json
-import math
 import time
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any, Callable, Iterable, Mapping, TypeVar
 from urllib.parse import quote
 
@@ -312,22 +310,13 @@ def _card(client: ServiceClient, model_id: str) -> ModelCard:
 
 
 def persistence_delta(card: ModelCard, delta: float | None) -> int | None:
-    """The persistence box a certificate under `card` must state for a request naming `delta` (standard
-    deviations; None: the card's default), at the card's input scale, rounded up as the service rounds it.
-    None when the card proves no persistence; ServiceError when the card cannot prove the one asked for."""
-    if card.persistence is None:
-        if delta is not None:
-            raise ServiceError(None, f"model {card.model_id!r} does not prove persistent bias: it takes no delta")
-        return None
-    if delta is None:
-        return card.persistence.default_delta
-    if not (math.isfinite(delta) and delta >= 0):
-        raise ServiceError(None, f"delta must be a non-negative number, not {delta}")
-    scaled = math.ceil(Fraction(delta) * (1 << card.scale_bits))
-    if scaled > card.persistence_delta_cap:
-        raise ServiceError(None, f"delta {delta:g} exceeds what model {card.model_id!r} proves "
-                                 f"({card.persistence_delta_cap / (1 << card.scale_bits):g} standard deviations)")
-    return scaled
+    """The persistence box a certificate under `card` must state for a request naming `delta`
+    (`ModelCard.persistence_box`, rounded as the service rounds it); ServiceError when the card cannot
+    prove it."""
+    try:
+        return card.persistence_box(delta)
+    except ValueError as exc:
+        raise ServiceError(None, str(exc)) from None
 
 
 def check_certificate(bundle: CertificateBundle, card: ModelCard, query: tuple[int, ...],

@@ -33,6 +33,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--hidden", default="4,2", help="hidden layer sizes (default 4,2)")
     p.add_argument("--variant", choices=("fair", "unfair"), default="fair")
     p.add_argument("--data-dir", metavar="DIR", help="dataset directory (default: see README)")
+    p.add_argument("--persistence", type=float, default=0.25, metavar="DELTA",
+                   help="the persistence lens's box: numeric features moved by up to DELTA standard deviations "
+                        "(default 0.25)")
+    p.add_argument("--no-persistence", dest="persistence", action="store_const", const=None,
+                   help="certificates without the persistence lens")
     p.add_argument("--store", metavar="URL", help="precompute store URL (default: SQLite in the model directory)")
     add_radius_argument(p)
     add_bucket_growth_argument(p)
@@ -58,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
     from prover_service.proving import ExactRadiusUnavailable, Prover
     from prover_service.publishing import commit_model
     from prover_service.workspace import ModelWorkspace
-    from verifier_client.verify import explain, radius_summary, spread_summary, verify_bundle
+    from verifier_client.verify import (explain, persistence_summary, radius_summary, spread_summary,
+                                        verify_bundle)
 
     if args.customers < 1:
         raise DataError("--customers must be at least 1")
@@ -77,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
     _say(f"      test accuracy {workspace.artifact.test_accuracy:.3f}")
 
     _say("[2/6] commit")
-    card = workspace.card() if workspace.is_committed else commit_model(workspace, model_id=model_dir.name)
+    card = workspace.card() if workspace.is_committed else commit_model(
+        workspace, model_id=model_dir.name, persistence_delta=args.persistence)
     _say(f"      commitment {card.commitment}")
 
     _say("[3/6] precompute regions")
@@ -128,9 +135,9 @@ def run(args: argparse.Namespace) -> int:
     if verdict:
         print(radius_summary(verdict.claims))
         print(explain(verdict.claims, prover.card))
-        lens = spread_summary(verdict.claims, prover.card)
-        if lens:
-            print(lens)
+        for lens in (spread_summary(verdict.claims, prover.card), persistence_summary(verdict.claims, prover.card)):
+            if lens:
+                print(lens)
     trust = " ".join(f"--trust-contributor {h}" for h in auditor_hashes)
     print(f"\nbundles in {bundles_dir}/, card in {workdir / 'card.json'}; check one as a customer who trusts the "
           f"auditor:\n  fairproof-verify {bundles_dir}/customer-0.json --card {workdir / 'card.json'} {trust}")

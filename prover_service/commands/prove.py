@@ -28,6 +28,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--data", metavar="FILE.csv", dest="data_dir",
                    help="an imported model's data (rows read through its schema), for --index")
     p.add_argument("--backend", choices=("mcl", "reference"), help="curve backend (default: fastest available)")
+    p.add_argument("--delta", type=float, default=None, metavar="D",
+                   help="the persistence lens's box: numeric features moved by up to D standard deviations "
+                        "(default: the card's)")
     add_radius_argument(p)
     add_bucket_growth_argument(p)
     add_per_slice_argument(p)
@@ -39,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
     from circuits.backends import get_backend
     from offline_precompute.certify import query_from_index, query_from_record, read_record
     from offline_precompute.db import open_database, resolve_store_url
+    from fairness.errors import ModelError
     from prover_service.proving import Prover
     from prover_service.workspace import ModelWorkspace, write_atomically
 
@@ -54,7 +58,11 @@ def run(args: argparse.Namespace) -> int:
             query = query_from_index(workspace.artifact, model, args.index, args.data_dir)
         else:
             query = query_from_record(workspace.artifact, model, read_record(args.record))
-        result = prover.prove(query)
+        try:
+            delta = prover.card.persistence_box(args.delta)
+        except ValueError as exc:
+            raise ModelError(str(exc)) from None
+        result = prover.prove(query, persistence_delta=delta)
     finally:
         db.dispose()
     bundle = result.bundle
@@ -68,3 +76,4 @@ def run(args: argparse.Namespace) -> int:
           f"(certify {t.certify:.2f}, witness {t.witness:.2f}, prove {t.prove:.2f}); proof 128 bytes")
     print(f"bundle written to {args.out}")
     return 0
+

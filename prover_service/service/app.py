@@ -19,7 +19,6 @@ import tempfile
 import time
 import uuid
 from contextlib import asynccontextmanager
-from fractions import Fraction
 from functools import partial
 from pathlib import Path as FilePath
 from typing import Annotated, Any, AsyncIterator
@@ -123,17 +122,14 @@ def _queue_full(detail: str) -> TooManyRequests:
 
 
 def _persistence_delta(card: ModelCard, model_id: str, delta: float | None) -> dict[str, int]:
-    """The job's persistence delta (an int at the card's input scale, rounded up so the box proved contains
-    the one asked for), or nothing for the card's default; BadRequest when it cannot be proved."""
+    """The job's persistence delta (`ModelCard.persistence_box`), or nothing for the card's default;
+    BadRequest when the card cannot prove it."""
     if delta is None:
         return {}
-    if card.persistence is None:
-        raise BadRequest(f"model {model_id} does not prove persistent bias: a request names no delta")
-    scaled = math.ceil(Fraction(delta) * (1 << card.scale_bits))
-    if scaled > card.persistence_delta_cap:
-        raise BadRequest(f"delta {delta:g} exceeds {card.persistence_delta_cap / (1 << card.scale_bits):g} standard "
-                         "deviations, the widest moved feature's domain")
-    return {"persistence_delta": scaled}
+    try:
+        return {"persistence_delta": card.persistence_box(delta)}
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
 
 
 def _admit(ledger, settings, model_id: str) -> None:
