@@ -225,3 +225,36 @@ def test_box_rounding_matches_the_service(bank):
     for delta in (0.0, 0.1, 0.25, 1 / 3, 2.0):
         assert _persistence_delta(card, "m", delta) == {"persistence_delta": persistence_delta(card, delta)}
     assert persistence_delta(card, None) == card.persistence.default_delta
+
+
+def test_a_requested_box_is_rounded_up_and_bounded_by_the_card(bank):
+    from commitments.card import scaled_delta
+
+    card = bank.card
+    one = 1 << card.scale_bits
+    assert card.persistence_box(None) == card.persistence.default_delta
+    assert card.persistence_box(0) == 0 and card.persistence_box(0.5) == one // 2
+    assert card.persistence_box(1 / 3) == one // 3 + 1  # up: the box proved contains the one asked for
+    for bad in (-0.1, float("nan"), float("inf"), True, "0.5"):
+        with pytest.raises(ValueError, match="delta"):
+            scaled_delta(bad, card.scale_bits)
+    with pytest.raises(ValueError, match="exceeds"):
+        card.persistence_box(card.persistence_delta_cap / one + 1)
+    bare = card.model_copy(update={"persistence": None})
+    assert bare.persistence_box(None) is None
+    with pytest.raises(ValueError, match="does not prove persistent bias"):
+        bare.persistence_box(0.25)
+
+
+def test_commit_refuses_a_lens_it_cannot_prove(bank, tmp_path_factory, capsys):
+    from bank_fixtures import copy_of_bank_model
+    from prover_service.cli import main as fairproof
+
+    root, _, store = copy_of_bank_model(bank, tmp_path_factory, "commit-persistence")
+    store.dispose()
+    for delta in ("-1", "1e6", "nan"):
+        code = fairproof(["commit", "--model", str(root), "--force", "--persistence", delta])
+        err = capsys.readouterr().err
+        assert code != 0 and "Traceback" not in err and "delta" in err, (delta, err)
+    assert fairproof(["commit", "--model", str(root), "--force", "--persistence", "0.5"]) == 0
+    assert "lens: persistent bias over" in capsys.readouterr().out
