@@ -24,7 +24,7 @@ from transparency import note
 class _FailingProver:
     error: Exception
 
-    def prove(self, query, on_stage):
+    def prove(self, query, on_stage, persistence_delta=None):
         on_stage("proving", 0.5)
         raise self.error
 
@@ -184,7 +184,7 @@ def test_stopping_finishes_the_job_in_flight_and_leaves_the_queue_for_the_next_s
     release = threading.Event()
 
     class _SlowProver:
-        def prove(self, query, on_stage):
+        def prove(self, query, on_stage, persistence_delta=None):
             release.wait(5)
             raise DataError("done")
 
@@ -216,7 +216,7 @@ def test_a_proof_still_running_at_the_stop_deadline_is_handed_back_without_count
     never = threading.Event()
 
     class _StuckProver:
-        def prove(self, query, on_stage):
+        def prove(self, query, on_stage, persistence_delta=None):
             on_stage("proving", 0.5)
             never.wait(30)
             raise DataError("too late")
