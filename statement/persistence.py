@@ -236,7 +236,6 @@ def persistence_lens(cs, shape: StatementShape, wd: StatementWidths, weights, bi
     """Assert the public (LB, UB) of every (attribute, value) of the shape, flat in `bounds`."""
     pw = persistence_widths(shape, wd, slope_bits)
     cols = shape.persistence_columns
-    n = shape.n_inputs
     with cs.scope("delta"):
         assert_nonnegative(cs, delta, pw.delta_cap)
         assert_nonnegative(cs, pw.delta_cap - delta, pw.delta_cap)
@@ -271,7 +270,7 @@ def persistence_lens(cs, shape: StatementShape, wd: StatementWidths, weights, bi
     divisor = 1 << (slope_bits * (shape.n_layers - 1))
     for p in range(len(shape.persistence_pairs)):
         with cs.scope(f"pair{p}/bounds"):
-            for which, (own_sign, public) in enumerate(((1, bounds[2 * p]), (-1, bounds[2 * p + 1]))):
+            for own_sign, public in ((1, bounds[2 * p]), (-1, bounds[2 * p + 1])):
                 a_own, at_own = passes[None, own_sign]
                 a_tgt, at_tgt = passes[p, -own_sign]
                 corner = []
