@@ -1,4 +1,4 @@
-"""`fairproof audit spread|persistence`: model-wide reports over a data set (plaintext).
+"""`fairproof audit spread|persistence|global`: model-wide reports (plaintext).
 
 spread: every individual run with every combination of sensitive values; the
 distribution of k (distinct margin buckets) and of distinct decisions, and the
@@ -10,7 +10,11 @@ larger (favoured) or smaller (disfavoured) than the counterfactual's over the
 box of numeric features within delta, observed and flipped, inconclusive
 counted separately (fairness.persistence_audit).
 
-Both print a table and write JSON and a PNG chart when asked.
+global: HyFair's global 2-fairness over the whole domain box, one MILP per
+ordered pair of sensitive combinations (fairness.global_search): a
+counterexample (re-checked exactly), fair (optimal), or unknown.
+
+Each prints a table and writes JSON (and a PNG chart for the first two) when asked.
 """
 from __future__ import annotations
 
@@ -54,6 +58,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p2.add_argument("--json", metavar="FILE", help="write the table as JSON")
     p2.add_argument("--plot", metavar="FILE.png", help="write the favoured shares as a PNG chart")
     p2.set_defaults(handler=run_persistence)
+    g = verbs.add_parser(
+        "global", help="does ANY individual of the domain get another decision for its sensitive values alone?",
+        description="One MILP per ordered pair of sensitive combinations over two exact copies of the committed "
+                    "network sharing every other input, anywhere in the domain box: maximise t with t <= the "
+                    "favourable margin in the first copy and t <= minus it in the second. A counterexample is "
+                    "re-checked by the exact forward pass; 'fair (optimal)' means the solver proved none exists "
+                    "(to its tolerance); 'unknown' means it ran out of time.")
+    g.add_argument("--model", required=True, metavar="DIR", help="committed model directory")
+    g.add_argument("--time-limit", type=float, default=100.0, metavar="S", help="seconds per pair (default 100)")
+    g.add_argument("--favourable-class", metavar="LABEL", help="default: the card's lens, else the dataset's")
+    g.add_argument("--continuous", action="store_true",
+                   help="let categorical features take any value of the box (default: only their categories' "
+                        "encodings, so a counterexample is a real record there)")
+    g.add_argument("--json", metavar="FILE", help="write the results as JSON")
+    g.set_defaults(handler=run_global)
 
 
 def _data_arguments(p: argparse.ArgumentParser) -> None:
@@ -264,3 +283,60 @@ def _plot_persistence(scores, model_id: str, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def run_global(args: argparse.Namespace) -> int:
+    from fairness.errors import ModelError
+    from fairness.global_search import (COUNTEREXAMPLE, FAIR, GlobalSearchError, categorical_choices,
+                                        global_search)
+    from prover_service.workspace import ModelWorkspace
+
+    if not args.time_limit > 0:
+        raise ModelError("--time-limit must be a positive number of seconds")
+    workspace = ModelWorkspace.open(args.model)
+    model = workspace.fixed_point()
+    card = workspace.card()
+    favourable = _lens(args, workspace, model).favourable_class
+    labels = card.architecture.class_labels
+    names = [", ".join(card.slice_labels(s)[1]) for s in range(len(card.slices()))]
+    choices = {} if args.continuous else categorical_choices(workspace.artifact.preprocessor, model)
+    print(f"global discrimination search of {card.model_id}: favourable class {labels[favourable]!r}, "
+          f"{len(names) * (len(names) - 1)} ordered pairs of sensitive combinations, {args.time_limit:g} s each; "
+          f"{len(choices)} categorical feature(s) restricted to their categories")
+
+    def show(r) -> None:
+        value = "-" if r.objective is None else f"{r.objective:+.4g}"
+        print(f"  {names[r.source][:28]:<28} -> {names[r.target][:28]:<28} {r.status:<16} t* {value:>10} "
+              f"{r.seconds:7.2f} s" + (f"  ({r.message})" if r.message else ""), flush=True)
+
+    try:
+        results = global_search(model, favourable, args.time_limit, progress=show, choices=choices)
+    except GlobalSearchError as exc:
+        raise ModelError(str(exc)) from None
+    found = [r for r in results if r.status == COUNTEREXAMPLE]
+    verdict = ("DISCRIMINATES: an individual's decision changes with its sensitive values alone" if found else
+               "2-fair on the domain box (every pair optimal)" if all(r.status == FAIR for r in results) else
+               "unknown: no counterexample found, not every pair solved to optimality")
+    print(f"  verdict: {verdict}")
+    for r in found[:3]:
+        point = ", ".join(f"{card.feature_names[j]}={float(v):.4g}" for j, v in enumerate(r.counterexample.point)
+                          if j not in {f.column for f in card.sensitive})
+        print(f"  counterexample {names[r.source]} -> {names[r.target]}: margins "
+              f"{float(r.counterexample.margins[0]):+.4g} / {float(r.counterexample.margins[1]):+.4g} logits at "
+              f"({point}) [standardised units]; "
+              + ("on the input grid too (a quantised record)" if r.counterexample.grid_point is not None
+                 else "not on the input grid (rounding it changes a decision)"))
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "model_id": card.model_id, "favourable_class": labels[favourable], "time_limit_s": args.time_limit,
+            "categorical_columns_restricted": [card.feature_names[j] for j in choices],
+            "verdict": verdict, "pairs": [{
+                "source": names[r.source], "target": names[r.target], "status": r.status, "objective": r.objective,
+                "bound": r.bound, "seconds": r.seconds, "message": r.message,
+                "counterexample": None if r.counterexample is None else {
+                    "point": [str(v) for v in r.counterexample.point],
+                    "margins": [str(m) for m in r.counterexample.margins],
+                    "decisions": [labels[d] for d in r.counterexample.decisions],
+                    "grid_point": (None if r.counterexample.grid_point is None
+                                   else list(r.counterexample.grid_point))}} for r in results]}, indent=2))
+    return 0

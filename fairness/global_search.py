@@ -1,0 +1,295 @@
+"""Global discrimination search (HyFair's 2-fairness): does ANY individual of the domain get another
+decision from the committed model because of its sensitive values alone?
+
+For a two-class model with favourable class f, margin m(x) = z_f(x) - z_other(x), and an ordered
+pair of sensitive combinations (s, s'), one MILP over two exact copies of the network sharing the
+non-sensitive inputs z (every non-sensitive column free in the domain box, the box the radius
+certificates speak of):
+
+    maximise t  subject to  t <= m(s, z),  t <= -m(s', z),  z in the box,
+
+each hidden ReLU exact by a binary variable and big-M constants from interval bounds over the box
+(HiGHS through scipy.optimize.milp). The same class's margin is compared in both copies (a max over
+outputs would lose which class won). t* > 0 means some z is decided favourably with s and
+unfavourably with s'; t* <= 0 at optimality means no such z (to the solver's tolerance).
+
+Every counterexample is re-checked by the exact forward pass at a rational point (and reported
+only if the decisions really differ, ties broken as the model breaks them); the status is honest:
+"counterexample", "fair (optimal)" or "unknown" (time limit, or a solver point that does not
+re-check). Inputs are continuous inside the box, as the radius's are, unless `choices` restricts a
+column to a few values (`categorical_choices`: a categorical feature's encoded categories, so a
+counterexample is a real record's encoding there).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from .fixed_point import FixedPointModel
+
+COUNTEREXAMPLE, FAIR, UNKNOWN = "counterexample", "fair (optimal)", "unknown"
+DEFAULT_TIME_LIMIT = 100.0  # seconds per ordered pair, as in Fairify and HyFair
+
+
+class GlobalSearchError(ValueError):
+    """A question the global search cannot ask of this model."""
+
+
+@dataclass(frozen=True)
+class Counterexample:
+    """An input (real units, model order, the source combination's sensitive values) whose decision
+    changes when only its sensitive values become the target's; the exact margins of both copies.
+    `grid_point`: the same input rounded to the model's input grid (integers at 2^s, what a record
+    quantises to), when the committed model's decisions still differ there."""
+
+    point: tuple[Fraction, ...]
+    margins: tuple[Fraction, Fraction]
+    decisions: tuple[int, int]
+    grid_point: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class PairResult:
+    source: int  # slice index decided favourably
+    target: int  # slice index decided unfavourably at the same non-sensitive inputs
+    status: str
+    objective: float | None  # the solver's t* (logits), when it found a point
+    bound: float | None  # the solver's upper bound on t (logits), when it reports one
+    counterexample: Counterexample | None
+    seconds: float
+    message: str = ""
+
+
+def _real(model: FixedPointModel):
+    s = model.scale_bits
+    net = model.net
+    weights = [np.array([[w / (1 << s) for w in row] for row in layer], dtype=float) for layer in net.weights]
+    biases = [np.array([b / (1 << (s * (l + 2))) for b in layer], dtype=float) for l, layer in enumerate(net.biases)]
+    return weights, biases
+
+
+def _interval(weights, biases, lo: np.ndarray, hi: np.ndarray):
+    bounds = []
+    for w, b in zip(weights[:-1], biases[:-1]):
+        pos, neg = np.clip(w, 0, None), np.clip(w, None, 0)
+        zl = pos @ lo + neg @ hi + b
+        zh = pos @ hi + neg @ lo + b
+        bounds.append((zl, zh))
+        lo, hi = np.clip(zl, 0, None), np.clip(zh, 0, None)
+    return bounds
+
+
+class _Program:
+    """Variables and rows of the two-copy MILP (dense rows, few hundred variables)."""
+
+    def __init__(self) -> None:
+        self.lower: list[float] = []
+        self.upper: list[float] = []
+        self.integer: list[int] = []
+        self.rows: list[tuple[dict[int, float], float, float]] = []
+
+    def var(self, lo: float, hi: float, integer: bool = False) -> int:
+        self.lower.append(lo)
+        self.upper.append(hi)
+        self.integer.append(int(integer))
+        return len(self.lower) - 1
+
+    def row(self, terms: dict[int, float], lo: float, hi: float) -> None:
+        self.rows.append((terms, lo, hi))
+
+
+def _copy(prog: _Program, weights, biases, free: dict[int, int], fixed: np.ndarray, lo: np.ndarray,
+          hi: np.ndarray) -> dict[int, float]:
+    """Add one copy (its inputs: shared variables on free columns, constants elsewhere) and return its
+    logit margin as a linear form over the program's variables (key -1: the constant)."""
+    prev: list[dict[int, float]] = []
+    for j in range(len(fixed)):
+        prev.append({free[j]: 1.0} if j in free else {-1: float(fixed[j])})
+    for (w, b), (zl, zh) in zip(zip(weights[:-1], biases[:-1]), _interval(weights, biases, lo, hi)):
+        layer = []
+        for i in range(w.shape[0]):
+            form: dict[int, float] = {-1: float(b[i])}
+            for k, term in enumerate(prev):
+                if w[i, k] == 0:
+                    continue
+                for v, a in term.items():
+                    form[v] = form.get(v, 0.0) + w[i, k] * a
+            l, u = float(zl[i]), float(zh[i])
+            if l >= 0:
+                layer.append(form)
+                continue
+            if u <= 0:
+                layer.append({-1: 0.0})
+                continue
+            pre = prog.var(l, u)
+            prog.row({**{v: -a for v, a in form.items() if v >= 0}, pre: 1.0}, form.get(-1, 0.0), form.get(-1, 0.0))
+            post = prog.var(0.0, u)
+            on = prog.var(0.0, 1.0, integer=True)
+            prog.row({post: 1.0, pre: -1.0}, 0.0, np.inf)  # post >= pre
+            prog.row({post: 1.0, pre: -1.0, on: -l}, -np.inf, -l)  # post <= pre - l (1 - on)
+            prog.row({post: 1.0, on: -u}, -np.inf, 0.0)  # post <= u on
+            layer.append({post: 1.0})
+        prev = layer
+    return prev
+
+
+def _margin_form(weights, biases, last_layer: list[dict[int, float]], favourable: int) -> dict[int, float]:
+    row = weights[-1][favourable] - weights[-1][1 - favourable]
+    form: dict[int, float] = {-1: float(biases[-1][favourable] - biases[-1][1 - favourable])}
+    for a, term in zip(row, last_layer):
+        for v, k in term.items():
+            form[v] = form.get(v, 0.0) + a * k
+    return form
+
+
+def _exact_margin(model: FixedPointModel, x: Sequence[Fraction], favourable: int) -> Fraction:
+    """The committed model's margin at a rational input (real units), exactly."""
+    den = math.lcm(*(v.denominator for v in x))
+    numerators = [int(v * (den << model.scale_bits)) for v in x]  # exact: den * x * 2^s is an integer
+    z = model.net.scaled_logits(numerators, den)
+    return Fraction(z[favourable] - z[1 - favourable], den << model.net.logit_scale_bits)
+
+
+def _decision(margin: Fraction, favourable: int) -> int:
+    """argmax, lowest index on a tie: the favourable class wins a tie iff it has the lower index."""
+    if margin > 0 or (margin == 0 and favourable == 0):
+        return favourable
+    return 1 - favourable
+
+
+def search_pair(model: FixedPointModel, favourable: int, source: int, target: int,
+                time_limit: float = DEFAULT_TIME_LIMIT, choices: Mapping[int, Sequence[int]] | None = None
+                ) -> PairResult:
+    """One ordered pair of sensitive combinations: a point decided favourably with `source` and not
+    with `target`, or optimality of its absence. `choices`: columns restricted to a few values
+    (integers at 2^s, e.g. a categorical feature's encoded categories), one binary per value."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    t0 = time.perf_counter()
+    weights, biases = _real(model)
+    one = 1 << model.scale_bits
+    slices = model.slices()
+    sens = model.sensitive_columns
+    n = model.net.n_inputs
+    box_lo = np.array([v / one for v in model.box_lower])
+    box_hi = np.array([v / one for v in model.box_upper])
+    prog = _Program()
+    free_columns = [j for j in range(n) if j not in sens]
+    free = {j: prog.var(float(box_lo[j]), float(box_hi[j])) for j in free_columns}
+    for j, values in (choices or {}).items():
+        if j not in free or not values or any(not box_lo[j] <= v / one <= box_hi[j] for v in values):
+            raise GlobalSearchError(f"column {j}: its choices must be values of a non-sensitive column's box")
+        picks = [prog.var(0.0, 1.0, integer=True) for _ in values]
+        prog.row(dict.fromkeys(picks, 1.0), 1.0, 1.0)  # exactly one value
+        prog.row({free[j]: 1.0, **{b: -v / one for b, v in zip(picks, values)}}, 0.0, 0.0)
+    margins = []
+    for index in (source, target):
+        fixed = box_lo.copy()
+        lo, hi = box_lo.copy(), box_hi.copy()
+        for c, v in zip(sens, slices[index]):
+            fixed[c] = lo[c] = hi[c] = v / one
+        last = _copy(prog, weights, biases, free, fixed, lo, hi)
+        margins.append(_margin_form(weights, biases, last, favourable))
+    t = prog.var(-np.inf, np.inf)
+    for form, sign in zip(margins, (1.0, -1.0)):  # t <= sign * m
+        prog.row({**{v: -sign * a for v, a in form.items() if v >= 0}, t: 1.0}, -np.inf, sign * form.get(-1, 0.0))
+    nvar = len(prog.lower)
+    a = np.zeros((len(prog.rows), nvar))
+    lo_r, hi_r = [], []
+    for i, (terms, rlo, rhi) in enumerate(prog.rows):
+        for v, k in terms.items():
+            a[i, v] += k
+        lo_r.append(rlo)
+        hi_r.append(rhi)
+    cost = np.zeros(nvar)
+    cost[t] = -1.0
+    res = milp(cost, constraints=LinearConstraint(a, lo_r, hi_r), integrality=np.array(prog.integer),
+               bounds=Bounds(prog.lower, prog.upper), options={"time_limit": float(time_limit)})
+    seconds = time.perf_counter() - t0
+    objective = None if res.x is None else float(res.x[t])
+    bound = getattr(res, "mip_dual_bound", None)
+    bound = None if bound is None else -float(bound)
+    if res.x is not None:
+        found = _recheck(model, favourable, source, target, [res.x[free[j]] if j in free else 0.0 for j in range(n)])
+        if found is not None:
+            return PairResult(source, target, COUNTEREXAMPLE, objective, bound, found, seconds)
+    if res.status == 0 and objective is not None and objective <= 0:
+        return PairResult(source, target, FAIR, objective, bound, None, seconds)
+    message = res.message if res.status != 0 else "the solver's point does not re-check exactly"
+    return PairResult(source, target, UNKNOWN, objective, bound, None, seconds, message)
+
+
+def _recheck(model: FixedPointModel, favourable: int, source: int, target: int,
+             values: Sequence[float]) -> Counterexample | None:
+    """The solver's point as exact rationals (clipped into the box), with the source's sensitive
+    values, if the committed model really decides it favourably with them and not with the target's."""
+    one = 1 << model.scale_bits
+    slices = model.slices()
+    x = []
+    for j, v in enumerate(values):
+        r = Fraction(float(v)).limit_denominator(1 << 40)
+        x.append(min(max(r, Fraction(model.box_lower[j], one)), Fraction(model.box_upper[j], one)))
+    copies = []
+    for index in (source, target):
+        point = list(x)
+        for c, v in zip(model.sensitive_columns, slices[index]):
+            point[c] = Fraction(v, one)
+        copies.append(point)
+    ms = tuple(_exact_margin(model, p, favourable) for p in copies)
+    decisions = tuple(_decision(m, favourable) for m in ms)
+    if not (decisions[0] == favourable and decisions[1] != favourable):
+        return None
+    grid = [min(max(round(v * one), lo), hi) for v, lo, hi in zip(copies[0], model.box_lower, model.box_upper)]
+    on_grid = []
+    for index in (source, target):
+        point = list(grid)
+        for c, v in zip(model.sensitive_columns, slices[index]):
+            point[c] = v
+        on_grid.append(model.net.decision(point))
+    kept = tuple(grid) if on_grid[0] == favourable and on_grid[1] != favourable else None
+    return Counterexample(tuple(copies[0]), ms, decisions, kept)
+
+
+def global_search(model: FixedPointModel, favourable: int, time_limit: float = DEFAULT_TIME_LIMIT,
+                  progress: Callable[[PairResult], None] | None = None,
+                  choices: Mapping[int, Sequence[int]] | None = None) -> list[PairResult]:
+    """Every ordered pair of distinct sensitive combinations (S (S - 1) MILPs)."""
+    if model.net.n_classes != 2:
+        raise GlobalSearchError("the global search compares one class's margin: two-class models only")
+    if favourable not in (0, 1):
+        raise GlobalSearchError(f"favourable class {favourable} is not a class of this model")
+    if not time_limit > 0:
+        raise GlobalSearchError("the time limit must be positive")
+    out = []
+    for source, target in itertools.permutations(range(len(model.slices())), 2):
+        result = search_pair(model, favourable, source, target, time_limit, choices)
+        out.append(result)
+        if progress is not None:
+            progress(result)
+    return out
+
+
+def categorical_choices(preprocessor, model: FixedPointModel) -> dict[int, tuple[int, ...]]:
+    """For a shipped dataset's preprocessor: each non-sensitive categorical column's encoded categories,
+    (code - mean) / std quantised at the model's scale as queries are, within the domain box."""
+    from .fixed_point import quantise_value
+
+    kinds = getattr(preprocessor, "kinds", None)
+    if kinds is None:
+        return {}
+    out = {}
+    for j, (name, kind) in enumerate(zip(preprocessor.feature_names, kinds)):
+        if kind != "categorical" or name in preprocessor.sensitive:
+            continue
+        values = sorted({quantise_value((k - preprocessor.means[j]) / preprocessor.stds[j], model.scale_bits)
+                         for k in range(len(preprocessor.categories[name]))})
+        values = [v for v in values if model.box_lower[j] <= v <= model.box_upper[j]]
+        if values:
+            out[j] = tuple(values)
+    return out

@@ -1,0 +1,149 @@
+"""The global discrimination search: every counterexample is real, every "fair (optimal)" survives
+dense sampling, and the command reports it honestly."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+from fractions import Fraction
+
+import pytest
+
+from fairness.fixed_point import FixedPointModel, QuantisedMLP
+from fairness.global_search import (COUNTEREXAMPLE, FAIR, GlobalSearchError, _decision, _exact_margin,
+                                    global_search)
+from fairness_toy_models import random_model
+
+
+def _decisions_at(model: FixedPointModel, x: list[int], favourable: int) -> list[int]:
+    """The integer model's decision at grid point x with every combination of sensitive values."""
+    out = []
+    for values in model.slices():
+        point = list(x)
+        for c, v in zip(model.sensitive_columns, values):
+            point[c] = v
+        out.append(model.net.decision(point))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_counterexamples_are_real_and_fair_verdicts_survive_sampling(seed):
+    model = random_model(seed, n_inputs=4, hidden=(4, 2), n_classes=2, scale_bits=6)
+    results = global_search(model, favourable=1, time_limit=30)
+    assert len(results) == 2  # two ordered pairs of the two combinations
+    slices = model.slices()
+    rng = random.Random(seed)
+    samples = [[rng.randint(lo, hi) for lo, hi in zip(model.box_lower, model.box_upper)] for _ in range(3000)]
+    for r in results:
+        assert r.status in (COUNTEREXAMPLE, FAIR), r
+        if r.status == COUNTEREXAMPLE:
+            ce = r.counterexample
+            # exact margins at the rational point: the source decides favourably, the target does not
+            one = 1 << model.scale_bits
+            for index, margin, decision in zip((r.source, r.target), ce.margins, ce.decisions):
+                point = list(ce.point)
+                for c, v in zip(model.sensitive_columns, slices[index]):
+                    point[c] = Fraction(v, one)
+                assert _exact_margin(model, point, 1) == margin
+                assert _decision(margin, 1) == decision
+            assert ce.decisions == (1, 0)
+            assert r.objective > 0
+        else:
+            assert r.objective <= 0 and r.counterexample is None
+            for x in samples:  # no grid point decided favourably with the source and not the target
+                d = _decisions_at(model, x, 1)
+                assert not (d[r.source] == 1 and d[r.target] == 0), (r, x)
+
+
+def test_a_model_blind_to_the_sensitive_column_is_fair_and_a_biased_one_is_caught():
+    base = random_model(3, n_inputs=4, hidden=(4, 2), n_classes=2, scale_bits=6)
+    w0 = [list(row) for row in base.net.weights[0]]
+    for row in w0:
+        row[base.sensitive_columns[0]] = 0
+    blind = dataclasses.replace(base, net=QuantisedMLP(base.net.scale_bits, (tuple(map(tuple, w0)),
+                                                                          *base.net.weights[1:]), base.net.biases))
+    assert [r.status for r in global_search(blind, 1, time_limit=30)] == [FAIR, FAIR]
+    for row in w0:
+        row[base.sensitive_columns[0]] = 40 << base.scale_bits  # the group decides everything
+    biased = dataclasses.replace(base, net=QuantisedMLP(base.net.scale_bits, (tuple(map(tuple, w0)),
+                                                                           *base.net.weights[1:]), base.net.biases))
+    assert COUNTEREXAMPLE in [r.status for r in global_search(biased, 1, time_limit=30)]
+
+
+def test_questions_it_cannot_answer_are_refused():
+    with pytest.raises(GlobalSearchError, match="two-class"):
+        global_search(random_model(0, n_classes=3, scale_bits=6), 0)
+    with pytest.raises(GlobalSearchError, match="favourable"):
+        global_search(random_model(0, scale_bits=6), 2)
+    with pytest.raises(GlobalSearchError, match="time limit"):
+        global_search(random_model(0, scale_bits=6), 1, time_limit=0)
+
+
+def test_ties_are_broken_as_the_model_breaks_them():
+    assert _decision(Fraction(0), 0) == 0 and _decision(Fraction(0), 1) == 0
+    assert _decision(Fraction(1, 10**9), 1) == 1 and _decision(Fraction(-1, 10**9), 0) == 1
+
+
+def test_audit_global_command(bank, tmp_path_factory, capsys):
+    from bank_fixtures import copy_of_bank_model
+    from prover_service.cli import main as fairproof
+
+    root, workspace, store = copy_of_bank_model(bank, tmp_path_factory, "audit-global")
+    store.dispose()
+    out = tmp_path_factory.mktemp("global") / "global.json"
+    assert fairproof(["audit", "global", "--model", str(root), "--time-limit", "60", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "global discrimination search" in text and "verdict:" in text
+    report = json.loads(out.read_text())
+    assert len(report["pairs"]) == 2 and all(p["status"] in (COUNTEREXAMPLE, FAIR) for p in report["pairs"])
+    model = workspace.fixed_point()
+    favourable = bank.card.architecture.class_labels.index(report["favourable_class"])
+    for p in report["pairs"]:
+        if p["counterexample"]:
+            point = [Fraction(v) for v in p["counterexample"]["point"]]
+            assert _decision(_exact_margin(model, point, favourable), favourable) == favourable
+    for bad in (["--time-limit", "0"], ["--favourable-class", "nobody"]):
+        code = fairproof(["audit", "global", "--model", str(root), *bad])
+        err = capsys.readouterr().err
+        assert code != 0 and "Traceback" not in err and err.strip(), bad
+
+
+def test_restricted_columns_take_only_their_values():
+    model = random_model(4, n_inputs=4, hidden=(4, 2), n_classes=2, scale_bits=6)
+    one = 1 << model.scale_bits
+    choices = {1: (-one, -one // 4, one // 2), 3: (0, one)}
+    results = global_search(model, 1, time_limit=30, choices=choices)
+    found = [r for r in results if r.status == COUNTEREXAMPLE]
+    assert found
+    for r in found:
+        for j, values in choices.items():
+            assert r.counterexample.point[j] * one in values
+        if r.counterexample.grid_point is not None:
+            d = _decisions_at(model, list(r.counterexample.grid_point), 1)
+            assert d[r.source] == 1 and d[r.target] == 0
+    # restricting can only shrink the set searched: a fair pair stays fair
+    free = {(r.source, r.target): r.status for r in global_search(model, 1, time_limit=30)}
+    for r in results:
+        if free[(r.source, r.target)] == FAIR:
+            assert r.status == FAIR
+    for bad in ({0: (0,)}, {1: ()}, {1: (4 * one,)}):  # a sensitive column, no value, outside the box
+        with pytest.raises(GlobalSearchError, match="choices"):
+            global_search(model, 1, time_limit=5, choices=bad)
+
+
+def test_categorical_choices_are_the_encoded_categories(bank):
+    from fairness.global_search import categorical_choices
+    from fairness.fixed_point import quantise_value
+
+    artifact = bank.prover.workspace.artifact
+    model = bank.prover.model
+    pre = artifact.preprocessor
+    choices = categorical_choices(pre, model)
+    sensitive = set(model.sensitive_columns)
+    categorical = [j for j, k in enumerate(pre.kinds) if k == "categorical" and j not in sensitive]
+    assert sorted(choices) == categorical
+    j = categorical[0]
+    name = pre.feature_names[j]
+    expected = {quantise_value((k - pre.means[j]) / pre.stds[j], model.scale_bits)
+                for k in range(len(pre.categories[name]))}
+    assert set(choices[j]) == expected
