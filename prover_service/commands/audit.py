@@ -73,6 +73,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "encodings, so a counterexample is a real record there)")
     g.add_argument("--json", metavar="FILE", help="write the results as JSON")
     g.set_defaults(handler=run_global)
+    gr = verbs.add_parser(
+        "groups", help="selection rates per compound sensitive group; disparate impact, parity, equal opportunity",
+        description="Every row of the data set decided by the committed model (quantised as a customer's query; "
+                    "rows outside the domain box counted apart): per compound sensitive group the selection rate "
+                    "and the true positive rate with Wilson 95% intervals; disparate impact (min/max selection "
+                    "rate), statistical parity and equal opportunity differences with bootstrap intervals; the "
+                    "most and least favoured groups.")
+    gr.add_argument("--model", required=True, metavar="DIR", help="committed model directory")
+    gr.add_argument("--data", metavar="FILE.csv", dest="data_dir",
+                    help="an imported model's data (rows read through its schema); default: the test split")
+    gr.add_argument("--data-dir", metavar="DIR", dest="data_dir", help="dataset directory (default: see README)")
+    gr.add_argument("--favourable-class", metavar="LABEL", help="default: the card's lens, else the dataset's")
+    gr.add_argument("--bootstrap", type=int, default=1000, metavar="B", help="bootstrap resamples (default 1000)")
+    gr.add_argument("--json", metavar="FILE", help="write the report as JSON")
+    gr.add_argument("--plot", metavar="FILE.png", help="write the selection rates as a PNG chart")
+    gr.set_defaults(handler=run_groups)
 
 
 def _data_arguments(p: argparse.ArgumentParser) -> None:
@@ -340,3 +356,78 @@ def run_global(args: argparse.Namespace) -> int:
                     "grid_point": (None if r.counterexample.grid_point is None
                                    else list(r.counterexample.grid_point))}} for r in results]}, indent=2))
     return 0
+
+
+def run_groups(args: argparse.Namespace) -> int:
+    from fairness.errors import ModelError
+    from fairness.group_metrics import group_report
+    from offline_precompute.certify import test_inputs
+    from prover_service.workspace import ModelWorkspace
+
+    if args.bootstrap < 0:
+        raise ModelError("--bootstrap must be a non-negative number of resamples")
+    workspace = ModelWorkspace.open(args.model)
+    model = workspace.fixed_point()
+    card = workspace.card()
+    favourable = _lens(args, workspace, model).favourable_class
+    X, y = test_inputs(workspace.artifact, args.data_dir)
+    report = group_report(model, X, y, favourable, bootstrap=args.bootstrap)
+    labels = card.architecture.class_labels
+    print(f"group fairness of {card.model_id} over {report.rows} rows ({report.outside_box} outside the domain box "
+          f"skipped), favourable class {labels[favourable]!r}")
+    print(f"  {'group':<32} {'n':>6} {'selected':>9} {'rate [95% CI]':>22} {'positives':>9} {'TPR [95% CI]':>22}")
+
+    def rate(value, interval) -> str:
+        return "-" if value is None else f"{value:.3f} [{interval[0]:.3f}, {interval[1]:.3f}]"
+
+    for g in report.groups:
+        print(f"  {', '.join(g.labels)[:32]:<32} {g.n:>6} {g.selected:>9} "
+              f"{rate(g.selection_rate, g.selection_interval):>22} {g.positives:>9} "
+              f"{rate(g.true_positive_rate, g.true_positive_interval):>22}")
+    for name, value in (("disparate impact (min/max)", report.disparate_impact),
+                        ("statistical parity difference", report.statistical_parity),
+                        ("equal opportunity difference", report.equal_opportunity)):
+        key = name.split(" (")[0].replace(" difference", "").replace(" ", "_")
+        interval = report.intervals.get(key)
+        text = "-" if value is None else f"{value:.3f}" + (f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "")
+        print(f"  {name:<32} {text}")
+    if report.most_favoured is not None:
+        print(f"  most favoured: {', '.join(report.most_favoured)}; least favoured: {', '.join(report.least_favoured)}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "model_id": card.model_id, "favourable_class": labels[favourable], "rows": report.rows,
+            "outside_box": report.outside_box,
+            "groups": [{"labels": list(g.labels), "n": g.n, "selected": g.selected, "positives": g.positives,
+                        "true_positives": g.true_positives, "selection_rate": g.selection_rate,
+                        "selection_interval": list(g.selection_interval), "true_positive_rate": g.true_positive_rate,
+                        "true_positive_interval": list(g.true_positive_interval)} for g in report.groups],
+            "disparate_impact": report.disparate_impact, "statistical_parity": report.statistical_parity,
+            "equal_opportunity": report.equal_opportunity,
+            "intervals": {k: list(v) for k, v in report.intervals.items()},
+            "most_favoured": report.most_favoured and list(report.most_favoured),
+            "least_favoured": report.least_favoured and list(report.least_favoured)}, indent=2))
+    if args.plot:
+        _plot_groups(report, card.model_id, Path(args.plot))
+    return 0
+
+
+def _plot_groups(report, model_id: str, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    present = [g for g in report.groups if g.n]
+    fig, ax = plt.subplots(figsize=(max(4, 1.1 * len(present)), 3.2))
+    rates = [g.selection_rate for g in present]
+    errors = [[r - g.selection_interval[0] for r, g in zip(rates, present)],
+              [g.selection_interval[1] - r for r, g in zip(rates, present)]]
+    ax.bar(range(len(present)), rates, yerr=errors, capsize=3)
+    ax.set_xticks(range(len(present)))
+    ax.set_xticklabels(["\n".join(g.labels)[:40] for g in present], fontsize=7)
+    ax.set_ylabel("selection rate (95% CI)")
+    ax.set_ylim(0, 1)
+    ax.set_title(f"{model_id}: decided favourably, by group", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
