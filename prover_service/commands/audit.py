@@ -1,4 +1,4 @@
-"""`fairproof audit spread|persistence|global`: model-wide reports (plaintext).
+"""`fairproof audit spread|persistence|global|groups|explain`: model-wide reports (plaintext).
 
 spread: every individual run with every combination of sensitive values; the
 distribution of k (distinct margin buckets) and of distinct decisions, and the
@@ -14,7 +14,13 @@ global: HyFair's global 2-fairness over the whole domain box, one MILP per
 ordered pair of sensitive combinations (fairness.global_search): a
 counterexample (re-checked exactly), fair (optimal), or unknown.
 
-Each prints a table and writes JSON (and a PNG chart for the first two) when asked.
+groups: selection rates per compound sensitive group, disparate impact,
+statistical parity and equal opportunity (fairness.group_metrics).
+
+explain: decision-tree rules for where the model discriminates
+(fairness.explain, HyFair's Algorithm 2).
+
+Each prints a table and writes JSON (and PNG charts for spread, persistence and groups) when asked.
 """
 from __future__ import annotations
 
@@ -89,6 +95,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     gr.add_argument("--json", metavar="FILE", help="write the report as JSON")
     gr.add_argument("--plot", metavar="FILE.png", help="write the selection rates as a PNG chart")
     gr.set_defaults(handler=run_groups)
+    ex = verbs.add_parser(
+        "explain", help="rules for where the model discriminates (HyFair's decision-tree explanations)",
+        description="Samples of the domain, around the global search's counterexamples and the data set's "
+                    "discriminated individuals and uniformly over the box, labelled by k (distinct decisions "
+                    "over the sensitive combinations, exact model); a shallow decision tree separates k >= 2; "
+                    "its rules are printed in raw units with coverage, precision and HyFair's mean-k difference "
+                    "on a fresh sample.")
+    _data_arguments(ex)
+    ex.add_argument("--samples", type=int, default=5000, metavar="N", help="sample size (default 5000)")
+    ex.add_argument("--depth", type=int, default=3, metavar="D", help="tree depth (default 3)")
+    ex.add_argument("--time-limit", type=float, default=100.0, metavar="S",
+                    help="the global search's seconds per pair, for seeds (default 100)")
+    ex.add_argument("--favourable-class", metavar="LABEL", help="default: the card's lens, else the dataset's")
+    ex.add_argument("--json", metavar="FILE", help="write the rules as JSON")
+    ex.set_defaults(handler=run_explain)
 
 
 def _data_arguments(p: argparse.ArgumentParser) -> None:
@@ -431,3 +452,46 @@ def _plot_groups(report, model_id: str, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from fairness.errors import ModelError
+    from fairness.explain import describe_condition, distinct_decisions, explain
+    from fairness.global_search import categorical_choices, global_search
+    from prover_service.workspace import ModelWorkspace
+
+    if args.samples < 100 or args.depth < 1 or not args.time_limit > 0:
+        raise ModelError("--samples must be at least 100, --depth at least 1 and --time-limit positive")
+    workspace = ModelWorkspace.open(args.model)
+    model = workspace.fixed_point()
+    card = workspace.card()
+    favourable = _lens(args, workspace, model).favourable_class
+    choices = categorical_choices(workspace.artifact.preprocessor, model)
+    seeds = [r.counterexample.grid_point for r in global_search(model, favourable, args.time_limit, choices=choices)
+             if r.counterexample is not None and r.counterexample.grid_point is not None]
+    queries, _, _ = _test_queries(args, workspace.artifact, model, None)
+    if queries:
+        data = np.array(queries, dtype=np.int64)
+        seeds += [tuple(q) for q in data[distinct_decisions(model, data) >= 2]]
+    result = explain(model, choices, seeds, samples=args.samples, depth=args.depth)
+    pre = workspace.artifact.preprocessor
+    print(f"where {card.model_id} discriminates: {len(seeds)} discriminatory seeds, {result.samples} samples, "
+          f"{result.discriminatory_share:.1%} of them with k >= 2; tree accuracy {result.tree_accuracy:.1%} "
+          "on a fresh sample")
+    if not result.rules:
+        print("  no rule: the tree predicts k >= 2 nowhere")
+    for i, rule in enumerate(result.rules, 1):
+        text = " and ".join(describe_condition(c, pre, card.feature_names) for c in rule.conditions) or "anywhere"
+        print(f"  rule {i}: {text}")
+        print(f"          coverage {rule.coverage:.1%}, precision {rule.precision:.1%}, "
+              f"mean k difference {rule.mean_k_difference:+.3f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "model_id": card.model_id, "seeds": len(seeds), "samples": result.samples,
+            "discriminatory_share": result.discriminatory_share, "tree_accuracy": result.tree_accuracy,
+            "rules": [{"conditions": [describe_condition(c, pre, card.feature_names) for c in r.conditions],
+                       "coverage": r.coverage, "precision": r.precision, "mean_k_difference": r.mean_k_difference}
+                      for r in result.rules]}, indent=2))
+    return 0

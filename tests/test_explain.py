@@ -1,0 +1,81 @@
+"""Explanations of where a model discriminates: k is exact, and a planted region is found and described."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from fairness.explain import Condition, describe_condition, distinct_decisions, explain
+from fairness.fixed_point import FixedPointModel, QuantisedMLP, SensitiveDomain
+from fairness_toy_models import random_model
+
+S = 8
+ONE = 1 << S
+
+
+def _planted() -> FixedPointModel:
+    """Inputs (group, x1, x2), box [-1, 1]; hidden h = relu(10 x1 + 10 group - 10); margin h - 1 for class 1.
+    Group 1 is decided favourably exactly where x1 > 0.1; group 0 never: k = 2 exactly where x1 > 0.1."""
+    w0 = ((10 * ONE, 10 * ONE, 0),)
+    b0 = (-10 << (2 * S),)
+    w1 = ((0,), (ONE,))  # logit_0 = 0, logit_1 = h - 1
+    b1 = (0, -1 << (3 * S))
+    net = QuantisedMLP(S, (w0, w1), (b0, b1))
+    group = SensitiveDomain("group", 0, (0, ONE), ("a", "b"))
+    return FixedPointModel(net, (-ONE,) * 3, (ONE,) * 3, (group,))
+
+
+def test_k_is_the_number_of_distinct_decisions():
+    model = random_model(3, n_inputs=4, hidden=(4, 2), n_classes=3, scale_bits=S, sensitive_values=(-1, 0, 1))
+    rng = np.random.default_rng(0)
+    points = rng.integers(-ONE, ONE + 1, size=(300, 4))
+    k = distinct_decisions(model, points)
+    for x, kx in zip(points, k):
+        decisions = set()
+        for values in model.slices():
+            y = list(map(int, x))
+            y[0] = values[0]
+            decisions.add(model.net.decision(y))
+        assert kx == len(decisions)
+
+
+def test_a_planted_region_is_found_and_described():
+    model = _planted()
+    result = explain(model, {}, seeds=[(0, ONE // 2, 0)], samples=4000, depth=1)
+    assert result.rules and result.tree_accuracy > 0.95
+    best = result.rules[0]
+    assert best.precision > 0.95 and best.mean_k_difference > 0.9
+    (cond,) = [c for c in best.conditions if c.column == 1]
+    assert not cond.upper and abs(cond.threshold - 0.1) < 0.05  # x1 > ~0.1
+    assert all(c.column != 0 for r in result.rules for c in r.conditions)  # never the sensitive column
+    with pytest.raises(ValueError, match="samples"):
+        explain(model, {}, seeds=[], samples=10)
+
+
+def test_conditions_read_in_raw_units():
+    from fairness.datasets import CATEGORICAL, NUMERIC, Preprocessor
+
+    pre = Preprocessor(feature_names=("age", "job"), kinds=(NUMERIC, CATEGORICAL), categories={"job": ("a", "b", "c")},
+                       means=(40.0, 1.0), stds=(10.0, 0.5), sensitive=())
+    assert describe_condition(Condition(0, True, 0.5), pre, ("age", "job")) == "age <= 45"
+    assert describe_condition(Condition(1, False, 0.2), pre, ("age", "job")) == "job in {c}"  # code > 1.1
+    assert describe_condition(Condition(1, True, 0.2), pre, ("age", "job")) == "job in {a, b}"
+    assert "standardised" in describe_condition(Condition(0, True, 0.5), object(), ("age", "job"))
+
+
+def test_audit_explain_command(bank, tmp_path_factory, capsys):
+    from bank_fixtures import copy_of_bank_model
+    from prover_service.cli import main as fairproof
+
+    root, _, store = copy_of_bank_model(bank, tmp_path_factory, "audit-explain")
+    store.dispose()
+    out = tmp_path_factory.mktemp("explain") / "rules.json"
+    assert fairproof(["audit", "explain", "--model", str(root), "--samples", "1000", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "discriminates" in text and "tree accuracy" in text
+    report = json.loads(out.read_text())
+    assert report["samples"] == 1000 and all(0 <= r["precision"] <= 1 for r in report["rules"])
+    code = fairproof(["audit", "explain", "--model", str(root), "--samples", "5"])
+    err = capsys.readouterr().err
+    assert code != 0 and "Traceback" not in err and "samples" in err
