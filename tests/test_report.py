@@ -1,0 +1,80 @@
+"""The HTML report: self-contained (embedded PNGs, no script, nothing fetched), every section present."""
+from __future__ import annotations
+
+import base64
+from html.parser import HTMLParser
+
+import pytest
+
+from prover_service.report import Section, Table, render
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
+
+
+class _Page(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.headings, self.images, self.rows, self.scripts, self.links = [], [], 0, 0, []
+        self._in_h2 = False
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "h2":
+            self._in_h2 = True
+        elif tag == "img":
+            self.images.append(attrs["src"])
+        elif tag == "tr":
+            self.rows += 1
+        elif tag == "script":
+            self.scripts += 1
+        elif tag in ("link", "a") or "src" in attrs and tag != "img":
+            self.links.append(tag)
+
+    def handle_endtag(self, tag):
+        if tag == "h2":
+            self._in_h2 = False
+
+    def handle_data(self, data):
+        if self._in_h2:
+            self.headings.append(data)
+
+
+def _parse(text: str) -> _Page:
+    page = _Page()
+    page.feed(text)
+    return page
+
+
+def test_render_escapes_and_embeds():
+    text = render("<Report>", [Section("A & B", ["x < y"], [Table(["h<1>"], [["<td>", 1.5, 2]])], [("chart", PNG)])])
+    assert "<Report>" not in text and "&lt;Report&gt;" in text and "x &lt; y" in text and "&lt;td&gt;" in text
+    page = _parse(text)
+    assert page.headings == ["A & B"] and page.rows == 2 and page.scripts == 0 and not page.links
+    (src,) = page.images
+    assert base64.b64decode(src.split(",", 1)[1]) == PNG
+    with pytest.raises(ValueError, match="not a PNG"):
+        render("r", [Section("s", images=[("bad", b"GIF89a")])])
+
+
+def test_audit_report_command(bank, tmp_path_factory, capsys):
+    from bank_fixtures import copy_of_bank_model
+    from prover_service.cli import main as fairproof
+
+    root, _, store = copy_of_bank_model(bank, tmp_path_factory, "audit-report")
+    store.dispose()
+    out = tmp_path_factory.mktemp("report") / "report.html"
+    assert fairproof(["audit", "report", "--model", str(root), "--out", str(out), "--customers", "4",
+                      "--samples", "500", "--time-limit", "30"]) == 0
+    page = _parse(out.read_text())
+    assert page.headings == ["The model", "Certified radius (plaintext, fast)", "Selection rates by group (the test split)",
+                             "Counterfactual spread", "Global discrimination search",
+                             "Where it discriminates (explanations)"]
+    assert len(page.images) == 3 and page.scripts == 0 and not page.links
+    for src in page.images:
+        assert src.startswith("data:image/png;base64,")
+        assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
+    assert page.rows >= 12
+    capsys.readouterr()
+    code = fairproof(["audit", "report", "--model", str(root), "--out", str(out), "--customers", "0"])
+    err = capsys.readouterr().err
+    assert code != 0 and "Traceback" not in err and "customers" in err
