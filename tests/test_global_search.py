@@ -147,3 +147,38 @@ def test_categorical_choices_are_the_encoded_categories(bank):
     expected = {quantise_value((k - pre.means[j]) / pre.stds[j], model.scale_bits)
                 for k in range(len(pre.categories[name]))}
     assert set(choices[j]) == expected
+
+
+def test_a_counterexample_is_proved_as_a_flip_anyone_can_verify(bank, tmp_path_factory, capsys):
+    """The auditor's publishable proof of discrimination: the counterexample on the input grid, proved
+    against the committed weights; the verifier accepts it with the card alone and refuses it edited."""
+    from bank_fixtures import copy_of_bank_model, forged
+    from commitments.bundle import CertificateBundle
+    from commitments.claims import bundle_claims
+    from prover_service.cli import main as fairproof
+    from verifier_client.verify import verify_bundle
+
+    root, workspace, store = copy_of_bank_model(bank, tmp_path_factory, "prove-discrimination")
+    store.dispose()
+    out = tmp_path_factory.mktemp("discrimination")
+    assert fairproof(["audit", "global", "--model", str(root), "--time-limit", "60", "--json", str(out / "g.json"),
+                      "--prove", str(out / "proofs"), "--single-party-setup"]) == 0
+    report = json.loads((out / "g.json").read_text())
+    found = [p for p in report["pairs"] if p["counterexample"] and p["counterexample"]["grid_point"]]
+    bundles = sorted((out / "proofs").glob("discrimination-*.json"))
+    assert found and len(bundles) == len(found)
+    card = workspace.card()  # now listing the bucket the proof used
+    for path, pair in zip(bundles, found):
+        bundle = CertificateBundle.model_validate_json(path.read_text())
+        assert list(bundle.query) == pair["counterexample"]["grid_point"]
+        verdict = verify_bundle(bundle, card)
+        assert verdict.valid, verdict.reasons
+        claims = bundle_claims(bundle, card)
+        assert claims.status == "counterfactual_flip" and claims.spread.distinct_decisions == 2
+        assert ", ".join(claims.flip.labels) == pair["target"]
+        # a forger who moves the individual (signals and readable query agreeing) is refused by the pairing
+        moved = list(bundle.query)
+        free = next(j for j in range(len(moved)) if j not in {f.column for f in card.sensitive}
+                    and moved[j] < card.box_upper[j])
+        moved[free] += 1
+        assert not verify_bundle(forged(bundle, query=tuple(moved)), card).valid

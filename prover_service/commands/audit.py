@@ -78,6 +78,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="let categorical features take any value of the box (default: only their categories' "
                         "encodings, so a counterexample is a real record there)")
     g.add_argument("--json", metavar="FILE", help="write the results as JSON")
+    g.add_argument("--prove", metavar="DIR",
+                   help="prove each counterexample on the input grid against the committed weights: a certificate "
+                        "bundle (a counterfactual flip, every combination's decision public) per counterexample, "
+                        "written to DIR, that anyone verifies with fairproof-verify or snarkjs and the card")
+    g.add_argument("--store", metavar="URL", help="precompute store for --prove (default: the model's SQLite)")
+    from .key_options import add_key_setup_arguments
+
+    add_key_setup_arguments(g)
     g.set_defaults(handler=run_global)
     gr = verbs.add_parser(
         "groups", help="selection rates per compound sensitive group; disparate impact, parity, equal opportunity",
@@ -391,7 +399,39 @@ def run_global(args: argparse.Namespace) -> int:
                     "decisions": [labels[d] for d in r.counterexample.decisions],
                     "grid_point": (None if r.counterexample.grid_point is None
                                    else list(r.counterexample.grid_point))}} for r in results]}, indent=2))
+    if args.prove:
+        _prove_counterexamples(args, workspace, [r for r in found if r.counterexample.grid_point is not None], names)
     return 0
+
+
+def _prove_counterexamples(args, workspace, found, names) -> None:
+    """Each counterexample as a certificate bundle: the committed model decides the grid point one way and
+    the target combination another, so its certificate is a counterfactual flip, proved in zero knowledge."""
+    from circuits.backends import get_backend
+    from fairness.errors import ModelError
+    from offline_precompute.db import open_database, resolve_store_url
+    from prover_service.proving import Prover
+    from prover_service.workspace import write_atomically
+
+    from .key_options import key_setup_from_args
+
+    out = Path(args.prove)
+    out.mkdir(parents=True, exist_ok=True)
+    db = open_database(resolve_store_url(args.store, workspace.root))
+    try:
+        prover = Prover(workspace, db, get_backend(), key_setup=key_setup_from_args(args),
+                        progress=lambda m: print(m, file=sys.stderr, flush=True))
+        for i, r in enumerate(found):
+            bundle = prover.prove(r.counterexample.grid_point).bundle
+            if bundle.status != "counterfactual_flip":
+                raise ModelError(f"internal: the counterexample {names[r.source]} -> {names[r.target]} was certified "
+                                 f"{bundle.status}, not as a counterfactual flip")
+            path = out / f"discrimination-{i}.json"
+            write_atomically(path, bundle.model_dump_json(indent=1) + "\n")
+            print(f"  proof of discrimination {names[r.source]} -> {names[r.target]}: {path} (decision "
+                  f"{bundle.decision_label!r}, flip with {', '.join(bundle.flip_slice.labels)})")
+    finally:
+        db.dispose()
 
 
 def run_groups(args: argparse.Namespace) -> int:
