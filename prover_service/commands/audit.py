@@ -509,11 +509,24 @@ def _plot_groups(report, model_id: str, path: Path) -> None:
     plt.close(fig)
 
 
-def run_explain(args: argparse.Namespace) -> int:
+def _discriminatory_seeds(model, results, queries) -> list[tuple[int, ...]]:
+    """Where to look for rules: the global search's counterexamples on the grid, and the data's individuals
+    whose decision changes with their sensitive values alone."""
     import numpy as np
 
+    from fairness.explain import distinct_decisions
+
+    seeds = [r.counterexample.grid_point for r in results
+             if r.counterexample is not None and r.counterexample.grid_point is not None]
+    if queries:
+        data = np.array(queries, dtype=np.int64)
+        seeds += [tuple(q) for q in data[distinct_decisions(model, data) >= 2]]
+    return seeds
+
+
+def run_explain(args: argparse.Namespace) -> int:
     from fairness.errors import ModelError
-    from fairness.explain import describe_condition, distinct_decisions, explain
+    from fairness.explain import describe_condition, explain
     from fairness.global_search import categorical_choices, global_search
     from prover_service.workspace import ModelWorkspace
 
@@ -524,12 +537,8 @@ def run_explain(args: argparse.Namespace) -> int:
     card = workspace.card()
     favourable = _lens(args, workspace, model).favourable_class
     choices = categorical_choices(workspace.artifact.preprocessor, model)
-    seeds = [r.counterexample.grid_point for r in global_search(model, favourable, args.time_limit, choices=choices)
-             if r.counterexample is not None and r.counterexample.grid_point is not None]
     queries, _, _ = _test_queries(args, workspace.artifact, model, None)
-    if queries:
-        data = np.array(queries, dtype=np.int64)
-        seeds += [tuple(q) for q in data[distinct_decisions(model, data) >= 2]]
+    seeds = _discriminatory_seeds(model, global_search(model, favourable, args.time_limit, choices=choices), queries)
     result = explain(model, choices, seeds, samples=args.samples, depth=args.depth)
     pre = workspace.artifact.preprocessor
     print(f"where {card.model_id} discriminates: {len(seeds)} discriminatory seeds, {result.samples} samples, "
@@ -585,8 +594,8 @@ def run_report(args: argparse.Namespace) -> int:
 
     from fairness.certificate import FLIP, certify
     from fairness.errors import ModelError
-    from fairness.explain import describe_condition, distinct_decisions, explain
-    from fairness.global_search import COUNTEREXAMPLE, categorical_choices, global_search
+    from fairness.explain import describe_condition, explain
+    from fairness.global_search import categorical_choices, global_search
     from fairness.group_metrics import group_report
     from fairness.spread_audit import audit_spread
     from offline_precompute.certify import test_inputs
@@ -673,11 +682,7 @@ def run_report(args: argparse.Namespace) -> int:
         for r in results]))
     sections.append(gs)
 
-    seeds = [r.counterexample.grid_point for r in results
-             if r.status == COUNTEREXAMPLE and r.counterexample.grid_point is not None]
-    if queries:
-        data = np.array(queries, dtype=np.int64)
-        seeds += [tuple(q) for q in data[distinct_decisions(model, data) >= 2]]
+    seeds = _discriminatory_seeds(model, results, queries)
     rules = explain(model, choices, seeds, samples=args.samples)
     ex = Section("Where it discriminates (explanations)", [
         f"{rules.samples} samples around {len(seeds)} discriminatory individuals and uniformly over the box, "
