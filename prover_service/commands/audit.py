@@ -301,7 +301,7 @@ def run_persistence(args: argparse.Namespace) -> int:
     print(f"persistent bias of {card.model_id} over {len(queries)} test individuals ({outside} outside the "
           f"domain box skipped), favourable class {labels[favourable]!r}")
     for d in deltas:
-        raw = ", ".join(f"{pre.feature_names[j]} +-{float(d) * pre.stds[j]:.4g}" for j in numeric)
+        raw = ", ".join(f"{pre.feature_names[j]} +-{float(d) * _std(pre, j):.4g}" for j in numeric)
         print(f"  delta {float(d):g} (standardised) = {raw}")
     print(f"  {'attribute':<14} {'group':<22} {'setting':<9} {'delta':>5} {'pairs':>6} {'favoured':>9} "
           f"{'disfavoured':>11} {'inconclusive':>12}")
@@ -318,6 +318,18 @@ def run_persistence(args: argparse.Namespace) -> int:
     if args.plot:
         _plot_persistence(scores, card.model_id, Path(args.plot))
     return 0
+
+
+def _std(preprocessor, column: int) -> float:
+    """The standard deviation a numeric model input was standardised with (a shipped dataset's
+    preprocessor or a bank's schema)."""
+    stds = getattr(preprocessor, "stds", None)
+    if stds is not None:
+        return float(stds[column])
+    for feature, first in preprocessor.columns():
+        if first == column:
+            return float(feature.std)
+    raise ValueError(f"model input {column} is not a feature of the schema")
 
 
 def _plot_persistence(scores, model_id: str, path: Path) -> None:
