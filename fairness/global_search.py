@@ -164,11 +164,13 @@ def _decision(margin: Fraction, favourable: int) -> int:
 
 
 def search_pair(model: FixedPointModel, favourable: int, source: int, target: int,
-                time_limit: float = DEFAULT_TIME_LIMIT, choices: Mapping[int, Sequence[int]] | None = None
-                ) -> PairResult:
+                time_limit: float = DEFAULT_TIME_LIMIT, choices: Mapping[int, Sequence[int]] | None = None,
+                ranges: Mapping[int, tuple[int, int]] | None = None) -> PairResult:
     """One ordered pair of sensitive combinations: a point decided favourably with `source` and not
     with `target`, or optimality of its absence. `choices`: columns restricted to a few values
-    (integers at 2^s, e.g. a categorical feature's encoded categories), one binary per value."""
+    (integers at 2^s, e.g. a categorical feature's encoded categories), one binary per value.
+    `ranges`: columns restricted to a sub-interval of the box (integers at 2^s, e.g. the values
+    observed in the data); the interval bounds of both copies start from the restricted box."""
     from scipy.optimize import Bounds, LinearConstraint, milp
 
     t0 = time.perf_counter()
@@ -179,6 +181,10 @@ def search_pair(model: FixedPointModel, favourable: int, source: int, target: in
     n = model.net.n_inputs
     box_lo = np.array([v / one for v in model.box_lower])
     box_hi = np.array([v / one for v in model.box_upper])
+    for j, (lo, hi) in (ranges or {}).items():
+        if j in sens or not model.box_lower[j] <= lo <= hi <= model.box_upper[j]:
+            raise GlobalSearchError(f"column {j}: its range must be a non-sensitive sub-interval of the box")
+        box_lo[j], box_hi[j] = lo / one, hi / one
     prog = _Program()
     free_columns = [j for j in range(n) if j not in sens]
     free = {j: prog.var(float(box_lo[j]), float(box_hi[j])) for j in free_columns}
@@ -216,7 +222,8 @@ def search_pair(model: FixedPointModel, favourable: int, source: int, target: in
     bound = getattr(res, "mip_dual_bound", None)
     bound = None if bound is None else -float(bound)
     if res.x is not None:
-        found = _recheck(model, favourable, source, target, [res.x[free[j]] if j in free else 0.0 for j in range(n)])
+        found = _recheck(model, favourable, source, target, [res.x[free[j]] if j in free else 0.0 for j in range(n)],
+                         box_lo, box_hi)
         if found is not None:
             return PairResult(source, target, COUNTEREXAMPLE, objective, bound, found, seconds)
     if res.status == 0 and objective is not None and objective <= 0:
@@ -226,15 +233,16 @@ def search_pair(model: FixedPointModel, favourable: int, source: int, target: in
 
 
 def _recheck(model: FixedPointModel, favourable: int, source: int, target: int,
-             values: Sequence[float]) -> Counterexample | None:
-    """The solver's point as exact rationals (clipped into the box), with the source's sensitive
-    values, if the committed model really decides it favourably with them and not with the target's."""
+             values: Sequence[float], lo: Sequence[float], hi: Sequence[float]) -> Counterexample | None:
+    """The solver's point as exact rationals (clipped into the searched box [lo, hi]), with the source's
+    sensitive values, if the committed model really decides it favourably with them and not with the
+    target's."""
     one = 1 << model.scale_bits
     slices = model.slices()
     x = []
     for j, v in enumerate(values):
         r = Fraction(float(v)).limit_denominator(1 << 40)
-        x.append(min(max(r, Fraction(model.box_lower[j], one)), Fraction(model.box_upper[j], one)))
+        x.append(min(max(r, Fraction(float(lo[j]))), Fraction(float(hi[j]))))
     copies = []
     for index in (source, target):
         point = list(x)
@@ -258,7 +266,8 @@ def _recheck(model: FixedPointModel, favourable: int, source: int, target: int,
 
 def global_search(model: FixedPointModel, favourable: int, time_limit: float = DEFAULT_TIME_LIMIT,
                   progress: Callable[[PairResult], None] | None = None,
-                  choices: Mapping[int, Sequence[int]] | None = None) -> list[PairResult]:
+                  choices: Mapping[int, Sequence[int]] | None = None,
+                  ranges: Mapping[int, tuple[int, int]] | None = None) -> list[PairResult]:
     """Every ordered pair of distinct sensitive combinations (S (S - 1) MILPs)."""
     if model.net.n_classes != 2:
         raise GlobalSearchError("the global search compares one class's margin: two-class models only")
@@ -268,7 +277,7 @@ def global_search(model: FixedPointModel, favourable: int, time_limit: float = D
         raise GlobalSearchError("the time limit must be positive")
     out = []
     for source, target in itertools.permutations(range(len(model.slices())), 2):
-        result = search_pair(model, favourable, source, target, time_limit, choices)
+        result = search_pair(model, favourable, source, target, time_limit, choices, ranges)
         out.append(result)
         if progress is not None:
             progress(result)
@@ -292,4 +301,18 @@ def categorical_choices(preprocessor, model: FixedPointModel) -> dict[int, tuple
         values = [v for v in values if model.box_lower[j] <= v <= model.box_upper[j]]
         if values:
             out[j] = tuple(values)
+    return out
+
+
+def observed_ranges(model: FixedPointModel, X: np.ndarray, columns: Sequence[int]) -> dict[int, tuple[int, int]]:
+    """For each of `columns`, the range of the rows' values (standardised floats), rounded outward to the
+    model's grid and kept inside the domain box: a search there only meets values the data shows."""
+    from .fixed_point import quantise_ceil, quantise_floor
+
+    out = {}
+    for j in columns:
+        lo = max(model.box_lower[j], quantise_floor(float(np.min(X[:, j])), model.scale_bits))
+        hi = min(model.box_upper[j], quantise_ceil(float(np.max(X[:, j])), model.scale_bits))
+        if lo <= hi:
+            out[j] = (lo, hi)
     return out

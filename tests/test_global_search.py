@@ -7,6 +7,7 @@ import json
 import random
 from fractions import Fraction
 
+import numpy as np
 import pytest
 
 from fairness.fixed_point import FixedPointModel, QuantisedMLP
@@ -182,3 +183,22 @@ def test_a_counterexample_is_proved_as_a_flip_anyone_can_verify(bank, tmp_path_f
                     and moved[j] < card.box_upper[j])
         moved[free] += 1
         assert not verify_bundle(forged(bundle, query=tuple(moved)), card).valid
+
+
+def test_ranges_keep_the_search_inside_them():
+    from fairness.global_search import observed_ranges
+
+    model = random_model(4, n_inputs=4, hidden=(4, 2), n_classes=2, scale_bits=6)
+    one = 1 << model.scale_bits
+    X = np.random.default_rng(0).uniform(-0.5, 0.25, size=(100, 4))
+    ranges = observed_ranges(model, X, [1, 2, 3])
+    for j, (lo, hi) in ranges.items():
+        assert lo <= X[:, j].min() * one and hi >= X[:, j].max() * one and hi - lo <= 0.75 * one + 2
+    results = global_search(model, 1, time_limit=30, ranges=ranges)
+    for r in results:
+        if r.counterexample is not None:
+            for j, (lo, hi) in ranges.items():
+                assert Fraction(lo, one) <= r.counterexample.point[j] <= Fraction(hi, one)
+    for bad in ({0: (0, 1)}, {1: (one, 0)}, {1: (-2 * one, 0)}):  # sensitive, empty, beyond the box
+        with pytest.raises(GlobalSearchError, match="range"):
+            global_search(model, 1, time_limit=5, ranges=bad)

@@ -77,6 +77,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--continuous", action="store_true",
                    help="let categorical features take any value of the box (default: only their categories' "
                         "encodings, so a counterexample is a real record there)")
+    g.add_argument("--observed-range", action="store_true",
+                   help="keep numeric features within the range the test data shows (default: the whole domain "
+                        "box, which the card may pad beyond any real record)")
+    g.add_argument("--data-dir", metavar="DIR", help="dataset directory for --observed-range (default: see README)")
     g.add_argument("--json", metavar="FILE", help="write the results as JSON")
     g.add_argument("--prove", metavar="DIR",
                    help="prove each counterexample on the input grid against the committed weights: a certificate "
@@ -360,7 +364,7 @@ def _plot_persistence(scores, model_id: str, path: Path) -> None:
 def run_global(args: argparse.Namespace) -> int:
     from fairness.errors import ModelError
     from fairness.global_search import (COUNTEREXAMPLE, FAIR, GlobalSearchError, categorical_choices,
-                                        global_search)
+                                        global_search, observed_ranges)
     from prover_service.workspace import ModelWorkspace
 
     if not args.time_limit > 0:
@@ -372,9 +376,16 @@ def run_global(args: argparse.Namespace) -> int:
     labels = card.architecture.class_labels
     names = [", ".join(card.slice_labels(s)[1]) for s in range(len(card.slices()))]
     choices = {} if args.continuous else categorical_choices(workspace.artifact.preprocessor, model)
+    ranges = {}
+    if args.observed_range:
+        from offline_precompute.certify import test_inputs
+
+        X, _ = test_inputs(workspace.artifact, args.data_dir)
+        ranges = observed_ranges(model, X, workspace.artifact.numeric_columns)
     print(f"global discrimination search of {card.model_id}: favourable class {labels[favourable]!r}, "
           f"{len(names) * (len(names) - 1)} ordered pairs of sensitive combinations, {args.time_limit:g} s each; "
-          f"{len(choices)} categorical feature(s) restricted to their categories")
+          f"{len(choices)} categorical feature(s) restricted to their categories"
+          + (f", {len(ranges)} numeric feature(s) to the data's range" if ranges else ""))
 
     def show(r) -> None:
         value = "-" if r.objective is None else f"{r.objective:+.4g}"
@@ -382,7 +393,7 @@ def run_global(args: argparse.Namespace) -> int:
               f"{r.seconds:7.2f} s" + (f"  ({r.message})" if r.message else ""), flush=True)
 
     try:
-        results = global_search(model, favourable, args.time_limit, progress=show, choices=choices)
+        results = global_search(model, favourable, args.time_limit, progress=show, choices=choices, ranges=ranges)
     except GlobalSearchError as exc:
         raise ModelError(str(exc)) from None
     found = [r for r in results if r.status == COUNTEREXAMPLE]
@@ -402,6 +413,7 @@ def run_global(args: argparse.Namespace) -> int:
         Path(args.json).write_text(json.dumps({
             "model_id": card.model_id, "favourable_class": labels[favourable], "time_limit_s": args.time_limit,
             "categorical_columns_restricted": [card.feature_names[j] for j in choices],
+            "numeric_columns_restricted": {card.feature_names[j]: [lo, hi] for j, (lo, hi) in ranges.items()},
             "verdict": verdict, "pairs": [{
                 "source": names[r.source], "target": names[r.target], "status": r.status, "objective": r.objective,
                 "bound": r.bound, "seconds": r.seconds, "message": r.message,
