@@ -93,6 +93,10 @@ def test_audit_groups_command(bank, tmp_path_factory, capsys):
         list(counts.values())
     assert report["disparate_impact"] == pytest.approx(di) and report["equal_opportunity"] == pytest.approx(eo)
     assert (out / "g.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    learned = report["learned_distribution"]
+    assert learned["draws_per_group"] == 20000 and len(learned["groups"]) == len(report["groups"])
+    rates = [g["rate"] for g in learned["groups"]]
+    assert learned["statistical_parity"] == pytest.approx(max(rates) - min(rates))
     for bad in (["--favourable-class", "nobody"], ["--bootstrap", "-1"]):
         code = fairproof(["audit", "groups", "--model", str(root), *bad])
         err = capsys.readouterr().err
