@@ -65,3 +65,27 @@ def test_unusable_inputs_are_refused():
     X[:, 0] = 0.37  # no row in the sensitive domain
     with pytest.raises(ValueError, match="sensitive values"):
         learn_network(model, X, categorical=[1])
+
+
+def test_fairness_influence_points_at_the_feature_that_carries_the_group():
+    """x2 is drawn from a group-dependent interval and the model leans on it: making x2 uniform removes most
+    of the gap; x3 (independent of the group) has no influence up to sampling noise."""
+    from fairness.distribution import fairness_influence, with_uniform
+    from fairness.fixed_point import FixedPointModel, QuantisedMLP, SensitiveDomain
+
+    # logit_1 - logit_0 = relu(4 x2) - 1 (+ 0 x3): favourable iff x2 > 0.25
+    w0 = ((0, 0, 4 * ONE, 0),)
+    net = QuantisedMLP(S, (w0, ((0,), (ONE,))), ((0,), (0, -1 << (3 * S))))
+    group = SensitiveDomain("group", 0, (-ONE, 0, ONE), ("a", "b", "c"))
+    model = FixedPointModel(net, (-ONE,) * 4, (ONE,) * 4, (group,))
+    rng = np.random.default_rng(2)
+    network = learn_network(model, _generator(rng, 20_000), categorical=[1], bins=8)
+    influence = {i.column: i for i in fairness_influence(model, network, favourable=1, samples=20_000)}
+    assert set(influence) == {1, 2, 3}
+    assert influence[2].parity_change > 0.3  # x2 carries the whole gap
+    assert abs(influence[3].parity_change) < 0.02 and abs(influence[1].parity_change) < 0.02
+    uniform = with_uniform(network, 2)
+    (x2,) = [f for f in uniform.features if f.column == 2]
+    assert all(p == pytest.approx(1 / len(x2.probabilities[0])) for row in x2.probabilities for p in row)
+    with pytest.raises(ValueError, match="not a feature"):
+        with_uniform(network, 0)

@@ -81,7 +81,7 @@ def test_audit_groups_command(bank, tmp_path_factory, capsys):
     root, workspace, store = copy_of_bank_model(bank, tmp_path_factory, "audit-groups")
     store.dispose()
     out = tmp_path_factory.mktemp("groups")
-    assert fairproof(["audit", "groups", "--model", str(root), "--bootstrap", "100",
+    assert fairproof(["audit", "groups", "--model", str(root), "--bootstrap", "100", "--influence",
                       "--json", str(out / "g.json"), "--plot", str(out / "g.png")]) == 0
     text = capsys.readouterr().out
     assert "disparate impact" in text and "most favoured" in text
@@ -97,6 +97,11 @@ def test_audit_groups_command(bank, tmp_path_factory, capsys):
     assert learned["draws_per_group"] == 20000 and len(learned["groups"]) == len(report["groups"])
     rates = [g["rate"] for g in learned["groups"]]
     assert learned["statistical_parity"] == pytest.approx(max(rates) - min(rates))
+    features = [i["feature"] for i in report["influence"]]
+    assert sorted(features) == sorted(bank.card.feature_names[j] for j in range(len(bank.card.feature_names))
+                                      if j not in {f.column for f in bank.card.sensitive})
+    assert [abs(i["parity_change"]) for i in report["influence"]] == sorted(
+        (abs(i["parity_change"]) for i in report["influence"]), reverse=True)
     for bad in (["--favourable-class", "nobody"], ["--bootstrap", "-1"]):
         code = fairproof(["audit", "groups", "--model", str(root), *bad])
         err = capsys.readouterr().err

@@ -108,6 +108,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     help="also the selection rates over a Bayesian network learned from the rows (the group as "
                          "root, every other feature discretised with the group as parent), N draws per group "
                          "(default 20000; 0: off)")
+    gr.add_argument("--influence", action="store_true",
+                    help="with --distribution: FVGM's fairness influence of each feature, how much the statistical "
+                         "parity difference and each group's rate change when that feature is made uniform")
     gr.add_argument("--json", metavar="FILE", help="write the report as JSON")
     gr.add_argument("--plot", metavar="FILE.png", help="write the selection rates as a PNG chart")
     gr.set_defaults(handler=run_groups)
@@ -504,6 +507,11 @@ def run_groups(args: argparse.Namespace) -> int:
         for r in rates:
             print(f"  {', '.join(r.labels)[:32]:<32} {r.rate:.3f} [{r.interval[0]:.3f}, {r.interval[1]:.3f}]")
         print(f"  disparate impact {'-' if di is None else f'{di:.3f}'}, statistical parity difference {sp:.3f}")
+    influence = _influence(workspace, model, X, favourable, args.distribution) if args.influence and learned else None
+    if influence:
+        print("  fairness influence (statistical parity difference minus its value with the feature uniform):")
+        for i in influence[:10]:
+            print(f"  {card.feature_names[i.column][:32]:<32} {i.parity_change:+.4f}")
     if args.json:
         Path(args.json).write_text(json.dumps({
             "model_id": card.model_id, "favourable_class": labels[favourable], "rows": report.rows,
@@ -521,7 +529,10 @@ def run_groups(args: argparse.Namespace) -> int:
                 "draws_per_group": args.distribution, "disparate_impact": learned[1],
                 "statistical_parity": learned[2],
                 "groups": [{"labels": list(r.labels), "selected": r.selected, "rate": r.rate,
-                            "interval": list(r.interval)} for r in learned[0]]}}, indent=2))
+                            "interval": list(r.interval)} for r in learned[0]]},
+            "influence": None if influence is None else [
+                {"feature": card.feature_names[i.column], "parity_change": i.parity_change,
+                 "rate_change": list(i.rate_change)} for i in influence]}, indent=2))
     if args.plot:
         _plot_groups(report, card.model_id, Path(args.plot))
     return 0
@@ -534,6 +545,16 @@ def _learned_rates(workspace, model, X, favourable: int, draws: int):
 
     categorical = list(categorical_choices(workspace.artifact.preprocessor, model))
     return distribution_rates(model, learn_network(model, X, categorical), favourable, draws)
+
+
+def _influence(workspace, model, X, favourable: int, draws: int):
+    """FVGM's fairness influence of every feature on the learned network, largest first."""
+    from fairness.distribution import fairness_influence, learn_network
+    from fairness.global_search import categorical_choices
+
+    categorical = list(categorical_choices(workspace.artifact.preprocessor, model))
+    influence = fairness_influence(model, learn_network(model, X, categorical), favourable, draws)
+    return sorted(influence, key=lambda i: -abs(i.parity_change))
 
 
 def _plot_groups(report, model_id: str, path: Path) -> None:
@@ -713,6 +734,8 @@ def run_report(args: argparse.Namespace) -> int:
                         f"difference {sp:.3f}.")
     g.tables.append(Table(["group (learned distribution)", "draws", "selection rate", "95% CI"], [
         [", ".join(r.labels), r.samples, r.rate, "[%.3f, %.3f]" % r.interval] for r in rates]))
+    g.tables.append(Table(["feature (fairness influence, FVGM)", "change of the parity difference"], [
+        [card.feature_names[i.column], i.parity_change] for i in _influence(workspace, model, X, favourable, 5000)[:8]]))
     g.images.append(("selection rates", _png(lambda path: _plot_groups(groups, card.model_id, path))))
     sections.append(g)
 
