@@ -543,8 +543,13 @@ def _learned_rates(workspace, model, X, favourable: int, draws: int):
     from fairness.distribution import distribution_rates, learn_network
     from fairness.global_search import categorical_choices
 
+    from fairness.errors import ModelError
+
     categorical = list(categorical_choices(workspace.artifact.preprocessor, model))
-    return distribution_rates(model, learn_network(model, X, categorical), favourable, draws)
+    try:
+        return distribution_rates(model, learn_network(model, X, categorical), favourable, draws)
+    except ValueError as exc:
+        raise ModelError(f"the learned distribution: {exc}") from None
 
 
 def _influence(workspace, model, X, favourable: int, draws: int):
@@ -552,8 +557,13 @@ def _influence(workspace, model, X, favourable: int, draws: int):
     from fairness.distribution import fairness_influence, learn_network
     from fairness.global_search import categorical_choices
 
+    from fairness.errors import ModelError
+
     categorical = list(categorical_choices(workspace.artifact.preprocessor, model))
-    influence = fairness_influence(model, learn_network(model, X, categorical), favourable, draws)
+    try:
+        influence = fairness_influence(model, learn_network(model, X, categorical), favourable, draws)
+    except ValueError as exc:
+        raise ModelError(f"the learned distribution: {exc}") from None
     return sorted(influence, key=lambda i: -abs(i.parity_change))
 
 
@@ -750,15 +760,19 @@ def run_report(args: argparse.Namespace) -> int:
     sections.append(s)
 
     choices = categorical_choices(artifact.preprocessor, model)
-    results = global_search(model, favourable, args.time_limit, choices=choices)
-    names = [", ".join(card.slice_labels(i)[1]) for i in range(len(card.slices()))]
     gs = Section("Global discrimination search", [
         "Does any individual of the domain get another decision for its sensitive values alone? One exact MILP "
         "per ordered pair of sensitive combinations (categorical features at their categories); "
         "counterexamples re-checked by the exact model."])
-    gs.tables.append(Table(["favoured as", "not as", "status", "t* (logits)", "seconds"], [
-        [names[r.source], names[r.target], r.status, "-" if r.objective is None else r.objective, r.seconds]
-        for r in results]))
+    results = []
+    if model.net.n_classes == 2:
+        results = global_search(model, favourable, args.time_limit, choices=choices)
+        names = [", ".join(card.slice_labels(i)[1]) for i in range(len(card.slices()))]
+        gs.tables.append(Table(["favoured as", "not as", "status", "t* (logits)", "seconds"], [
+            [names[r.source], names[r.target], r.status, "-" if r.objective is None else r.objective, r.seconds]
+            for r in results]))
+    else:
+        gs.paragraphs.append("Not run: the search compares one class's margin, for two-class models.")
     sections.append(gs)
 
     seeds = _discriminatory_seeds(model, results, queries)
