@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Set up a fresh machine: a virtual environment with every dependency, and
-# snarkjs (the reference Groth16 peer) from npm. Idempotent.
+# Set up a fresh machine: a virtual environment with every dependency,
+# snarkjs (the reference Groth16 peer) from npm, and Debian's Chromium for
+# the browser test. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,5 +20,15 @@ if command -v npm >/dev/null; then
   npm ci --silent --no-audit --no-fund >/dev/null 2>&1 || npm install --silent --no-audit --no-fund
 else
   echo "warning: npm not found; snarkjs interoperability tests will be skipped" >&2
+fi
+# Debian's Chromium renders the audit report in the browser test (headless).
+if ! command -v chromium >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get install -y -qq chromium >/dev/null 2>&1 \
+      || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1; } \
+      || echo "warning: could not install chromium; the report's browser test will be skipped" >&2
+  else
+    echo "warning: chromium not found (apt-get install chromium); the report's browser test will be skipped" >&2
+  fi
 fi
 echo "setup complete: $(.venv/bin/python --version)"

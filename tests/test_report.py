@@ -78,3 +78,35 @@ def test_audit_report_command(bank, tmp_path_factory, capsys):
     code = fairproof(["audit", "report", "--model", str(root), "--out", str(out), "--customers", "0"])
     err = capsys.readouterr().err
     assert code != 0 and "Traceback" not in err and "customers" in err
+
+
+def test_the_report_renders_in_headless_chromium(bank, tmp_path_factory):
+    """Chromium opens the page from disk (no network), lays out every section, table and chart, and
+    screenshots it; the screenshot is kept beside the page."""
+    import shutil
+    import subprocess
+
+    from bank_fixtures import copy_of_bank_model
+    from prover_service.cli import main as fairproof
+
+    browser = shutil.which("chromium")
+    if browser is None:
+        pytest.skip("chromium not installed (scripts/setup.sh installs Debian's chromium)")
+    root, _, store = copy_of_bank_model(bank, tmp_path_factory, "report-browser")
+    store.dispose()
+    out = tmp_path_factory.mktemp("report-browser")
+    page = out / "report.html"
+    assert fairproof(["audit", "report", "--model", str(root), "--out", str(page), "--customers", "3",
+                      "--samples", "500", "--time-limit", "30"]) == 0
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={out / 'profile'}"]
+    dom = subprocess.run([browser, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    rendered = _parse(dom.stdout)
+    assert len(rendered.headings) == 6 and len(rendered.images) == 3 and rendered.rows >= 12
+    shot = out / "report.png"
+    done = subprocess.run([browser, *flags, "--window-size=1200,4000", f"--screenshot={shot}", page.as_uri()],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", done.stderr[-2000:]
+    assert shot.stat().st_size > 20_000  # a laid-out page, not a blank one
