@@ -56,7 +56,9 @@ def test_render_escapes_and_embeds():
         render("r", [Section("s", images=[("bad", b"GIF89a")])])
 
 
-def test_audit_report_command(bank, tmp_path_factory, capsys):
+@pytest.fixture(scope="module")
+def report_page(bank, tmp_path_factory):
+    """The report of a copy of the bank's model, written once for the tests below."""
     from bank_fixtures import copy_of_bank_model
     from prover_service.cli import main as fairproof
 
@@ -65,6 +67,13 @@ def test_audit_report_command(bank, tmp_path_factory, capsys):
     out = tmp_path_factory.mktemp("report") / "report.html"
     assert fairproof(["audit", "report", "--model", str(root), "--out", str(out), "--customers", "4",
                       "--samples", "500", "--time-limit", "30"]) == 0
+    return root, out
+
+
+def test_audit_report_command(report_page, capsys):
+    from prover_service.cli import main as fairproof
+
+    root, out = report_page
     page = _parse(out.read_text())
     assert page.headings == ["The model", "Certified radius (plaintext, fast)", "Selection rates by group (the test split)",
                              "Counterfactual spread", "Global discrimination search",
@@ -80,32 +89,24 @@ def test_audit_report_command(bank, tmp_path_factory, capsys):
     assert code != 0 and "Traceback" not in err and "customers" in err
 
 
-def test_the_report_renders_in_headless_chromium(bank, tmp_path_factory):
+def test_the_report_renders_in_headless_chromium(report_page, tmp_path):
     """Chromium opens the page from disk (no network), lays out every section, table and chart, and
-    screenshots it; the screenshot is kept beside the page."""
+    screenshots it."""
     import shutil
     import subprocess
-
-    from bank_fixtures import copy_of_bank_model
-    from prover_service.cli import main as fairproof
 
     browser = shutil.which("chromium")
     if browser is None:
         pytest.skip("chromium not installed (scripts/setup.sh installs Debian's chromium)")
-    root, _, store = copy_of_bank_model(bank, tmp_path_factory, "report-browser")
-    store.dispose()
-    out = tmp_path_factory.mktemp("report-browser")
-    page = out / "report.html"
-    assert fairproof(["audit", "report", "--model", str(root), "--out", str(page), "--customers", "3",
-                      "--samples", "500", "--time-limit", "30"]) == 0
+    _, page = report_page
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={out / 'profile'}"]
+             f"--user-data-dir={tmp_path / 'profile'}"]
     dom = subprocess.run([browser, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
     assert dom.returncode == 0, dom.stderr[-2000:]
     rendered = _parse(dom.stdout)
     assert len(rendered.headings) == 6 and len(rendered.images) == 3 and rendered.rows >= 12
-    shot = out / "report.png"
+    shot = tmp_path / "report.png"
     done = subprocess.run([browser, *flags, "--window-size=1200,4000", f"--screenshot={shot}", page.as_uri()],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", done.stderr[-2000:]
