@@ -47,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("--top", type=int, default=10, metavar="N", help="individuals with the largest k to list")
     s.add_argument("--bucket-width", type=float, metavar="W",
                    help="bucket width in logits (default: the card's lens, else 0.2)")
-    s.add_argument("--favourable-class", metavar="LABEL", help="default: the card's lens, else the dataset's")
+    _favourable_argument(s)
     s.add_argument("--json", metavar="FILE", help="write the report as JSON")
     s.add_argument("--plot", metavar="FILE.png", help="write the distribution of k as a PNG chart")
     s.set_defaults(handler=run_spread)
@@ -60,7 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _data_arguments(p2)
     p2.add_argument("--delta", default="1,2,3", help="comma-separated deltas in standardised units (default 1,2,3)")
     p2.add_argument("--limit", type=int, default=200, metavar="N", help="the first N individuals (default 200)")
-    p2.add_argument("--favourable-class", metavar="LABEL", help="default: the card's lens, else the dataset's")
+    _favourable_argument(p2)
     p2.add_argument("--json", metavar="FILE", help="write the table as JSON")
     p2.add_argument("--plot", metavar="FILE.png", help="write the favoured shares as a PNG chart")
     p2.set_defaults(handler=run_persistence)
@@ -73,7 +73,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "(to its tolerance); 'unknown' means it ran out of time.")
     g.add_argument("--model", required=True, metavar="DIR", help="committed model directory")
     g.add_argument("--time-limit", type=float, default=100.0, metavar="S", help="seconds per pair (default 100)")
-    g.add_argument("--favourable-class", metavar="LABEL", help="default: the card's lens, else the dataset's")
+    _favourable_argument(g)
     g.add_argument("--continuous", action="store_true",
                    help="let categorical features take any value of the box (default: only their categories' "
                         "encodings, so a counterexample is a real record there)")
@@ -102,7 +102,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     gr.add_argument("--data", metavar="FILE.csv", dest="data_dir",
                     help="an imported model's data (rows read through its schema); default: the test split")
     gr.add_argument("--data-dir", metavar="DIR", dest="data_dir", help="dataset directory (default: see README)")
-    gr.add_argument("--favourable-class", metavar="LABEL", help="default: the card's lens, else the dataset's")
+    _favourable_argument(gr)
     gr.add_argument("--bootstrap", type=int, default=1000, metavar="B", help="bootstrap resamples (default 1000)")
     gr.add_argument("--distribution", type=int, default=20000, metavar="N",
                     help="also the selection rates over a Bayesian network learned from the rows (the group as "
@@ -126,7 +126,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ex.add_argument("--depth", type=int, default=3, metavar="D", help="tree depth (default 3)")
     ex.add_argument("--time-limit", type=float, default=100.0, metavar="S",
                     help="the global search's seconds per pair, for seeds (default 100)")
-    ex.add_argument("--favourable-class", metavar="LABEL", help="default: the card's lens, else the dataset's")
+    _favourable_argument(ex)
     ex.add_argument("--json", metavar="FILE", help="write the rules as JSON")
     ex.set_defaults(handler=run_explain)
     rp = verbs.add_parser(
@@ -142,7 +142,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     help="test customers certified for the radius histogram (default 50)")
     rp.add_argument("--samples", type=int, default=5000, metavar="N", help="explanation samples (default 5000)")
     rp.add_argument("--time-limit", type=float, default=100.0, metavar="S", help="global search, seconds per pair")
-    rp.add_argument("--favourable-class", metavar="LABEL", help="default: the card's lens, else the dataset's")
+    _favourable_argument(rp)
     rp.set_defaults(handler=run_report)
 
 
@@ -150,6 +150,10 @@ def _data_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, metavar="DIR", help="committed model directory")
     p.add_argument("--data", default="test", choices=("test",), help="the dataset's test split (default)")
     p.add_argument("--data-dir", metavar="DIR", help="dataset directory (default: see README)")
+
+
+def _favourable_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--favourable-class", metavar="LABEL", help="default: the card's lens, else the dataset's")
 
 
 def _test_queries(args, artifact, model, limit):
