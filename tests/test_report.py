@@ -66,7 +66,7 @@ def report_page(bank, tmp_path_factory):
     store.dispose()
     out = tmp_path_factory.mktemp("report") / "report.html"
     assert fairproof(["audit", "report", "--model", str(root), "--out", str(out), "--customers", "4",
-                      "--samples", "500", "--time-limit", "30"]) == 0
+                      "--samples", "500", "--time-limit", "30", "--draws", "2000"]) == 0
     return root, out
 
 

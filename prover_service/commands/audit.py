@@ -142,6 +142,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     help="test customers certified for the radius histogram (default 50)")
     rp.add_argument("--samples", type=int, default=5000, metavar="N", help="explanation samples (default 5000)")
     rp.add_argument("--time-limit", type=float, default=100.0, metavar="S", help="global search, seconds per pair")
+    rp.add_argument("--draws", type=int, default=20000, metavar="N",
+                    help="draws per group from the learned distribution (default 20000; a quarter for the "
+                         "influence of each feature)")
     _favourable_argument(rp)
     rp.set_defaults(handler=run_report)
 
@@ -686,8 +689,9 @@ def run_report(args: argparse.Namespace) -> int:
     from prover_service.report import Section, Table, render
     from prover_service.workspace import ModelWorkspace, write_atomically
 
-    if args.customers < 1 or args.samples < 100 or not args.time_limit > 0:
-        raise ModelError("--customers must be at least 1, --samples at least 100 and --time-limit positive")
+    if args.customers < 1 or args.samples < 100 or not args.time_limit > 0 or args.draws < 100:
+        raise ModelError("--customers must be at least 1, --samples and --draws at least 100 and --time-limit "
+                         "positive")
     workspace = ModelWorkspace.open(args.model)
     artifact, model, card = workspace.artifact, workspace.fixed_point(), workspace.card()
     lens = _lens(args, workspace, model)
@@ -741,15 +745,16 @@ def run_report(args: argparse.Namespace) -> int:
     if groups.most_favoured is not None:
         g.paragraphs.append(f"Most favoured: {', '.join(groups.most_favoured)}; least favoured: "
                             f"{', '.join(groups.least_favoured)}.")
-    rates, di, sp = _learned_rates(workspace, model, X, favourable, 20_000)
+    rates, di, sp = _learned_rates(workspace, model, X, favourable, args.draws)
     g.paragraphs.append("Over a Bayesian network learned from the rows (the group as root, every other feature "
-                        "discretised with the group as its parent; 20,000 draws per group), the selection rates "
+                        f"discretised with the group as its parent; {args.draws:,} draws per group), the selection rates "
                         f"give disparate impact {'-' if di is None else f'{di:.3f}'} and statistical parity "
                         f"difference {sp:.3f}.")
     g.tables.append(Table(["group (learned distribution)", "draws", "selection rate", "95% CI"], [
         [", ".join(r.labels), r.samples, r.rate, "[%.3f, %.3f]" % r.interval] for r in rates]))
     g.tables.append(Table(["feature (fairness influence, FVGM)", "change of the parity difference"], [
-        [card.feature_names[i.column], i.parity_change] for i in _influence(workspace, model, X, favourable, 5000)[:8]]))
+        [card.feature_names[i.column], i.parity_change]
+        for i in _influence(workspace, model, X, favourable, max(100, args.draws // 4))[:8]]))
     g.images.append(("selection rates", _png(lambda path: _plot_groups(groups, card.model_id, path))))
     sections.append(g)
 
