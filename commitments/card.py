@@ -409,16 +409,22 @@ class ModelCard(_Frozen):
     def persistence_box(self, delta: float | None) -> int | None:
         """The delta a certificate under this card proves for a request naming `delta` (standard deviations;
         None: the card's default), at the input scale; None without the lens. ValueError when it cannot."""
+        return self.persistence_scaled_box(None if delta is None else scaled_delta(delta, self.scale_bits))
+
+    def persistence_scaled_box(self, scaled: int | None) -> int | None:
+        """The same for a delta already at the input scale (an int)."""
         if self.persistence is None:
-            if delta is not None:
+            if scaled is not None:
                 raise ValueError(f"model {self.model_id} does not prove persistent bias: it takes no delta")
             return None
-        if delta is None:
+        if scaled is None:
             return self.persistence.default_delta
-        scaled = scaled_delta(delta, self.scale_bits)
+        one = 1 << self.scale_bits
+        if type(scaled) is not int or scaled < 0:
+            raise ValueError(f"delta must be a non-negative integer at the input scale 2^{self.scale_bits}")
         if scaled > self.persistence_delta_cap:
-            raise ValueError(f"delta {delta:g} exceeds {self.persistence_delta_cap / (1 << self.scale_bits):g} "
-                             "standard deviations, the widest moved feature's domain")
+            raise ValueError(f"delta {scaled / one:g} exceeds {self.persistence_delta_cap / one:g} standard "
+                             "deviations, the widest moved feature's domain")
         return scaled
 
     def with_bucket(self, bucket: "CircuitBucket") -> "ModelCard":

@@ -360,17 +360,10 @@ class Prover:
     def persistence_delta(self, delta: int | None) -> int | None:
         """The persistence lens's delta for a request (an int at the input scale; None: the card's default),
         None when the card has no such lens; ModelError when it cannot be proved."""
-        if self.card.persistence is None:
-            if delta is not None:
-                raise ModelError(f"model {self.card.model_id} does not prove persistent bias: it takes no delta")
-            return None
-        if delta is None:
-            return self.card.persistence.default_delta
-        cap = self.card.persistence_delta_cap
-        if type(delta) is not int or not 0 <= delta <= cap:
-            raise ModelError(f"delta must be between 0 and {cap / (1 << self.card.scale_bits):g} (the widest moved "
-                             "feature's domain, in standardised units)")
-        return delta
+        try:
+            return self.card.persistence_scaled_box(delta)
+        except ValueError as exc:
+            raise ModelError(str(exc)) from None
 
     def prove(self, query: IntVector, on_stage: StageCallback = _no_stage,
               persistence_delta: int | None = None) -> ProvedCertificate:

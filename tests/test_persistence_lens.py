@@ -258,3 +258,14 @@ def test_commit_refuses_a_lens_it_cannot_prove(bank, tmp_path_factory, capsys):
         assert code != 0 and "Traceback" not in err and "delta" in err, (delta, err)
     assert fairproof(["commit", "--model", str(root), "--force", "--persistence", "0.5"]) == 0
     assert "lens: persistent bias over" in capsys.readouterr().out
+
+
+def test_the_prover_refuses_a_scaled_box_the_card_cannot_prove(bank):
+    from fairness.errors import ModelError
+
+    card = bank.card
+    assert bank.prover.persistence_delta(None) == card.persistence.default_delta
+    assert bank.prover.persistence_delta(card.persistence_delta_cap) == card.persistence_delta_cap
+    for bad in (-1, card.persistence_delta_cap + 1, True, 0.5):
+        with pytest.raises(ModelError, match="delta"):
+            bank.prover.persistence_delta(bad)
