@@ -229,6 +229,37 @@ class CircuitBucket(_Frozen):
         return self
 
 
+class AuditCircuit(_Frozen):
+    """The keys of the group-counts statement (statement.group_counts) over audit datasets of `n_rows`
+    rows: the committed model's decision counts per slice, with `favourable_class` as the selected one.
+    One circuit serves every dataset of that many rows; its shape is the card's model part and the fields
+    here (`ModelCard.group_counts_shape_json`)."""
+
+    name: str = Field(pattern=r"^groups-n[0-9]{1,7}-c[0-9]{1,4}$")  # "groups-n<N>-c<favourable class>"
+    n_rows: int = Field(ge=1, le=1 << 20)
+    favourable_class: int = Field(ge=0)
+    weight_bits: tuple[int, ...]
+    bias_bits: tuple[int, ...]
+    n_constraints: int = Field(ge=0)
+    n_public: int = Field(ge=0)
+    r1cs_digest: Sha256Hex
+    verifying_key_digest: Sha256Hex
+    verifying_key: VerifyingKeyJson
+    setup: SetupRecord
+
+    @model_validator(mode="after")
+    def _named_by_shape(self) -> "AuditCircuit":
+        if self.name != audit_circuit_name(self.n_rows, self.favourable_class):
+            raise ValueError(f"audit circuit {self.name!r} does not name its rows and favourable class")
+        if self.verifying_key.nPublic != self.n_public:
+            raise ValueError("the verifying key's nPublic differs from the audit circuit's n_public")
+        return self
+
+
+def audit_circuit_name(n_rows: int, favourable_class: int) -> str:
+    return f"groups-n{n_rows}-c{favourable_class}"
+
+
 class ModelCard(_Frozen):
     card_version: Literal[2] = CARD_VERSION
     model_id: str
@@ -253,6 +284,8 @@ class ModelCard(_Frozen):
     # The lenses every bucket's statement proves beside the radius (None: the radius alone).
     spread: SpreadLensCard | None = None
     persistence: PersistenceLensCard | None = None
+    # Group-counts statements over public audit datasets (statement.group_counts).
+    audit_circuits: tuple[AuditCircuit, ...] = ()
 
     @model_validator(mode="after")
     def _consistent(self) -> "ModelCard":
@@ -272,14 +305,21 @@ class ModelCard(_Frozen):
             raise ValueError("the spread lens's favourable class is not a class of the model")
         if self.persistence is not None:
             self._persistence_fits(self.persistence, columns)
-        buckets = [c.bucket for c in self.circuits]
+        buckets = [c.bucket for c in self.circuits] + [c.name for c in self.audit_circuits]
         if len(set(buckets)) != len(buckets):
             raise ValueError("circuit bucket names must be unique")
+        for audit in self.audit_circuits:
+            if audit.favourable_class >= self.architecture.n_classes:
+                raise ValueError(f"audit circuit {audit.name}: its favourable class is not a class of the model")
+            if len(audit.weight_bits) != len(self.architecture.hidden_sizes) + 1 or \
+                    len(audit.bias_bits) != len(audit.weight_bits):
+                raise ValueError(f"audit circuit {audit.name}: one weight and bias bound per layer")
         # One circuit, one key: a verifying key (or constraint system, or initial key) listed under two
         # shapes is the key of at most one of them, e.g. a fast statement's key relabelled as exact.
-        for what, values in (("verifying key", [c.verifying_key_digest for c in self.circuits]),
-                             ("R1CS digest", [c.r1cs_digest for c in self.circuits]),
-                             ("circuit hash", [c.setup.circuit_hash for c in self.circuits
+        keyed = (*self.circuits, *self.audit_circuits)
+        for what, values in (("verifying key", [c.verifying_key_digest for c in keyed]),
+                             ("R1CS digest", [c.r1cs_digest for c in keyed]),
+                             ("circuit hash", [c.setup.circuit_hash for c in keyed
                                                if c.setup.circuit_hash is not None])):
             if len(set(values)) != len(values):
                 raise ValueError(f"two circuit buckets share one {what}: each bucket's statement has its own")
@@ -322,6 +362,8 @@ class ModelCard(_Frozen):
     def canonical_json(self) -> str:
         # A card without a schema keeps the form (and digest) it had before schemas existed.
         absent = {name for name in ("feature_schema", "import_check", "spread", "persistence") if getattr(self, name) is None}
+        if not self.audit_circuits:
+            absent.add("audit_circuits")  # and a card without audit circuits the digest it had before them
         data = self.model_dump(mode="json", exclude=absent or None)
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
@@ -435,6 +477,34 @@ class ModelCard(_Frozen):
                     raise ValueError(f"bucket {bucket.bucket!r} already has a different verifying key")
                 return self
         return self.model_copy(update={"circuits": (*self.circuits, bucket)})
+
+    def with_audit_circuit(self, circuit: AuditCircuit) -> "ModelCard":
+        """This card with `circuit` added (an existing one of that name must be identical)."""
+        for existing in self.audit_circuits:
+            if existing.name == circuit.name:
+                if existing != circuit:
+                    raise ValueError(f"audit circuit {circuit.name!r} already has a different verifying key")
+                return self
+        return self.model_copy(update={"audit_circuits": (*self.audit_circuits, circuit)})
+
+    def audit_circuit(self, name: str) -> AuditCircuit:
+        for c in self.audit_circuits:
+            if c.name == name:
+                return c
+        raise KeyError(f"model card {self.model_id!r} has no audit circuit {name!r}")
+
+    def group_counts_shape_json(self, circuit: AuditCircuit) -> dict:
+        """The full public shape of an audit circuit (statement.group_counts.GroupCountsShape.from_json)."""
+        a = self.architecture
+        return {
+            "n_inputs": a.n_inputs, "hidden_sizes": list(a.hidden_sizes), "n_classes": a.n_classes,
+            "sensitive_columns": [f.column for f in self.sensitive],
+            "slices": [list(s) for s in self.slices()],
+            "box_lower": list(self.box_lower), "box_upper": list(self.box_upper),
+            "scale_bits": self.scale_bits, "weight_bits": list(circuit.weight_bits),
+            "bias_bits": list(circuit.bias_bits), "favourable_class": circuit.favourable_class,
+            "n_rows": circuit.n_rows,
+        }
 
     def bucket(self, name: str) -> CircuitBucket:
         for c in self.circuits:

@@ -30,10 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from circuits.groth16 import ProvingKey, VerifyingKey, r1cs_digest, setup
+from circuits.groth16 import ProvingKey, VerifyingKey, load_proving_key, r1cs_digest, save_proving_key, setup
 from circuits.relation import R1CS
 from circuits.snarkjs.ceremony import Ceremony, transcript_digest
 from circuits.snarkjs.zkey_file import parse_zkey
+from circuits.snarkjs.json_formats import verifying_key_from_json, verifying_key_to_json
 from circuits.snarkjs.zkey_read import read_zkey
 from commitments.card import CircuitBucket, ContributionRecord, ModelCard, SetupRecord
 from fairness.errors import ModelError
@@ -41,6 +42,8 @@ from fairness.fixed_point import FixedPointModel
 from fairness.spread import SpreadLens
 from statement import StatementShape, statement_relation
 from statement.adapter import statement_shape
+
+from .workspace import write_atomically
 
 Progress = Callable[[str], None]
 SETUP_FILE = "setup.json"
@@ -138,6 +141,30 @@ def keys_from_ceremony(ceremony: Ceremony, shape: StatementShape, r1cs: R1CS, ba
     ceremony.verify(backend, ptau_path=ptau, r1cs=r1cs, progress=progress)
     pk, vk = read_zkey(ceremony.current_key_path, r1cs, backend)
     return InstalledKeys(pk, vk, setup_record(ceremony, backend))
+
+
+def save_keys(directory: Path, shape_json: dict, installed: InstalledKeys, backend: Any) -> None:
+    """A circuit's keys on disk: the proving key, verification_key.json, its shape and setup record, and
+    the final .zkey of the bank's own ceremony (published for audits)."""
+    save_proving_key(installed.proving_key, directory / "proving_key", backend)
+    write_atomically(directory / "verification_key.json",
+                     json.dumps(verifying_key_to_json(installed.verifying_key), indent=1))
+    write_atomically(directory / "shape.json", json.dumps(shape_json, indent=1))
+    write_atomically(directory / SETUP_FILE, installed.setup.model_dump_json(indent=1))
+    ceremony_key = directory / "ceremony"
+    if (ceremony_key / "ceremony.json").is_file():
+        shutil.copyfile(Ceremony(ceremony_key).current_key_path, directory / ZKEY_FILE)
+
+
+def load_keys(directory: Path, backend: Any) -> tuple[ProvingKey, VerifyingKey, SetupRecord]:
+    """What `save_keys` wrote. The bank's own key, saved by this code: file digests only, no per-point
+    checks (see load_proving_key)."""
+    pk = load_proving_key(directory / "proving_key", backend, check_points=False)
+    vk = verifying_key_from_json(json.loads((directory / "verification_key.json").read_text()))
+    setup_path = directory / SETUP_FILE
+    record = (SetupRecord.model_validate_json(setup_path.read_text()) if setup_path.is_file()
+              else SetupRecord(method="single-party"))
+    return pk, vk, record
 
 
 class KeySetup(Protocol):

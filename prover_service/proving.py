@@ -31,12 +31,10 @@ from typing import Callable, Iterator, Sequence
 
 from circuits.backends import get_backend
 from circuits.builder import ConstraintSystem
-from circuits.groth16 import (ProvingKey, VerifyingKey, load_proving_key, proof_to_bytes, r1cs_digest,
-                              save_proving_key, vk_digest)
+from circuits.groth16 import ProvingKey, VerifyingKey, proof_to_bytes, r1cs_digest, vk_digest
 from circuits.relation import R1CS
 from circuits.relation_arrays import ArrayR1CS
-from circuits.snarkjs.json_formats import (proof_to_json, public_to_json, verifying_key_from_json,
-                                           verifying_key_to_json)
+from circuits.snarkjs.json_formats import proof_to_json, public_to_json, verifying_key_to_json
 from circuits.snarkjs.ceremony import Ceremony
 from circuits.field import to_signed
 from commitments.bundle import (CertificateBundle, CounterfactualSpread, FlipSlice, PersistenceBound, PersistentBias,
@@ -54,8 +52,9 @@ from statement.adapter import (BUCKET_GROWTHS, DEFAULT_BUCKET_GROWTH, bucket_lev
                                slice_slots, statement_inputs)
 from statement.proof_system import Groth16, RelationKey
 
-from .bucket_keys import SETUP_FILE, card_shape, ZKEY_FILE, InstalledKeys, KeySetup, NoKeySetup, ceremony_shape, keys_from_ceremony
-from .workspace import ModelWorkspace, write_atomically
+from .bucket_keys import (ZKEY_FILE, InstalledKeys, KeySetup, NoKeySetup, card_shape, ceremony_shape, keys_from_ceremony,
+                          load_keys, save_keys)
+from .workspace import ModelWorkspace
 
 Progress = Callable[[str], None]
 StageCallback = Callable[[str, float], None]
@@ -304,23 +303,10 @@ class Prover:
         return self.keys(shape)
 
     def _save_keys(self, directory: Path, shape: StatementShape, installed: InstalledKeys) -> None:
-        save_proving_key(installed.proving_key, directory / "proving_key", self.backend)
-        write_atomically(directory / "verification_key.json",
-                         json.dumps(verifying_key_to_json(installed.verifying_key), indent=1))
-        write_atomically(directory / "shape.json", json.dumps(shape.to_json(), indent=1))
-        write_atomically(directory / SETUP_FILE, installed.setup.model_dump_json(indent=1))
-        ceremony_key = directory / "ceremony"
-        if (ceremony_key / "ceremony.json").is_file():  # the bank's own ceremony: publish its final key too
-            shutil.copyfile(Ceremony(ceremony_key).current_key_path, directory / ZKEY_FILE)
+        save_keys(directory, shape.to_json(), installed, self.backend)
 
     def _load_keys(self, directory: Path) -> tuple[ProvingKey, VerifyingKey, SetupRecord]:
-        # The bank's own key, saved by this code: file digests only, no per-point checks (see load_proving_key).
-        pk = load_proving_key(directory / "proving_key", self.backend, check_points=False)
-        vk = verifying_key_from_json(json.loads((directory / "verification_key.json").read_text()))
-        setup_path = directory / SETUP_FILE
-        record = (SetupRecord.model_validate_json(setup_path.read_text()) if setup_path.is_file()
-                  else SetupRecord(method="single-party"))
-        return pk, vk, record
+        return load_keys(directory, self.backend)
 
     def _publish_bucket(self, shape: StatementShape, r1cs: R1CS, vk: VerifyingKey, setup: SetupRecord) -> None:
         bucket = CircuitBucket(

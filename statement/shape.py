@@ -291,5 +291,10 @@ class StatementShape:
     def model_digest(self) -> int:
         """SHA-256 of the canonical JSON of `model_part()`, as a field element
         (the big-endian integer of the digest, reduced mod R)."""
-        text = json.dumps(self.model_part(), sort_keys=True, separators=(",", ":"))
-        return int.from_bytes(hashlib.sha256(text.encode()).digest(), "big") % R
+        return model_part_digest(self.model_part())
+
+
+def model_part_digest(part: dict) -> int:
+    """SHA-256 of the canonical JSON of a shape's model part, as a field element (reduced mod R)."""
+    text = json.dumps(part, sort_keys=True, separators=(",", ":"))
+    return int.from_bytes(hashlib.sha256(text.encode()).digest(), "big") % R

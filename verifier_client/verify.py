@@ -28,7 +28,7 @@ from circuits.groth16 import (PreparedVerifyingKey, Proof, VerifyingKey, check_p
                               proof_to_bytes, vk_digest)
 from circuits.snarkjs.json_formats import proof_from_json, verifying_key_from_json
 from commitments.bundle import CertificateBundle
-from commitments.card import CircuitBucket, ModelCard, RadiusKind
+from commitments.card import AuditCircuit, CircuitBucket, ModelCard, RadiusKind
 from commitments.claims import ClaimError, Claims, bundle_claims, part_signals
 
 
@@ -202,18 +202,19 @@ def _remember(cache: dict, key: tuple, value: object) -> None:
     cache[key] = value
 
 
-def setup_trust_problem(bucket: CircuitBucket, trusted_contributors: Iterable[str]) -> str | None:
-    """Why the bucket's key setup fails the customer's trust list, or None."""
+def setup_trust_problem(bucket: CircuitBucket | AuditCircuit, trusted_contributors: Iterable[str]) -> str | None:
+    """Why the bucket's (or audit circuit's) key setup fails the customer's trust list, or None."""
     trusted = {h.lower() for h in trusted_contributors}
     if not trusted:
         return None
     setup = bucket.setup
+    name = bucket.bucket if isinstance(bucket, CircuitBucket) else bucket.name
     if setup.method != "ceremony":
-        return (f"the keys of bucket {bucket.bucket} were set up by the bank alone (no ceremony), "
+        return (f"the keys of bucket {name} were set up by the bank alone (no ceremony), "
                 "and you require a trusted contributor")
     if not any(c.hash in trusted for c in setup.contributions):
         names = ", ".join(c.name or c.hash[:16] for c in setup.contributions)
-        return (f"none of your trusted contributors took part in the key setup of bucket {bucket.bucket} "
+        return (f"none of your trusted contributors took part in the key setup of bucket {name} "
                 f"(contributors: {names})")
     return None
 
