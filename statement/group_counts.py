@@ -152,10 +152,7 @@ class GroupCountsShape:
         return model_part_digest(self.model_part())
 
     def to_json(self) -> dict:
-        d = asdict(self)
-        d["hidden_sizes"] = list(self.hidden_sizes)
-        d["slices"] = [list(s) for s in self.slices]
-        return d
+        return json.loads(json.dumps(asdict(self)))  # lists throughout, as the card writes it
 
     @classmethod
     def from_json(cls, data: dict) -> "GroupCountsShape":

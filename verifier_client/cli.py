@@ -2,6 +2,12 @@
 
     fairproof-verify BUNDLE.json --card CARD.json [--record customer.json]
     fairproof-verify --url URL --model ID --record customer.json [--pin-file F] [--timeout S]
+    fairproof-verify GROUPS.json --card CARD.json --dataset AUDIT.json
+
+The third form checks a proof of the committed model's decision counts per
+group on a public audit dataset (verifier_client.audit) and prints the
+verified selection rates, disparate impact, statistical parity and equal
+opportunity as exact fractions.
 
 The first form checks a bundle against a card the customer already holds;
 with --record it also checks that the certificate is about that record,
@@ -88,6 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("bundle", nargs="?", help="certificate bundle (JSON) received with the decision")
     parser.add_argument("--card", help="the model card (JSON) the bank published (with BUNDLE)")
+    parser.add_argument("--dataset", metavar="AUDIT.json",
+                        help="BUNDLE is a proof of group counts on this public audit dataset (an auditor's check)")
     parser.add_argument("--record", help="your record (JSON object: attribute name -> raw value); with BUNDLE, "
                                          "the certificate must be about it")
     parser.add_argument("--trust-contributor", action="append", default=[], metavar="HASH",
@@ -166,6 +174,13 @@ def _check_mode(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
         parser.error("give a BUNDLE file with --card, or --url with --model and --record")
     if args.card is None:
         parser.error("the following arguments are required: --card")
+    if args.dataset is not None:
+        customer_only = [flag for flag, value in (("--record", args.record), ("--delta", args.delta),
+                                                  ("--require-lens", args.require_lens or None),
+                                                  ("--log-key", args.log_key), ("--log-url", args.log_url))
+                         if value is not None]
+        if customer_only:
+            parser.error(f"{', '.join(customer_only)}: not with --dataset (a group-counts proof has no record or lens)")
 
 
 def _backend(name: str | None):
@@ -193,6 +208,8 @@ def main(argv: list[str] | None = None, *, transport=None) -> int:
     try:
         if args.url is not None:
             return _from_service(args, transport)
+        if args.dataset is not None:
+            return _group_counts(args)
         return _from_files(args)
     except BrokenPipeError:
         return _reader_gone()
@@ -254,6 +271,31 @@ def _from_files(args: argparse.Namespace) -> int:
             print(f"  {name} = {value}")
     else:
         print("The certificate is about your record.")
+    return 0
+
+
+def _group_counts(args: argparse.Namespace) -> int:
+    from commitments.audit import AuditDataset, GroupCountsBundle
+
+    from .audit import describe, verify_group_counts
+
+    pins = PinStore(args.pin_file)
+    try:
+        card = _load(ModelCard, args.card, "model card")
+        bundle = _load(GroupCountsBundle, args.bundle, "group-counts bundle")
+        dataset = _load(AuditDataset, args.dataset, "audit dataset")
+        trusted = _trusted(args, pins)
+    except (_Unreadable, PinFileError) as exc:
+        return _fail(str(exc), 2)
+    verdict = verify_group_counts(bundle, card, dataset, _backend(args.backend), trusted_contributors=trusted)
+    if not verdict:
+        return _fail(f"INVALID group-counts proof: {verdict.reason}", 1)
+    circuit = card.audit_circuit(bundle.circuit)
+    print(f"VALID proof of group counts: model {card.model_id} (the committed weights) on the audit dataset "
+          f"{dataset.sha256()[:16]}... ({len(dataset.rows)} rows), selecting {bundle.favourable_label!r}")
+    for line in describe(verdict.metrics, card, bundle.circuit):
+        print(f"  {line}")
+    print(setup_summary(circuit))
     return 0
 
 

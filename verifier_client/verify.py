@@ -208,13 +208,13 @@ def setup_trust_problem(bucket: CircuitBucket | AuditCircuit, trusted_contributo
     if not trusted:
         return None
     setup = bucket.setup
-    name = bucket.bucket if isinstance(bucket, CircuitBucket) else bucket.name
+    name = f"bucket {bucket.bucket}" if isinstance(bucket, CircuitBucket) else f"audit circuit {bucket.name}"
     if setup.method != "ceremony":
-        return (f"the keys of bucket {name} were set up by the bank alone (no ceremony), "
+        return (f"the keys of {name} were set up by the bank alone (no ceremony), "
                 "and you require a trusted contributor")
     if not any(c.hash in trusted for c in setup.contributions):
         names = ", ".join(c.name or c.hash[:16] for c in setup.contributions)
-        return (f"none of your trusted contributors took part in the key setup of bucket {name} "
+        return (f"none of your trusted contributors took part in the key setup of {name} "
                 f"(contributors: {names})")
     return None
 
@@ -315,10 +315,11 @@ def radius_summary(claims: Claims) -> str:
     return f"Radius: {claims.eps_statement} [eps = {fraction}]"
 
 
-def setup_summary(bucket: CircuitBucket) -> str:
-    """Who set up the bucket's key, in one line."""
+def setup_summary(bucket: CircuitBucket | AuditCircuit) -> str:
+    """Who set up the bucket's (or audit circuit's) key, in one line."""
     setup = bucket.setup
+    what = f"bucket {bucket.bucket}" if isinstance(bucket, CircuitBucket) else f"audit circuit {bucket.name}"
     if setup.method != "ceremony":
-        return f"Keys of bucket {bucket.bucket}: set up by the bank alone (no ceremony)."
+        return f"Keys of {what}: set up by the bank alone (no ceremony)."
     people = ", ".join(f"{c.name or 'anonymous'} ({c.hash[:16]}...)" for c in setup.contributions)
-    return f"Keys of bucket {bucket.bucket}: phase 1 of 2^{setup.phase1_power}, contributions by {people}."
+    return f"Keys of {what}: phase 1 of 2^{setup.phase1_power}, contributions by {people}."

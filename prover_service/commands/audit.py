@@ -1,4 +1,4 @@
-"""`fairproof audit spread|persistence|global|groups|explain`: model-wide reports (plaintext).
+"""`fairproof audit spread|persistence|global|groups|explain|report|dataset|prove-groups`: model-wide reports.
 
 spread: every individual run with every combination of sensitive values; the
 distribution of k (distinct margin buckets) and of distinct decisions, and the
@@ -20,15 +20,22 @@ statistical parity and equal opportunity (fairness.group_metrics).
 explain: decision-tree rules for where the model discriminates
 (fairness.explain, HyFair's Algorithm 2).
 
-Each prints a table and writes JSON (and PNG charts for spread, persistence and groups) when asked.
+dataset, prove-groups: a public audit dataset, and a zero-knowledge proof of the
+committed model's decision counts per group on it (statement.group_counts), which
+`fairproof-verify --dataset` checks.
+
+Each plaintext report prints a table and writes JSON (and PNG charts for spread, persistence and groups) when asked.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
+
+from .key_options import add_key_setup_arguments
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -87,8 +94,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "bundle (a counterfactual flip, every combination's decision public) per counterexample, "
                         "written to DIR, that anyone verifies with fairproof-verify or snarkjs and the card")
     g.add_argument("--store", metavar="URL", help="precompute store for --prove (default: the model's SQLite)")
-    from .key_options import add_key_setup_arguments
-
     add_key_setup_arguments(g)
     g.set_defaults(handler=run_global)
     gr = verbs.add_parser(
@@ -129,6 +134,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _favourable_argument(ex)
     ex.add_argument("--json", metavar="FILE", help="write the rules as JSON")
     ex.set_defaults(handler=run_explain)
+    ds = verbs.add_parser(
+        "dataset", help="write a public audit dataset (model inputs and favourable labels) from the model's data",
+        description="The model's dataset, training and test splits in order, as the card's model inputs at the "
+                    "card's scale (the card's public preprocessing), with a label per row: 1 when its true "
+                    "outcome is the favourable class. Rows outside the domain box are left out (counted). "
+                    "A regulator publishes such a file; `audit prove-groups` proves the model's counts on it.")
+    ds.add_argument("--model", required=True, metavar="DIR", help="committed model directory")
+    ds.add_argument("--data-dir", metavar="DIR", help="dataset directory (default: see README)")
+    ds.add_argument("--rows", type=int, metavar="N", help="only the first N rows inside the box (default: all)")
+    _favourable_argument(ds)
+    ds.add_argument("--out", required=True, metavar="FILE.json", help="where to write the dataset")
+    ds.set_defaults(handler=run_dataset)
+    pg = verbs.add_parser(
+        "prove-groups", help="prove the committed model's decision counts per group on a public audit dataset",
+        description="A Groth16 proof, against the card's weight commitment, of the number of rows, positives, "
+                    "selected rows and selected positives of every sensitive group on the dataset (named by its "
+                    "Poseidon digest): selection rates, disparate impact, statistical parity and equal "
+                    "opportunity follow exactly. The audit circuit (one per row count) is set up on first use "
+                    "and published on the card. Verify with `fairproof-verify BUNDLE --card CARD --dataset FILE` "
+                    "or snarkjs (`fairproof export-snarkjs BUNDLE OUTDIR --card CARD --dataset FILE`).")
+    pg.add_argument("--model", required=True, metavar="DIR", help="committed model directory")
+    pg.add_argument("--dataset", required=True, metavar="FILE.json", help="the public audit dataset")
+    _favourable_argument(pg)
+    pg.add_argument("--out", required=True, metavar="BUNDLE.json", help="where to write the bundle")
+    add_key_setup_arguments(pg)
+    pg.set_defaults(handler=run_prove_groups)
     rp = verbs.add_parser(
         "report", help="one HTML page: radii, group rates, spread, global search and explanations",
         description="Writes one self-contained HTML page (tables and embedded PNG charts, no script, nothing "
@@ -470,6 +501,71 @@ def _prove_counterexamples(args, workspace, found, names) -> None:
                   f"{bundle.decision_label!r}, flip with {', '.join(bundle.flip_slice.labels)})")
     finally:
         db.dispose()
+
+
+def _favourable_index(args, workspace) -> int | None:
+    """The class --favourable-class names (a label or an index), or None for the card's lens."""
+    if args.favourable_class is None:
+        return None
+    labels = workspace.card().architecture.class_labels
+    if args.favourable_class in labels:
+        return labels.index(args.favourable_class)
+    if args.favourable_class.isdigit() and int(args.favourable_class) < len(labels):
+        return int(args.favourable_class)
+    from fairness.errors import ModelError
+
+    raise ModelError(f"--favourable-class {args.favourable_class!r} is not a class of the model "
+                     f"({', '.join(labels)})")
+
+
+def run_dataset(args: argparse.Namespace) -> int:
+    from prover_service.audit_proving import audit_dataset
+    from prover_service.workspace import ModelWorkspace, write_atomically
+
+    workspace = ModelWorkspace.open(args.model)
+    dataset, outside = audit_dataset(workspace, args.rows, _favourable_index(args, workspace), args.data_dir)
+    write_atomically(Path(args.out), dataset.model_dump_json())
+    positives = sum(dataset.labels)
+    print(f"wrote {args.out}: {len(dataset.rows)} rows ({positives} labelled {dataset.favourable_label!r}), "
+          f"{outside} outside the domain box left out; SHA-256 {dataset.sha256()}")
+    return 0
+
+
+def run_prove_groups(args: argparse.Namespace) -> int:
+    from commitments.audit import AuditDataset
+    from commitments.canonical import NonCanonical
+    from fairness.errors import ModelError
+    from prover_service.audit_proving import GroupCountsProver
+    from prover_service.workspace import ModelWorkspace, write_atomically
+    from verifier_client.audit import describe, group_metrics
+
+    from .key_options import PTAU_ENV
+
+    workspace = ModelWorkspace.open(args.model)
+    try:
+        dataset = AuditDataset.from_json(Path(args.dataset).read_bytes())
+    except OSError as exc:
+        raise ModelError(f"cannot read the audit dataset {args.dataset}: {exc.strerror or exc}") from None
+    except NonCanonical as exc:
+        raise ModelError(f"the audit dataset {args.dataset} is malformed: {exc}") from None
+    ptau = args.ptau if args.ptau is not None else (None if args.single_party_setup else os.environ.get(PTAU_ENV) or None)
+    prover = GroupCountsProver(workspace, progress=_say, ptau=Path(ptau) if ptau else None,
+                               single_party=args.single_party_setup)
+    bundle = prover.prove(dataset, _favourable_index(args, workspace))
+    write_atomically(Path(args.out), bundle.model_dump_json(indent=1))
+    card = workspace.card()
+    from statement.group_counts import GroupCount
+
+    counts = [GroupCount(g.rows, g.positives, g.selected, g.true_positives) for g in bundle.groups]
+    for line in describe(group_metrics(card, counts), card, bundle.circuit):
+        print(f"  {line}")
+    print(f"wrote {args.out} (audit circuit {bundle.circuit}; the card at {workspace.card_path} now publishes it)")
+    print(f"verify with: fairproof-verify {args.out} --card {workspace.card_path} --dataset {args.dataset}")
+    return 0
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
 
 def run_groups(args: argparse.Namespace) -> int:

@@ -12,11 +12,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Write the bundle's proof and public inputs, and the verifying key of its bucket from the "
                     "model card, in snarkjs's formats, so that `snarkjs groth16 verify verification_key.json "
                     "public.json proof.json` checks the certificate independently. A certificate proved slice "
-                    "by slice gets one directory per slice (OUTDIR/slice-N), each to be verified.",
+                    "by slice gets one directory per slice (OUTDIR/slice-N), each to be verified. A proof of group "
+                    "counts (`audit prove-groups`) needs --dataset, and is exported only if it verifies.",
     )
     p.add_argument("bundle", metavar="BUNDLE.json")
     p.add_argument("outdir", metavar="OUTDIR")
     p.add_argument("--card", required=True, metavar="CARD.json", help="the model card the bundle was issued under")
+    p.add_argument("--dataset", metavar="AUDIT.json", help="BUNDLE is a proof of group counts on this audit dataset")
     p.set_defaults(handler=run)
 
 
@@ -29,6 +31,8 @@ def run(args: argparse.Namespace) -> int:
     from commitments.claims import ClaimError, bundle_claims
     from verifier_client.verify import bucket_verifying_key
 
+    if args.dataset is not None:
+        return _group_counts(args)
     try:
         bundle = CertificateBundle.from_json(_read(args.bundle, "bundle"))
         card = ModelCard.from_json(_read(args.card, "model card"))
@@ -65,6 +69,35 @@ def run(args: argparse.Namespace) -> int:
         print(f"the key is bucket {claims.bucket}'s on the card: its statement proves {what}")
     for command in commands:
         print(f"verify with: {command}")
+    return 0
+
+
+def _group_counts(args: argparse.Namespace) -> int:
+    """A group-counts proof: snarkjs checks the pairing only, so everything else it cannot (the dataset's
+    digest and counts, the card, the readable fields) is checked here first, with the whole verifier."""
+    from circuits.errors import MalformedArtifact
+    from circuits.snarkjs.json_formats import dump_json
+    from commitments.audit import AuditDataset, GroupCountsBundle
+    from commitments.canonical import NonCanonical
+    from commitments.card import ModelCard
+    from verifier_client.audit import verify_group_counts
+
+    try:
+        bundle = GroupCountsBundle.from_json(_read(args.bundle, "group-counts bundle"))
+        card = ModelCard.from_json(_read(args.card, "model card"))
+        dataset = AuditDataset.from_json(_read(args.dataset, "audit dataset"))
+    except NonCanonical as exc:
+        raise MalformedArtifact(str(exc)) from None
+    verdict = verify_group_counts(bundle, card, dataset)
+    if not verdict:
+        raise MalformedArtifact(f"not exported: the proof of group counts is invalid ({verdict.reason})")
+    out = Path(args.outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    dump_json(out / "verification_key.json", card.audit_circuit(bundle.circuit).verifying_key.model_dump(mode="json"))
+    dump_json(out / "proof.json", bundle.proof.model_dump(mode="json"))
+    dump_json(out / "public.json", list(bundle.public_signals))
+    print(f"wrote {out}/verification_key.json, proof.json, public.json (audit circuit {bundle.circuit})")
+    print(f"verify with: snarkjs groth16 verify {out}/verification_key.json {out}/public.json {out}/proof.json")
     return 0
 
 
