@@ -25,14 +25,15 @@ from circuits.snarkjs.ceremony import Ceremony
 from circuits.snarkjs.json_formats import proof_to_json, public_to_json, verifying_key_to_json
 from circuits.snarkjs.zkey_read import read_zkey
 from commitments.audit import AuditDataset, GroupCounts, GroupCountsBundle
-from commitments.card import AuditCircuit, SetupRecord, audit_circuit_name
+from commitments.card import AuditCircuit, SetupRecord
 from fairness.errors import ModelError
 from statement.adapter import model_commitment, parameter_bits, statement_shape
 from statement.group_counts import (GroupCountsError, GroupCountsPublic, GroupCountsShape, GroupCountsWitness,
                                     build_group_counts, dataset_digest, group_counts_relation, plain_counts)
 from statement.proof_system import Groth16, RelationKey
 
-from .bucket_keys import InstalledKeys, load_keys, save_keys, setup_record
+from .bucket_keys import (ZKEY_FILE, InstalledKeys, audit_ceremony_metadata, ceremony_group_shape, load_keys, save_keys,
+                          setup_record)
 from .proving import exclusive_lock
 from .workspace import ModelWorkspace
 
@@ -119,11 +120,11 @@ class GroupCountsProver:
             raise ModelError(str(exc)) from None
 
     def _directory(self, shape: GroupCountsShape) -> Path:
-        return self.workspace.keys_dir(f"{shape.name}-c{shape.favourable_class}-{shape.digest()[:12]}")
+        return self.workspace.keys_dir(f"{shape.name}-{shape.digest()[:12]}")
 
     def keys(self, shape: GroupCountsShape):
         """(relation, proving key, verifying key) of the audit circuit, set up and published on first use."""
-        name = audit_circuit_name(shape.n_rows, shape.favourable_class)
+        name = shape.name
         if name in self._keys:
             return self._keys[name]
         directory = self._directory(shape)
@@ -142,22 +143,52 @@ class GroupCountsProver:
                 installed = self._setup(shape, r1cs, directory)
                 save_keys(directory, shape.to_json(), installed, self.backend)
                 pk, vk, record = installed.proving_key, installed.verifying_key, installed.setup
-            circuit = AuditCircuit(
-                name=name, n_rows=shape.n_rows, favourable_class=shape.favourable_class,
-                weight_bits=shape.weight_bits, bias_bits=shape.bias_bits, n_constraints=r1cs.n_constraints,
-                n_public=r1cs.n_public, r1cs_digest=r1cs_digest(r1cs), verifying_key_digest=vk_digest(vk),
-                verifying_key=verifying_key_to_json(vk), setup=record)
-            if published is not None and published != circuit:
-                raise ModelError(f"the keys of audit circuit {name} on disk are not the ones the card publishes")
-            if self.card.group_counts_shape_json(circuit) != shape.to_json():
-                raise ModelError(f"audit circuit {name}: the card's model fields do not describe its shape")
-            card = self.workspace.card().with_audit_circuit(circuit)
-            if card != self.workspace.card():
-                self.workspace.save_card(card)
-            self.card = card
+            self._publish(shape, r1cs, vk, record)
         keys = (ArrayR1CS.from_r1cs(r1cs), pk, vk)
         self._keys[name] = keys
         return keys
+
+    def _publish(self, shape: GroupCountsShape, r1cs, vk, record: SetupRecord) -> None:
+        """Put the audit circuit on the card (under the setup lock)."""
+        circuit = AuditCircuit(
+            name=shape.name, n_rows=shape.n_rows, favourable_class=shape.favourable_class,
+            weight_bits=shape.weight_bits, bias_bits=shape.bias_bits, n_constraints=r1cs.n_constraints,
+            n_public=r1cs.n_public, r1cs_digest=r1cs_digest(r1cs), verifying_key_digest=vk_digest(vk),
+            verifying_key=verifying_key_to_json(vk), setup=record)
+        published = next((c for c in self.card.audit_circuits if c.name == shape.name), None)
+        if published is not None and published != circuit:
+            raise ModelError(f"the keys of audit circuit {shape.name} on disk are not the ones the card publishes")
+        if self.card.group_counts_shape_json(circuit) != shape.to_json():
+            raise ModelError(f"audit circuit {shape.name}: the card's model fields do not describe its shape")
+        card = self.workspace.card().with_audit_circuit(circuit)
+        if card != self.workspace.card():
+            self.workspace.save_card(card)
+        self.card = card
+
+    def install_ceremony(self, ceremony: Ceremony, *, ptau: Path | None = None) -> AuditCircuit:
+        """Verify a finished ceremony for one of this model's audit circuits and publish its final key."""
+        shape = ceremony_group_shape(ceremony)
+        if shape != self.shape(shape.n_rows, shape.favourable_class):
+            raise ModelError(f"{ceremony.directory} is for another circuit than audit circuit {shape.name} of this "
+                             "model")
+        if not ceremony.state.contributors:
+            raise ModelError(f"{ceremony.directory} has no contribution yet: its key is degenerate")
+        r1cs = group_counts_relation(shape)
+        ceremony.verify(self.backend, ptau_path=ptau, r1cs=r1cs, progress=self.progress)
+        pk, vk = read_zkey(ceremony.current_key_path, r1cs, self.backend)
+        installed = InstalledKeys(pk, vk, setup_record(ceremony, self.backend))
+        with exclusive_lock(self.workspace.root / "keys" / ".setup.lock"):
+            if any(c.name == shape.name for c in self.card.audit_circuits):
+                raise ModelError(f"the card already publishes audit circuit {shape.name}; installing other keys "
+                                 "would change it under issued proofs")
+            directory = self._directory(shape)
+            if directory.exists():
+                shutil.rmtree(directory)  # unpublished keys of an earlier attempt
+            save_keys(directory, shape.to_json(), installed, self.backend)
+            shutil.copyfile(ceremony.current_key_path, directory / ZKEY_FILE)
+            self._publish(shape, r1cs, vk, installed.setup)
+        self._keys.pop(shape.name, None)
+        return self.card.audit_circuit(shape.name)
 
     def _setup(self, shape: GroupCountsShape, r1cs, directory: Path) -> InstalledKeys:
         if self.ptau is not None and self.single_party:
@@ -177,9 +208,7 @@ class GroupCountsProver:
                 shutil.rmtree(work)
             ceremony = Ceremony.init(work, r1cs, self.ptau, self.backend,
                                      label=f"{self.card.model_id} {shape.name}",
-                                     metadata={"model_id": self.card.model_id, "commitment": self.card.commitment,
-                                               "audit_circuit": shape.name, "group_counts_shape": shape.to_json()},
-                                     progress=self.progress)
+                                     metadata=audit_ceremony_metadata(self.card, shape), progress=self.progress)
             receipt = ceremony.contribute("bank", secrets.token_bytes(32), self.backend, progress=self.progress)
             self.progress(f"  contribution hash of 'bank': {receipt.hash}")
             ceremony.verify(self.backend, ptau_path=self.ptau, r1cs=r1cs, progress=self.progress)
@@ -221,7 +250,7 @@ class GroupCountsProver:
         values = public.field_elements()
         proof = Groth16(self.backend).prove(RelationKey(relation, pk), values, cs.witness())
         self.progress(f"proof ready ({time.perf_counter() - started:.1f} s)")
-        name = audit_circuit_name(shape.n_rows, shape.favourable_class)
+        name = shape.name
         return GroupCountsBundle(
             issued_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), model_id=card.model_id,
             card_digest=card.digest(), circuit=name, dataset_sha256=dataset.sha256(), dataset_digest=str(digest),

@@ -42,6 +42,7 @@ from fairness.fixed_point import FixedPointModel
 from fairness.spread import SpreadLens
 from statement import StatementShape, statement_relation
 from statement.adapter import statement_shape
+from statement.group_counts import GroupCountsError, GroupCountsShape, group_counts_relation
 
 from .workspace import write_atomically
 
@@ -91,12 +92,32 @@ def parse_bucket_name(name: str) -> tuple[int, int]:
 
 
 def ceremony_relation(ceremony: Ceremony) -> R1CS:
-    """The statement's constraint system rebuilt from the shape the ceremony names, checked
-    against the ceremony's circuit: what a contributor must know before adding randomness."""
-    relation = statement_relation(ceremony_shape(ceremony))
+    """The statement's constraint system rebuilt from the shape the ceremony names (a certificate bucket's
+    or an audit circuit's), checked against the ceremony's circuit: what a contributor must know before
+    adding randomness."""
+    if AUDIT_SHAPE_KEY in ceremony.state.metadata:
+        relation = group_counts_relation(ceremony_group_shape(ceremony))
+    else:
+        relation = statement_relation(ceremony_shape(ceremony))
     if r1cs_digest(relation) != ceremony.state.r1cs_digest:
-        raise ModelError(f"{ceremony.directory}: its circuit is not the fairness statement of the shape it names")
+        raise ModelError(f"{ceremony.directory}: its circuit is not the statement of the shape it names")
     return relation
+
+
+AUDIT_SHAPE_KEY = "group_counts_shape"
+
+
+def audit_ceremony_metadata(card: ModelCard, shape: GroupCountsShape) -> dict[str, Any]:
+    return {"model_id": card.model_id, "commitment": card.commitment, "audit_circuit": shape.name,
+            AUDIT_SHAPE_KEY: shape.to_json()}
+
+
+def ceremony_group_shape(ceremony: Ceremony) -> GroupCountsShape:
+    """The group-counts shape an audit circuit's ceremony directory says it is for."""
+    try:
+        return GroupCountsShape.from_json(ceremony.state.metadata[AUDIT_SHAPE_KEY])
+    except (KeyError, TypeError, GroupCountsError) as exc:
+        raise ModelError(f"{ceremony.directory} does not name a group-counts shape ({exc})") from None
 
 
 def ceremony_metadata(card: ModelCard, shape: StatementShape) -> dict[str, Any]:

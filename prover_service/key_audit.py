@@ -1,6 +1,6 @@
 """An auditor's check that a model card's keys are the keys of the fairness statement, from public data only.
 
-For every circuit bucket of a card, from the card, the public phase-1 file and
+For every circuit bucket and audit circuit of a card, from the card, the public phase-1 file and
 the bucket's final .zkey (proving keys are public):
 
 1. rebuild the statement's constraint system from the card's public shape and
@@ -33,8 +33,9 @@ from circuits.snarkjs.ptau import Ptau, read_ptau, verify_ptau
 from circuits.snarkjs.zkey_file import parse_zkey, vk_from_zkey
 from circuits.snarkjs.zkey_mpc import verify_contributions
 from circuits.snarkjs.zkey_new import new_zkey
-from commitments.card import CircuitBucket, ContributionRecord, ModelCard
+from commitments.card import AuditCircuit, CircuitBucket, ContributionRecord, ModelCard
 from statement import statement_relation
+from statement.group_counts import GroupCountsError, GroupCountsShape, group_counts_relation
 
 from .bucket_keys import ZKEY_FILE, shape_from_card
 
@@ -69,7 +70,21 @@ def find_bucket_key(keys_dir: Path, bucket: str) -> Path:
                        if not candidates else f"several keys for bucket {bucket} in {keys_dir}")
 
 
-def audit_bucket(card: ModelCard, bucket: CircuitBucket, ptau: Ptau, ptau_sha256: str, zkey_bytes: bytes,
+def circuit_name(entry: CircuitBucket | AuditCircuit) -> str:
+    return entry.bucket if isinstance(entry, CircuitBucket) else entry.name
+
+
+def rebuild_relation(card: ModelCard, entry: CircuitBucket | AuditCircuit):
+    """The constraint system the card's public shape for `entry` describes."""
+    if isinstance(entry, CircuitBucket):
+        return statement_relation(shape_from_card(card, entry))
+    try:
+        return group_counts_relation(GroupCountsShape.from_json(card.group_counts_shape_json(entry)))
+    except GroupCountsError as exc:
+        raise AuditFailure(f"the card's audit circuit has no valid shape: {exc}") from None
+
+
+def audit_bucket(card: ModelCard, bucket: CircuitBucket | AuditCircuit, ptau: Ptau, ptau_sha256: str, zkey_bytes: bytes,
                  backend: Any, progress: Progress | None = None, *, initial: bytes | None = None) -> BucketAudit:
     """Audit one bucket. `initial`: `zkey new` of this circuit and phase 1 if the caller has already
     regenerated it (it is compared by circuit hash; the chain from it is verified as usual)."""
@@ -77,17 +92,18 @@ def audit_bucket(card: ModelCard, bucket: CircuitBucket, ptau: Ptau, ptau_sha256
     start = time.perf_counter()
     try:
         records = _audit(card, bucket, ptau, ptau_sha256, zkey_bytes, backend, say, initial)
-        return BucketAudit(bucket.bucket, bucket.n_constraints, True, "ok", records, time.perf_counter() - start)
+        return BucketAudit(circuit_name(bucket), bucket.n_constraints, True, "ok", records, time.perf_counter() - start)
     except (AuditFailure, MalformedArtifact) as exc:
-        return BucketAudit(bucket.bucket, bucket.n_constraints, False, str(exc), (), time.perf_counter() - start)
+        return BucketAudit(circuit_name(bucket), bucket.n_constraints, False, str(exc), (),
+                           time.perf_counter() - start)
 
 
 def _audit(card, bucket, ptau, ptau_sha256, zkey_bytes, backend, say, initial_bytes) -> tuple[ContributionRecord, ...]:
-    setup = bucket.setup
+    setup, name = bucket.setup, circuit_name(bucket)
     if setup.method != "ceremony":
         raise AuditFailure("set up by the bank alone: no ceremony to check, whoever ran it can forge proofs")
-    say(f"{bucket.bucket}: rebuilding the statement from the card's shape")
-    r1cs = statement_relation(shape_from_card(card, bucket))
+    say(f"{name}: rebuilding the statement from the card's shape")
+    r1cs = rebuild_relation(card, bucket)
     if r1cs_digest(r1cs) != bucket.r1cs_digest:
         raise AuditFailure("the card's R1CS digest is not the digest of the statement its shape describes")
     if (r1cs.n_constraints, r1cs.n_public) != (bucket.n_constraints, bucket.n_public):
@@ -95,13 +111,13 @@ def _audit(card, bucket, ptau, ptau_sha256, zkey_bytes, backend, say, initial_by
     if ptau_sha256 != setup.phase1_digest or ptau.power != setup.phase1_power:
         raise AuditFailure("the phase-1 file is not the one the card names (SHA-256 or power differ)")
     if initial_bytes is None:
-        say(f"{bucket.bucket}: regenerating the initial key from the phase-1 file ({r1cs.n_constraints} constraints)")
+        say(f"{name}: regenerating the initial key from the phase-1 file ({r1cs.n_constraints} constraints)")
         initial_bytes = new_zkey(r1cs, ptau, backend)
     initial = parse_zkey(initial_bytes, backend, what="initial key")
     if initial.cs_hash.hex() != setup.circuit_hash:
         raise AuditFailure("the card's circuit hash is not the hash of the initial key of this circuit")
-    final = parse_zkey(zkey_bytes, backend, what=f"final key of {bucket.bucket}")
-    say(f"{bucket.bucket}: verifying {len(final.contributions)} contribution(s)")
+    final = parse_zkey(zkey_bytes, backend, what=f"final key of {name}")
+    say(f"{name}: verifying {len(final.contributions)} contribution(s)")
     report = verify_contributions(initial, final, backend)
     chain = tuple(ContributionRecord(name=r.name or "", hash=r.hash_hex,
                                      kind="beacon" if r.type == 1 else "contribution")
@@ -119,26 +135,27 @@ def _audit(card, bucket, ptau, ptau_sha256, zkey_bytes, backend, say, initial_by
 
 def audit_card(card: ModelCard, ptau_path: Path, keys_dir: Path, backend: Any,
                progress: Progress | None = None) -> list[BucketAudit]:
-    """Audit every bucket of `card` (see the module docstring)."""
+    """Audit every bucket and audit circuit of `card` (see the module docstring)."""
     say = progress or (lambda _m: None)
     ptau = read_ptau(ptau_path)
     say(f"phase 1: {ptau_path} (power {ptau.power}), SHA-256")
     ptau_sha256 = file_sha256(ptau_path)
-    powers = sorted({p for b in card.circuits for p in _powers(b)} & set(range(ptau.power + 2)))
+    entries = (*card.circuits, *card.audit_circuits)
+    powers = sorted({p for b in entries for p in _powers(b)} & set(range(ptau.power + 2)))
     say(f"phase 1: checking the powers of tau and the Lagrange points at powers {powers}")
     verify_ptau(ptau, backend, lagrange_powers=powers)
     results = []
-    for bucket in card.circuits:
+    for bucket in entries:
         try:
-            zkey_bytes = find_bucket_key(keys_dir, bucket.bucket).read_bytes()
+            zkey_bytes = find_bucket_key(keys_dir, circuit_name(bucket)).read_bytes()
         except AuditFailure as exc:
-            results.append(BucketAudit(bucket.bucket, bucket.n_constraints, False, str(exc), (), 0.0))
+            results.append(BucketAudit(circuit_name(bucket), bucket.n_constraints, False, str(exc), (), 0.0))
             continue
         results.append(audit_bucket(card, bucket, ptau, ptau_sha256, zkey_bytes, backend, say))
     return results
 
 
-def _powers(bucket: CircuitBucket) -> tuple[int, int]:
+def _powers(bucket: CircuitBucket | AuditCircuit) -> tuple[int, int]:
     rows = bucket.n_constraints + bucket.n_public
     power = max(rows, 1).bit_length()  # snarkjs's cirPower: floor(log2(rows)) + 1
     return power, power + 1

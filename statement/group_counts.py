@@ -113,7 +113,8 @@ class GroupCountsShape:
     # ----------------------------------------------------------------- sizes and names
     @property
     def name(self) -> str:
-        return f"groups-n{self.n_rows}"
+        """The audit circuit's name on the card (commitments.card.audit_circuit_name)."""
+        return f"groups-n{self.n_rows}-c{self.favourable_class}"
 
     @property
     def n_slices(self) -> int:

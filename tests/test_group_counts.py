@@ -410,3 +410,117 @@ def test_cli_dataset_and_prove_groups(bank, tmp_path_factory, tmp_path):
     assert verify_main([str(bundle), "--card", str(card), "--dataset", str(data)]) == 0
     assert fairproof(["audit", "prove-groups", "--model", str(root), "--dataset", str(tmp_path / "missing.json"),
                       "--out", str(bundle)]) != 0
+
+
+# ----------------------------------------------------------------------------- a regulator's ceremony
+BEACON = "0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20"
+CEREMONY_ROWS = 4
+
+
+def _cli(*args: str):
+    """`fairproof ARGS` in its own process, as a contributor on another machine would run it."""
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "prover_service.cli", *args], capture_output=True, text=True,
+                          timeout=600)
+
+
+@pytest.fixture(scope="module")
+def regulated(bank, tmp_path_factory):
+    """The audit circuit of 4 rows set up in a ceremony: the bank, then the regulator, then a beacon;
+    installed on a copy of the bank's model, and a proof of group counts under it."""
+    from bank_fixtures import copy_of_bank_model
+    from circuits.backends import get_backend
+    from circuits.snarkjs.ptau_dev import write_dev_ptau
+    from circuits.snarkjs.zkey_new import circuit_power
+    from prover_service.audit_proving import GroupCountsProver, audit_dataset
+    from prover_service.cli import main as fairproof
+
+    root, workspace, store = copy_of_bank_model(bank, tmp_path_factory, "regulated")
+    store.dispose()
+    shape = GroupCountsProver(workspace).shape(CEREMONY_ROWS)
+    work = tmp_path_factory.mktemp("regulated-files")
+    ptau = work / "phase1.ptau"
+    write_dev_ptau(ptau, circuit_power(group_counts_relation(shape)), get_backend(), name="phase-1 test contributor")
+    directory = work / "ceremony"
+    assert fairproof(["ceremony", "init", "--model", str(root), "--audit-rows", str(CEREMONY_ROWS),
+                      "--ptau", str(ptau), "--out", str(directory)]) == 0
+    hashes = {}
+    for name in ("bank", "regulator"):
+        done = _cli("ceremony", "contribute", str(directory), "--name", name, "--entropy", f"{name} dice")
+        assert done.returncode == 0, done.stderr
+        hashes[name] = done.stdout.strip().splitlines()[-1]
+    assert fairproof(["ceremony", "finalize", str(directory), "--beacon", BEACON, "--iterations", "10"]) == 0
+    assert fairproof(["ceremony", "install", str(directory), "--model", str(root), "--ptau", str(ptau)]) == 0
+    dataset, _ = audit_dataset(workspace, rows=CEREMONY_ROWS)
+    (work / "dataset.json").write_text(dataset.model_dump_json())
+    # No key setup allowed: the proof must use the installed ceremony's key.
+    bundle = GroupCountsProver(ModelWorkspace_open(root)).prove(dataset)
+    (work / "bundle.json").write_text(bundle.model_dump_json())
+    (work / "card.json").write_text(ModelWorkspace_open(root).card().canonical_json())
+    return {"root": root, "work": work, "ptau": ptau, "hashes": hashes, "dataset": dataset, "bundle": bundle}
+
+
+def ModelWorkspace_open(root):
+    from prover_service.workspace import ModelWorkspace
+
+    return ModelWorkspace.open(root)
+
+
+def test_a_regulator_who_contributed_accepts_the_proof(regulated, capsys):
+    w = regulated["work"]
+    argv = [str(w / "bundle.json"), "--card", str(w / "card.json"), "--dataset", str(w / "dataset.json")]
+    assert verify_main([*argv, "--trust-contributor", regulated["hashes"]["regulator"]]) == 0
+    assert "regulator" in capsys.readouterr().out
+    assert verify_main([*argv, "--trust-contributor", "5" * 128]) == 1
+    assert "none of your trusted contributors" in capsys.readouterr().err
+
+
+def test_audit_keys_checks_the_audit_circuit(regulated):
+    from circuits.backends import get_backend
+    from circuits.snarkjs.ceremony import file_sha256
+    from circuits.snarkjs.ptau import read_ptau
+    from prover_service.key_audit import audit_bucket, find_bucket_key
+
+    w = regulated["work"]
+    keys = regulated["root"] / "keys"
+    ptau = read_ptau(regulated["ptau"])
+    # `zkey new` of the circuit and phase 1, as `ceremony install --ptau` checked: regenerated once, not per card.
+    initial = (w / "ceremony" / "key_0000.zkey").read_bytes()
+
+    def audit(card: ModelCard):
+        # The bank's certificate buckets are single-party here (nothing to audit); the audit circuit is checked.
+        circuit = card.audit_circuits[0]
+        zkey = find_bucket_key(keys, circuit.name).read_bytes()
+        return {circuit.name: audit_bucket(card, circuit, ptau, file_sha256(regulated["ptau"]), zkey, get_backend(),
+                                           initial=initial)}
+
+    card = ModelCard.from_json((w / "card.json").read_bytes())
+    circuit = card.audit_circuits[0]
+    result = audit(card)[circuit.name]
+    assert result.ok, result.reason
+    assert [c.name for c in result.contributors] == ["bank", "regulator", "final beacon"]
+    # A card that names the same key under another circuit's shape (one more row) is caught.
+    lying = ModelCard.model_validate({**card.model_dump(mode="json"), "audit_circuits": [
+        {**circuit.model_dump(mode="json"), "n_rows": CEREMONY_ROWS + 1,
+         "name": f"groups-n{CEREMONY_ROWS + 1}-c{circuit.favourable_class}"}]})
+    shutil_copy_key(keys, circuit.name, lying.audit_circuits[0].name)
+    result = audit(lying)[lying.audit_circuits[0].name]
+    assert not result.ok and "R1CS digest" in result.reason
+    # ... and one that lists a contributor who is not in the key's transcript.
+    forged = ModelCard.model_validate({**card.model_dump(mode="json"), "audit_circuits": [
+        {**circuit.model_dump(mode="json"), "setup": {**circuit.setup.model_dump(mode="json"), "contributions": [
+            {"name": "regulator", "hash": "5" * 128, "kind": "contribution"}]}}]})
+    result = audit(forged)[circuit.name]
+    assert not result.ok and "contributor" in result.reason
+
+
+def shutil_copy_key(keys, name: str, as_name: str) -> None:
+    """The real final key, filed under another circuit's name (what a lying card would point auditors to)."""
+    import shutil
+
+    source = next(keys.glob(f"{name}-*/bucket.zkey"))
+    target = keys / f"{as_name}-{'0' * 12}"
+    target.mkdir()
+    shutil.copyfile(source, target / "bucket.zkey")

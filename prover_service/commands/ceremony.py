@@ -1,6 +1,7 @@
 """`fairproof ceremony ...`: the phase-2 ceremony of one circuit bucket, passed between parties as a directory.
 
   init --model DIR --bucket kK-fF --ptau FILE --out CEREMONY   the bank: circuit + initial key from phase 1
+  init --model DIR --audit-rows N --ptau FILE --out CEREMONY    the same for an audit circuit (group counts)
   contribute CEREMONY --name NAME [--entropy TEXT] [--ptau FILE] anyone: verify, add randomness, print the hash
   add CEREMONY KEY.zkey                                         a contribution made with `snarkjs zkey contribute`
   verify CEREMONY [--ptau FILE]                                 anyone: check everything, list contributors
@@ -8,7 +9,9 @@
   install CEREMONY --model DIR [--ptau FILE]                    the bank: verify and use the final key
 
 A contributor needs only this package and the directory: `contribute`
-rebuilds the fairness statement from the shape the directory names, checks
+rebuilds the statement (a certificate bucket's, or an audit circuit's: a
+regulator who publishes audit datasets contributes to the latter) from the
+shape the directory names, checks
 that the circuit is that statement and that the key chain is valid, then
 adds a contribution and prints its hash; the contributor keeps that hash and
 gives it to customers, who require it with `fairproof-verify
@@ -30,8 +33,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = commands.add_parser("init", help="start a ceremony for one bucket of a committed model (the bank)")
     p.add_argument("--model", required=True, type=Path, metavar="DIR", help="committed model directory")
-    p.add_argument("--bucket", required=True, help="bucket name, k<regions>-f<entries> (e.g. k4-f4), with -exact "
-                                                   "for the exact-radius statement (k4-f4-exact)")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--bucket", help="bucket name, k<regions>-f<entries> (e.g. k4-f4), with -exact "
+                                        "for the exact-radius statement (k4-f4-exact)")
+    which.add_argument("--audit-rows", type=int, metavar="N",
+                       help="instead, the audit circuit proving group counts on audit datasets of N rows "
+                            "(`fairproof audit prove-groups`)")
+    p.add_argument("--favourable-class", metavar="LABEL",
+                   help="with --audit-rows: the selected class (default: the card's lens)")
     p.add_argument("--ptau", required=True, type=Path, metavar="FILE", help="phase-1 file (snarkjs .ptau, prepared)")
     p.add_argument("--out", required=True, type=Path, metavar="CEREMONY", help="ceremony directory to create")
     _backend_option(p)
@@ -102,6 +111,8 @@ def _init(args: argparse.Namespace) -> int:
 
     workspace = ModelWorkspace.open(args.model)
     card = workspace.card()
+    if args.audit_rows is not None:
+        return _init_audit(args, workspace)
     k, f, radius = parse_bucket(args.bucket)
     shape = card_shape(card, workspace.fixed_point(), k, f, radius, is_per_slice_bucket(args.bucket))
     _say(f"building the statement of bucket {shape.bucket}")
@@ -114,10 +125,31 @@ def _init(args: argparse.Namespace) -> int:
     return 0
 
 
+def _init_audit(args: argparse.Namespace, workspace) -> int:
+    from circuits.snarkjs.ceremony import Ceremony
+    from prover_service.audit_proving import GroupCountsProver
+    from prover_service.bucket_keys import audit_ceremony_metadata
+    from statement.group_counts import group_counts_relation
+
+    from .audit import _favourable_index
+
+    prover = GroupCountsProver(workspace, _backend(args), progress=_say)
+    shape = prover.shape(args.audit_rows, _favourable_index(args, workspace))
+    _say(f"building the audit circuit {shape.name}")
+    r1cs = group_counts_relation(shape)
+    ceremony = Ceremony.init(args.out, r1cs, args.ptau, _backend(args), label=f"{prover.card.model_id} {shape.name}",
+                             metadata=audit_ceremony_metadata(prover.card, shape), progress=_say)
+    print(f"ceremony for {prover.card.model_id} audit circuit {shape.name} ({r1cs.n_constraints} constraints) "
+          f"in {args.out}")
+    print(f"circuit hash {ceremony.state.circuit_hash}")
+    print(f"next: send {args.out} to each contributor (`fairproof ceremony contribute {args.out} --name NAME`)")
+    return 0
+
+
 def _check_circuit(ceremony):
     from prover_service.bucket_keys import ceremony_relation
 
-    _say("rebuilding the fairness statement from the shape the ceremony names")
+    _say("rebuilding the statement from the shape the ceremony names")
     return ceremony_relation(ceremony)
 
 
@@ -165,11 +197,21 @@ def _finalize(args: argparse.Namespace) -> int:
 
 def _install(args: argparse.Namespace) -> int:
     from offline_precompute.db import open_database, resolve_store_url
+    from prover_service.bucket_keys import AUDIT_SHAPE_KEY
     from prover_service.proving import Prover
     from prover_service.workspace import ModelWorkspace
 
     workspace = ModelWorkspace.open(args.model)
     ceremony = _open(args.ceremony)
+    if AUDIT_SHAPE_KEY in ceremony.state.metadata:
+        from prover_service.audit_proving import GroupCountsProver
+
+        circuit = GroupCountsProver(workspace, _backend(args), progress=_say).install_ceremony(ceremony, ptau=args.ptau)
+        print(f"audit circuit {circuit.name} installed: {circuit.n_constraints} constraints, "
+              f"{len(circuit.setup.contributions)} contribution(s); card digest now {workspace.card().digest()}")
+        for c in circuit.setup.contributions:
+            print(f"  {c.kind:<12} {c.name!r}: {c.hash}")
+        return 0
     db = open_database(resolve_store_url(args.store, workspace.root))
     try:
         prover = Prover(workspace, db, _backend(args), progress=_say)
