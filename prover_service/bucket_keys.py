@@ -95,12 +95,14 @@ def ceremony_relation(ceremony: Ceremony) -> R1CS:
     """The statement's constraint system rebuilt from the shape the ceremony names (a certificate bucket's
     or an audit circuit's), checked against the ceremony's circuit: what a contributor must know before
     adding randomness."""
-    if AUDIT_SHAPE_KEY in ceremony.state.metadata:
+    audit = AUDIT_SHAPE_KEY in ceremony.state.metadata
+    if audit:
         relation = group_counts_relation(ceremony_group_shape(ceremony))
     else:
         relation = statement_relation(ceremony_shape(ceremony))
     if r1cs_digest(relation) != ceremony.state.r1cs_digest:
-        raise ModelError(f"{ceremony.directory}: its circuit is not the statement of the shape it names")
+        what = "group-counts statement" if audit else "fairness statement"
+        raise ModelError(f"{ceremony.directory}: its circuit is not the {what} of the shape it names")
     return relation
 
 

@@ -524,3 +524,18 @@ def shutil_copy_key(keys, name: str, as_name: str) -> None:
     target = keys / f"{as_name}-{'0' * 12}"
     target.mkdir()
     shutil.copyfile(source, target / "bucket.zkey")
+
+
+def test_a_contributor_refuses_an_audit_ceremony_for_another_circuit(regulated, tmp_path, capsys):
+    """The bank names one shape and ships another circuit: the contributor's rebuild catches it."""
+    import shutil
+
+    from prover_service.cli import main as fairproof
+
+    copy = tmp_path / "ceremony"
+    shutil.copytree(regulated["work"] / "ceremony", copy)
+    state = json.loads((copy / "ceremony.json").read_text())
+    state["metadata"]["group_counts_shape"]["n_rows"] = CEREMONY_ROWS + 1
+    (copy / "ceremony.json").write_text(json.dumps(state))
+    assert fairproof(["ceremony", "contribute", str(copy), "--name", "regulator"]) == 1
+    assert "not the group-counts statement" in capsys.readouterr().err
