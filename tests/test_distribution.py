@@ -89,3 +89,59 @@ def test_fairness_influence_points_at_the_feature_that_carries_the_group():
     assert all(p == pytest.approx(1 / len(x2.probabilities[0])) for row in x2.probabilities for p in row)
     with pytest.raises(ValueError, match="not a feature"):
         with_uniform(network, 0)
+
+
+def _chained(rng, n):
+    """Group g in {0, 1}; x1 categorical in {-0.5, 0.5}, mostly equal to the group's sign; x2 numeric, near x1
+    (x2 depends on the group only through x1); x3 uniform noise."""
+    g = rng.choice([0.0, 1.0], size=n, p=[0.4, 0.6])
+    x1 = np.where(rng.random(n) < 0.15 + 0.7 * g, 0.5, -0.5)
+    x2 = np.clip(x1 + rng.uniform(-0.4, 0.4, n), -1, 1)
+    x3 = rng.uniform(-1, 1, n)
+    return np.stack([g, x1, x2, x3], axis=1)
+
+
+def test_a_learned_structure_keeps_the_dependencies_a_star_loses():
+    """x2 depends on x1 (a chain g -> x1 -> x2): hill climbing finds an edge between them, never one into the
+    group, and the samples keep x1 and x2 correlated within a group as the data does (up to the bins'
+    resolution); the star, which makes them independent given the group, loses it."""
+    from fairness.distribution import GROUP, learn_structured_network
+
+    model = random_model(5, n_inputs=4, hidden=(4, 2), n_classes=2, scale_bits=S, sensitive_values=(0, 1))
+    rng = np.random.default_rng(2)
+    X = _chained(rng, 20_000)
+    learned = learn_structured_network(model, X, categorical=[1], bins=4)
+    star = learn_network(model, X, categorical=[1], bins=4)
+    edges = {(str(a), str(b)) for a, b in learned.edges()}
+    assert ("1", "2") in edges or ("2", "1") in edges
+    assert all(b != GROUP for _, b in learned.edges())
+    truth = _chained(rng, 100_000)
+    for g in (0, 1):
+        rows = truth[truth[:, 0] == g]
+        want = np.corrcoef(rows[:, 1], rows[:, 2])[0, 1]
+        learned_x = learned.sample(g, 40_000, np.random.default_rng(3), 4)
+        star_x = star.sample(g, 40_000, np.random.default_rng(3), 4)
+        assert want > 0.8
+        assert np.corrcoef(learned_x[:, 1], learned_x[:, 2])[0, 1] > 0.7
+        assert abs(np.corrcoef(star_x[:, 1], star_x[:, 2])[0, 1]) < 0.05
+
+
+def test_structured_rates_and_influence_run_on_the_same_machinery():
+    from fairness.distribution import fairness_influence, learn_structured_network, with_uniform
+
+    model = random_model(6, n_inputs=4, hidden=(4, 2), n_classes=2, scale_bits=S, sensitive_values=(0, 1))
+    rng = np.random.default_rng(4)
+    X = _chained(rng, 10_000)
+    network = learn_structured_network(model, X, categorical=[1], bins=4)
+    rates, di, sp = distribution_rates(model, network, favourable=1, samples=20_000)
+    truth = _chained(rng, 100_000)
+    q = np.clip(np.rint(truth * ONE).astype(np.int64), -ONE, ONE)
+    z = integer_logits(model.net, q.astype(object))
+    decided = np.array([row[1] > row[0] for row in z])
+    for r, g in zip(rates, (0, 1)):
+        assert r.rate == pytest.approx(decided[truth[:, 0] == g].mean(), abs=0.03)
+    uniform = with_uniform(network, 1)
+    assert uniform.parents[1] == () and uniform.tables[1] == {(): (0.5, 0.5)}
+    assert {i.column for i in fairness_influence(model, network, favourable=1, samples=5_000)} == {1, 2, 3}
+    with pytest.raises(ValueError):
+        with_uniform(network, 0)  # the sensitive column is the group, not a feature

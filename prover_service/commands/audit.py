@@ -110,9 +110,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _favourable_argument(gr)
     gr.add_argument("--bootstrap", type=int, default=1000, metavar="B", help="bootstrap resamples (default 1000)")
     gr.add_argument("--distribution", type=int, default=20000, metavar="N",
-                    help="also the selection rates over a Bayesian network learned from the rows (the group as "
-                         "root, every other feature discretised with the group as parent), N draws per group "
-                         "(default 20000; 0: off)")
+                    help="also the selection rates over a Bayesian network learned from the rows (the group a "
+                         "root, every other feature discretised), N draws per group (default 20000; 0: off)")
+    gr.add_argument("--structure", choices=("learned", "star"), default="learned",
+                    help="the network's structure: learned from the rows by hill climbing on BIC (pgmpy; "
+                         "default), or the star (every feature with the group as its only parent)")
     gr.add_argument("--influence", action="store_true",
                     help="with --distribution: FVGM's fairness influence of each feature, how much the statistical "
                          "parity difference and each group's rate change when that feature is made uniform")
@@ -603,14 +605,16 @@ def run_groups(args: argparse.Namespace) -> int:
         print(f"  {name:<32} {text}")
     if report.most_favoured is not None:
         print(f"  most favoured: {', '.join(report.most_favoured)}; least favoured: {', '.join(report.least_favoured)}")
-    learned = _learned_rates(workspace, model, X, favourable, args.distribution) if args.distribution else None
+    network = _network(workspace, model, X, args.structure) if args.distribution else None
+    learned = _learned_rates(network, model, favourable, args.distribution) if network is not None else None
     if learned is not None:
         rates, di, sp = learned
-        print(f"  over the learned distribution ({args.distribution} draws per group):")
+        print(f"  over the learned distribution ({args.distribution} draws per group; "
+              f"{_describe_network(network, card)}):")
         for r in rates:
             print(f"  {', '.join(r.labels)[:32]:<32} {r.rate:.3f} [{r.interval[0]:.3f}, {r.interval[1]:.3f}]")
         print(f"  disparate impact {'-' if di is None else f'{di:.3f}'}, statistical parity difference {sp:.3f}")
-    influence = _influence(workspace, model, X, favourable, args.distribution) if args.influence and learned else None
+    influence = _influence(network, model, favourable, args.distribution) if args.influence and learned else None
     if influence:
         print("  fairness influence (statistical parity difference minus its value with the feature uniform):")
         for i in influence[:10]:
@@ -629,6 +633,7 @@ def run_groups(args: argparse.Namespace) -> int:
             "most_favoured": report.most_favoured and list(report.most_favoured),
             "least_favoured": report.least_favoured and list(report.least_favoured),
             "learned_distribution": None if learned is None else {
+                "structure": args.structure, "network": _describe_network(network, card),
                 "draws_per_group": args.distribution, "disparate_impact": learned[1],
                 "statistical_parity": learned[2],
                 "groups": [{"labels": list(r.labels), "selected": r.selected, "rate": r.rate,
@@ -641,33 +646,45 @@ def run_groups(args: argparse.Namespace) -> int:
     return 0
 
 
-def _learned_rates(workspace, model, X, favourable: int, draws: int):
-    """Selection rates per group over the Bayesian network learned from X (fairness.distribution)."""
-    from fairness.distribution import distribution_rates, learn_network
-    from fairness.global_search import categorical_choices
-
+def _network(workspace, model, X, structure: str):
+    """The Bayesian network learned from X (fairness.distribution): the star or a learned structure."""
+    from fairness.distribution import learn_network, learn_structured_network
     from fairness.errors import ModelError
+    from fairness.global_search import categorical_choices
 
     categorical = list(categorical_choices(workspace.artifact.preprocessor, model))
     try:
-        return distribution_rates(model, learn_network(model, X, categorical), favourable, draws)
+        if structure == "learned":
+            return learn_structured_network(model, X, categorical)
+        return learn_network(model, X, categorical)
     except ValueError as exc:
         raise ModelError(f"the learned distribution: {exc}") from None
 
 
-def _influence(workspace, model, X, favourable: int, draws: int):
+def _learned_rates(network, model, favourable: int, draws: int):
+    """Selection rates per group over the learned network."""
+    from fairness.distribution import distribution_rates
+
+    return distribution_rates(model, network, favourable, draws)
+
+
+def _influence(network, model, favourable: int, draws: int):
     """FVGM's fairness influence of every feature on the learned network, largest first."""
-    from fairness.distribution import fairness_influence, learn_network
-    from fairness.global_search import categorical_choices
+    from fairness.distribution import fairness_influence
 
-    from fairness.errors import ModelError
-
-    categorical = list(categorical_choices(workspace.artifact.preprocessor, model))
-    try:
-        influence = fairness_influence(model, learn_network(model, X, categorical), favourable, draws)
-    except ValueError as exc:
-        raise ModelError(f"the learned distribution: {exc}") from None
+    influence = fairness_influence(model, network, favourable, draws)
     return sorted(influence, key=lambda i: -abs(i.parity_change))
+
+
+def _describe_network(network, card) -> str:
+    """The learned structure in one line: each feature's parents (the group is always a root)."""
+    from fairness.distribution import GROUP
+
+    if not hasattr(network, "edges"):
+        return "star: every feature with the group as its only parent"
+    names = {GROUP: "group", **{j: card.feature_names[j] for j in range(len(card.feature_names))}}
+    edges = [f"{names[a]} -> {names[b]}" for a, b in network.edges()]
+    return f"learned (BIC hill climbing, {len(edges)} edges): " + (", ".join(edges) if edges else "none")
 
 
 def _plot_groups(report, model_id: str, path: Path) -> None:
@@ -841,16 +858,17 @@ def run_report(args: argparse.Namespace) -> int:
     if groups.most_favoured is not None:
         g.paragraphs.append(f"Most favoured: {', '.join(groups.most_favoured)}; least favoured: "
                             f"{', '.join(groups.least_favoured)}.")
-    rates, di, sp = _learned_rates(workspace, model, X, favourable, args.draws)
-    g.paragraphs.append("Over a Bayesian network learned from the rows (the group as root, every other feature "
-                        f"discretised with the group as its parent; {args.draws:,} draws per group), the selection rates "
-                        f"give disparate impact {'-' if di is None else f'{di:.3f}'} and statistical parity "
-                        f"difference {sp:.3f}.")
+    network = _network(workspace, model, X, "learned")
+    rates, di, sp = _learned_rates(network, model, favourable, args.draws)
+    g.paragraphs.append("Over a Bayesian network learned from the rows (the group a root, every other feature "
+                        f"discretised; structure {_describe_network(network, card)}; {args.draws:,} draws per group), "
+                        f"the selection rates give disparate impact {'-' if di is None else f'{di:.3f}'} and "
+                        f"statistical parity difference {sp:.3f}.")
     g.tables.append(Table(["group (learned distribution)", "draws", "selection rate", "95% CI"], [
         [", ".join(r.labels), r.samples, r.rate, "[%.3f, %.3f]" % r.interval] for r in rates]))
     g.tables.append(Table(["feature (fairness influence, FVGM)", "change of the parity difference"], [
         [card.feature_names[i.column], i.parity_change]
-        for i in _influence(workspace, model, X, favourable, max(100, args.draws // 4))[:8]]))
+        for i in _influence(network, model, favourable, max(100, args.draws // 4))[:8]]))
     g.images.append(("selection rates", _png(lambda path: _plot_groups(groups, card.model_id, path))))
     sections.append(g)
 
