@@ -66,7 +66,7 @@ class PairResult:
     message: str = ""
 
 
-def _real(model: FixedPointModel):
+def real_network(model: FixedPointModel):
     s = model.scale_bits
     net = model.net
     weights = [np.array([[w / (1 << s) for w in row] for row in layer], dtype=float) for layer in net.weights]
@@ -74,7 +74,7 @@ def _real(model: FixedPointModel):
     return weights, biases
 
 
-def _interval(weights, biases, lo: np.ndarray, hi: np.ndarray):
+def interval_bounds(weights, biases, lo: np.ndarray, hi: np.ndarray):
     bounds = []
     for w, b in zip(weights[:-1], biases[:-1]):
         pos, neg = np.clip(w, 0, None), np.clip(w, None, 0)
@@ -85,7 +85,7 @@ def _interval(weights, biases, lo: np.ndarray, hi: np.ndarray):
     return bounds
 
 
-class _Program:
+class MilpProgram:
     """Variables and rows of the two-copy MILP (dense rows, few hundred variables)."""
 
     def __init__(self) -> None:
@@ -104,14 +104,14 @@ class _Program:
         self.rows.append((terms, lo, hi))
 
 
-def _copy(prog: _Program, weights, biases, free: dict[int, int], fixed: np.ndarray, lo: np.ndarray,
+def add_network_copy(prog: MilpProgram, weights, biases, free: dict[int, int], fixed: np.ndarray, lo: np.ndarray,
           hi: np.ndarray) -> dict[int, float]:
     """Add one copy (its inputs: shared variables on free columns, constants elsewhere) and return its
     logit margin as a linear form over the program's variables (key -1: the constant)."""
     prev: list[dict[int, float]] = []
     for j in range(len(fixed)):
         prev.append({free[j]: 1.0} if j in free else {-1: float(fixed[j])})
-    for (w, b), (zl, zh) in zip(zip(weights[:-1], biases[:-1]), _interval(weights, biases, lo, hi)):
+    for (w, b), (zl, zh) in zip(zip(weights[:-1], biases[:-1]), interval_bounds(weights, biases, lo, hi)):
         layer = []
         for i in range(w.shape[0]):
             form: dict[int, float] = {-1: float(b[i])}
@@ -139,7 +139,7 @@ def _copy(prog: _Program, weights, biases, free: dict[int, int], fixed: np.ndarr
     return prev
 
 
-def _margin_form(weights, biases, last_layer: list[dict[int, float]], favourable: int) -> dict[int, float]:
+def margin_form(weights, biases, last_layer: list[dict[int, float]], favourable: int) -> dict[int, float]:
     row = weights[-1][favourable] - weights[-1][1 - favourable]
     form: dict[int, float] = {-1: float(biases[-1][favourable] - biases[-1][1 - favourable])}
     for a, term in zip(row, last_layer):
@@ -148,7 +148,7 @@ def _margin_form(weights, biases, last_layer: list[dict[int, float]], favourable
     return form
 
 
-def _exact_margin(model: FixedPointModel, x: Sequence[Fraction], favourable: int) -> Fraction:
+def exact_margin(model: FixedPointModel, x: Sequence[Fraction], favourable: int) -> Fraction:
     """The committed model's margin at a rational input (real units), exactly."""
     den = math.lcm(*(v.denominator for v in x))
     numerators = [int(v * (den << model.scale_bits)) for v in x]  # exact: den * x * 2^s is an integer
@@ -174,7 +174,7 @@ def search_pair(model: FixedPointModel, favourable: int, source: int, target: in
     from scipy.optimize import Bounds, LinearConstraint, milp
 
     t0 = time.perf_counter()
-    weights, biases = _real(model)
+    weights, biases = real_network(model)
     one = 1 << model.scale_bits
     slices = model.slices()
     sens = model.sensitive_columns
@@ -185,7 +185,7 @@ def search_pair(model: FixedPointModel, favourable: int, source: int, target: in
         if j in sens or not model.box_lower[j] <= lo <= hi <= model.box_upper[j]:
             raise GlobalSearchError(f"column {j}: its range must be a non-sensitive sub-interval of the box")
         box_lo[j], box_hi[j] = lo / one, hi / one
-    prog = _Program()
+    prog = MilpProgram()
     free_columns = [j for j in range(n) if j not in sens]
     free = {j: prog.var(float(box_lo[j]), float(box_hi[j])) for j in free_columns}
     for j, values in (choices or {}).items():
@@ -200,8 +200,8 @@ def search_pair(model: FixedPointModel, favourable: int, source: int, target: in
         lo, hi = box_lo.copy(), box_hi.copy()
         for c, v in zip(sens, slices[index]):
             fixed[c] = lo[c] = hi[c] = v / one
-        last = _copy(prog, weights, biases, free, fixed, lo, hi)
-        margins.append(_margin_form(weights, biases, last, favourable))
+        last = add_network_copy(prog, weights, biases, free, fixed, lo, hi)
+        margins.append(margin_form(weights, biases, last, favourable))
     t = prog.var(-np.inf, np.inf)
     for form, sign in zip(margins, (1.0, -1.0)):  # t <= sign * m
         prog.row({**{v: -sign * a for v, a in form.items() if v >= 0}, t: 1.0}, -np.inf, sign * form.get(-1, 0.0))
@@ -249,7 +249,7 @@ def _recheck(model: FixedPointModel, favourable: int, source: int, target: int,
         for c, v in zip(model.sensitive_columns, slices[index]):
             point[c] = Fraction(v, one)
         copies.append(point)
-    ms = tuple(_exact_margin(model, p, favourable) for p in copies)
+    ms = tuple(exact_margin(model, p, favourable) for p in copies)
     decisions = tuple(_decision(m, favourable) for m in ms)
     if not (decisions[0] == favourable and decisions[1] != favourable):
         return None

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from fairness.fixed_point import FixedPointModel, QuantisedMLP
-from fairness.global_search import (COUNTEREXAMPLE, FAIR, GlobalSearchError, _decision, _exact_margin,
+from fairness.global_search import (COUNTEREXAMPLE, FAIR, GlobalSearchError, _decision, exact_margin,
                                     global_search)
 from fairness_toy_models import random_model
 
@@ -45,7 +45,7 @@ def test_counterexamples_are_real_and_fair_verdicts_survive_sampling(seed):
                 point = list(ce.point)
                 for c, v in zip(model.sensitive_columns, slices[index]):
                     point[c] = Fraction(v, one)
-                assert _exact_margin(model, point, 1) == margin
+                assert exact_margin(model, point, 1) == margin
                 assert _decision(margin, 1) == decision
             assert ce.decisions == (1, 0)
             assert r.objective > 0
@@ -102,7 +102,7 @@ def test_audit_global_command(bank, tmp_path_factory, capsys):
     for p in report["pairs"]:
         if p["counterexample"]:
             point = [Fraction(v) for v in p["counterexample"]["point"]]
-            assert _decision(_exact_margin(model, point, favourable), favourable) == favourable
+            assert _decision(exact_margin(model, point, favourable), favourable) == favourable
     for bad in (["--time-limit", "0"], ["--favourable-class", "nobody"]):
         code = fairproof(["audit", "global", "--model", str(root), *bad])
         err = capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""`fairproof audit spread|persistence|global|groups|explain|report|dataset|prove-groups`: model-wide reports.
+"""`fairproof audit spread|persistence|global|kdisc|groups|explain|report|dataset|prove-groups`: model-wide reports.
 
 spread: every individual run with every combination of sensitive values; the
 distribution of k (distinct margin buckets) and of distinct decisions, and the
@@ -13,6 +13,9 @@ counted separately (fairness.persistence_audit).
 global: HyFair's global 2-fairness over the whole domain box, one MILP per
 ordered pair of sensitive combinations (fairness.global_search): a
 counterexample (re-checked exactly), fair (optimal), or unknown.
+
+kdisc: HyFair's k-discrimination over the domain box, one MILP over a copy of
+the network per sensitive combination (fairness.k_discrimination).
 
 groups: selection rates per compound sensitive group, disparate impact,
 statistical parity and equal opportunity (fairness.group_metrics).
@@ -96,6 +99,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--store", metavar="URL", help="precompute store for --prove (default: the model's SQLite)")
     add_key_setup_arguments(g)
     g.set_defaults(handler=run_global)
+    kd = verbs.add_parser(
+        "kdisc", help="the most margin buckets one individual's sensitive combinations reach (HyFair's k)",
+        description="One MILP over an exact copy of the network per sensitive combination, all sharing the other "
+                    "inputs anywhere in the domain box: the largest number of distinct buckets of the favourable "
+                    "margin (the spread lens's buckets) one individual reaches, re-checked by the exact forward "
+                    "pass; 'optimal' when the solver proved no individual reaches more (margins at least 1e-5 "
+                    "logits inside their buckets). A uniform sample of the box gives a lower bound beside it.")
+    kd.add_argument("--model", required=True, metavar="DIR", help="committed model directory")
+    kd.add_argument("--bucket-width", type=float, metavar="W",
+                    help="bucket width in logits (default: the card's lens, else 0.2)")
+    _favourable_argument(kd)
+    kd.add_argument("--time-limit", type=float, default=300.0, metavar="S", help="solver seconds (default 300)")
+    kd.add_argument("--samples", type=int, default=20000, metavar="N", help="uniform samples (default 20000)")
+    kd.add_argument("--continuous", action="store_true",
+                    help="let categorical features take any value of the box (default: their categories only)")
+    kd.add_argument("--json", metavar="FILE", help="write the result as JSON")
+    kd.set_defaults(handler=run_kdisc)
     gr = verbs.add_parser(
         "groups", help="selection rates per compound sensitive group; disparate impact, parity, equal opportunity",
         description="Every row of the data set decided by the committed model (quantised as a customer's query; "
@@ -472,6 +492,51 @@ def run_global(args: argparse.Namespace) -> int:
                                    else list(r.counterexample.grid_point))}} for r in results]}, indent=2))
     if args.prove:
         _prove_counterexamples(args, workspace, [r for r in found if r.counterexample.grid_point is not None], names)
+    return 0
+
+
+def run_kdisc(args: argparse.Namespace) -> int:
+    from fractions import Fraction
+
+    from fairness.errors import ModelError
+    from fairness.global_search import GlobalSearchError, categorical_choices
+    from fairness.k_discrimination import max_buckets, sampled_max_buckets
+    from prover_service.workspace import ModelWorkspace
+
+    if not args.time_limit > 0 or args.samples < 1:
+        raise ModelError("--time-limit must be positive and --samples at least 1")
+    workspace = ModelWorkspace.open(args.model)
+    model = workspace.fixed_point()
+    card = workspace.card()
+    lens = _lens(args, workspace, model)
+    width = float(Fraction(lens.bucket_width, 1 << model.net.logit_scale_bits))
+    choices = {} if args.continuous else categorical_choices(workspace.artifact.preprocessor, model)
+    names = [", ".join(card.slice_labels(s)[1]) for s in range(len(card.slices()))]
+    print(f"k-discrimination of {card.model_id}: {len(names)} sensitive combinations, buckets of {width:.4g} logits "
+          f"of the margin of {card.architecture.class_labels[lens.favourable_class]!r}")
+    try:
+        result = max_buckets(model, lens.favourable_class, width, args.time_limit, choices)
+        sampled, per_sample = sampled_max_buckets(model, lens.favourable_class, width, args.samples, choices=choices)
+    except GlobalSearchError as exc:
+        raise ModelError(str(exc)) from None
+    bound = "-" if result.upper_bound is None else str(result.upper_bound)
+    print(f"  MILP: k = {result.k} ({result.status}; no individual reaches more than {bound}) in "
+          f"{result.seconds:.1f} s" + (f" ({result.message})" if result.message else ""))
+    if result.point is not None:
+        sens = {f.column for f in card.sensitive}
+        point = ", ".join(f"{card.feature_names[j]}={float(v):.4g}" for j, v in enumerate(result.point) if j not in sens)
+        print(f"  at ({point}) [standardised units]: buckets " +
+              ", ".join(f"{n}: {b}" for n, b in zip(names, result.buckets)))
+    hist = {k: int((per_sample == k).sum()) for k in sorted(set(per_sample.tolist()))}
+    print(f"  sampling ({args.samples} points of the box): largest k {sampled}; k distribution {hist}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "model_id": card.model_id, "bucket_width_logits": width, "combinations": names,
+            "milp": {"status": result.status, "k": result.k, "upper_bound": result.upper_bound,
+                     "seconds": result.seconds, "message": result.message,
+                     "point": None if result.point is None else [str(v) for v in result.point],
+                     "buckets": list(result.buckets)},
+            "sampling": {"samples": args.samples, "largest_k": sampled, "distribution": hist}}, indent=2))
     return 0
 
 
