@@ -83,6 +83,8 @@ def test_audit_report_command(report_page, capsys):
         assert src.startswith("data:image/png;base64,")
         assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
     assert page.rows >= 12
+    text = out.read_text()
+    assert "some individual reaches k = " in text and "BIC hill climbing" in text
     capsys.readouterr()
     code = fairproof(["audit", "report", "--model", str(root), "--out", str(out), "--customers", "0"])
     err = capsys.readouterr().err

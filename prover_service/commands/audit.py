@@ -945,6 +945,14 @@ def run_report(args: argparse.Namespace) -> int:
         f"{spread.flipped} of {len(spread.rows)} individuals get another decision from the sensitive values alone."])
     s.tables.append(Table(["k", "individuals"], [[k, n] for k, n in spread.k_distribution.items()]))
     s.images.append(("k distribution", _png(lambda path: _plot(spread.k_distribution, card.model_id, width, path))))
+    if model.net.n_classes == 2:
+        from fairness.k_discrimination import max_buckets
+
+        most = max_buckets(model, favourable, width, args.time_limit, categorical_choices(artifact.preprocessor, model))
+        bound = "unknown" if most.upper_bound is None else str(most.upper_bound)
+        s.paragraphs.append(f"Over the whole domain box (one MILP over a copy of the network per combination, the "
+                            f"point re-checked exactly), some individual reaches k = {most.k} ({most.status}; no "
+                            f"individual reaches more than {bound}).")
     sections.append(s)
 
     choices = categorical_choices(artifact.preprocessor, model)
