@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "prover_service.commands.certify",
     "prover_service.commands.prove",
     "prover_service.commands.export_snarkjs",
+    "prover_service.commands.export_solidity",
     "prover_service.commands.demo",
     "prover_service.commands.ceremony",
     "prover_service.commands.audit",

@@ -1,7 +1,7 @@
 """Suite-wide settings.
 
-Tests that need an optional peer (the native mcl backend, snarkjs, the local
-PostgreSQL server, Chromium) skip when it is absent on a developer's machine. CI
+Tests that need an optional peer (the native mcl backend, snarkjs, solc, the
+local PostgreSQL server, Chromium, the py-evm EVM) skip when it is absent on a developer's machine. CI
 installs every one of them, so there a skip for such a reason would hide a
 broken install: with FAIRPROOF_REQUIRE_PEERS=1 those skips become failures.
 """
@@ -12,7 +12,7 @@ import os
 import pytest
 
 # Words that identify a skip caused by a missing peer rather than by design.
-_PEER_SKIP_MARKERS = ("mcl", "snarkjs", "node", "postgres", "PostgreSQL", "chromium")
+_PEER_SKIP_MARKERS = ("mcl", "snarkjs", "node", "postgres", "PostgreSQL", "chromium", "solc", "eth_tester")
 
 
 def _peers_required() -> bool:

@@ -1,0 +1,62 @@
+"""`fairproof export-solidity`: EVM verifiers of a card's buckets and a registry fixing the card."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "export-solidity",
+        help="write a Solidity verifier per bucket of a model card and a registry contract for the card",
+        description="From the public model card alone: one Groth16 verifier contract per circuit bucket and audit "
+                    "circuit (snarkjs's layout, the card's verifying key as constants, every public input required "
+                    "below r), and FairProofRegistry.sol, whose constructor fixes the card digest, the weight "
+                    "commitment and the verifiers for good; verifyCertificate(bucket, a, b, c, publicSignals) "
+                    "checks a certificate. With --compile, also each contract's ABI and bytecode (solc from npm).",
+    )
+    p.add_argument("--card", required=True, metavar="CARD.json", help="the model card")
+    p.add_argument("--out", required=True, metavar="DIR", help="directory to write the contracts to")
+    p.add_argument("--compile", action="store_true", help="also write <Contract>.abi.json and <Contract>.bin")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from circuits.errors import MalformedArtifact
+    from commitments.canonical import NonCanonical
+    from commitments.card import ModelCard
+    from fairness.errors import ModelError
+    from verifier_client.solidity import REGISTRY_SOURCE, SolidityError, card_verifiers, compile_contracts
+
+    try:
+        card = ModelCard.from_json(Path(args.card).read_bytes())
+    except OSError as exc:
+        raise ModelError(f"cannot read the card {args.card}: {exc.strerror or exc}") from None
+    except NonCanonical as exc:
+        raise MalformedArtifact(f"{args.card} is not a model card: {exc}") from None
+    verifiers = card_verifiers(card)
+    if not verifiers:
+        raise ModelError(f"the card of {card.model_id} publishes no circuit bucket yet: nothing to verify")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    sources = {f"{v.contract}.sol": v.source for v in verifiers} | {"FairProofRegistry.sol": REGISTRY_SOURCE}
+    for name, text in sources.items():
+        (out / name).write_text(text)
+    print(f"wrote {len(verifiers)} verifier(s) and FairProofRegistry.sol to {out}")
+    for v in verifiers:
+        print(f"  {v.bucket:<24} {v.contract}")
+    print(f"registry constructor: cardDigest 0x{card.digest()}, commitment {card.commitment}, "
+          "then the bucket names and their verifiers' addresses")
+    if args.compile:
+        try:
+            compiled = compile_contracts(sources)
+        except SolidityError as exc:
+            raise ModelError(str(exc)) from None
+        for name, contract in compiled.items():
+            if not contract.bytecode:
+                continue  # an interface
+            (out / f"{name}.abi.json").write_text(json.dumps(contract.abi, indent=1))
+            (out / f"{name}.bin").write_text(contract.bytecode)
+        print(f"compiled with solc: {', '.join(n for n, c in compiled.items() if c.bytecode)}")
+    return 0
