@@ -358,6 +358,17 @@ def test_the_auditors_command_line(audit, capsys):
     (d / "forged.json").write_text(reissued(bundle, groups=groups).model_dump_json())
     assert verify_main([str(d / "forged.json"), "--card", str(d / "card.json"), "--dataset", str(d / "dataset.json")]) == 1
     assert "INVALID" in capsys.readouterr().err
+    # --json: the verified counts as a document checked against its schema; a refusal as one too.
+    from verifier_client.output import GroupCountsReport
+
+    argv = [str(d / "bundle.json"), "--card", str(d / "card.json"), "--dataset", str(d / "dataset.json"), "--json"]
+    assert verify_main(argv) == 0
+    report = GroupCountsReport.model_validate_json(capsys.readouterr().out, strict=True)
+    assert report.valid and [g.selected for g in report.groups] == [g.selected for g in bundle.groups]
+    assert report.rows == N_ROWS and report.dataset_sha256 == dataset.sha256()
+    assert verify_main([str(d / "forged.json"), *argv[1:]]) == 1
+    refused = GroupCountsReport.model_validate_json(capsys.readouterr().out, strict=True)
+    assert not refused.valid and refused.reason
     (d / "broken.json").write_text("{")
     assert verify_main([str(d / "broken.json"), "--card", str(d / "card.json"), "--dataset", str(d / "dataset.json")]) == 2
 

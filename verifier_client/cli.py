@@ -46,6 +46,7 @@ from commitments.card import ModelCard
 from commitments.record import RecordError, describe_query, encode_record
 
 from .log_check import LogRefused, check_log_evidence, parse_witness_key
+from .output import CertificateReport, GroupCountsReport, certificate_report, group_counts_report
 from .pins import PIN_FILE_ENV, PinFileError, PinMismatch, PinStore
 from .service_client import (DEFAULT_TIMEOUT, DEFAULT_WAIT, ServiceClient, ServiceError, box_problem,
                              persistence_delta, request_certificate)
@@ -119,6 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
     service.add_argument("--accept-card-update", action="store_true",
                          help="accept a new card for the pinned model if its commitment is unchanged "
                               "(e.g. the bank added a circuit bucket) and pin it")
+    parser.add_argument("--json", action="store_true",
+                        help="print the verdict as one JSON document (schemas in docs/schemas/verify-*.schema.json); "
+                             "the exit status is the same")
     parser.add_argument("--backend", choices=("mcl", "reference"), default=None,
                         help="curve backend for the pairing check (default: fast one if available)")
     log = parser.add_argument_group("the bank's transparency log")
@@ -250,19 +254,22 @@ def _from_files(args: argparse.Namespace) -> int:
     verdict = verify_bundle(bundle, card, _backend(args.backend), query=query, trusted_contributors=trusted,
                             required_lenses=args.require_lens)
     if not verdict:
-        return _fail("INVALID certificate: " + "; ".join(verdict.reasons), 1)
+        return _invalid(args, "INVALID certificate: ", "; ".join(verdict.reasons))
     if args.delta is not None:
         problem = _box_problem(verdict, card, args.delta)
         if problem:
-            return _fail(f"INVALID certificate: {problem}", 1)
+            return _invalid(args, "INVALID certificate: ", problem)
     try:
         log_words = _file_log_check(args, bundle, card, pins)
     except LogRefused as exc:
-        return _fail(f"REFUSED (transparency log): {exc}", 1)
+        return _invalid(args, "REFUSED (transparency log): ", str(exc))
     except (PinFileError, PinMismatch) as exc:
         return _fail(str(exc), 2)
     except ServiceError as exc:
         return _fail(f"transparency log unreachable: {exc}", 2)
+    if args.json:
+        return _print_json(certificate_report(verdict.claims, card, _setup_words(verdict, card),
+                                              None if query is None else True, log_words))
     _print_valid(verdict, card)
     print(log_words)
     if query is None:
@@ -289,8 +296,14 @@ def _group_counts(args: argparse.Namespace) -> int:
         return _fail(str(exc), 2)
     verdict = verify_group_counts(bundle, card, dataset, _backend(args.backend), trusted_contributors=trusted)
     if not verdict:
+        if args.json:
+            _print_json(GroupCountsReport(valid=False, reason=verdict.reason))
+            return 1
         return _fail(f"INVALID group-counts proof: {verdict.reason}", 1)
     circuit = card.audit_circuit(bundle.circuit)
+    if args.json:
+        return _print_json(group_counts_report(verdict.metrics, card, circuit.name, dataset.sha256(),
+                                               len(dataset.rows), bundle.favourable_label))
     print(f"VALID proof of group counts: model {card.model_id} (the committed weights) on the audit dataset "
           f"{dataset.sha256()[:16]}... ({len(dataset.rows)} rows), selecting {bundle.favourable_label!r}")
     for line in describe(verdict.metrics, card, bundle.circuit):
@@ -313,6 +326,24 @@ def _file_log_check(args: argparse.Namespace, bundle: CertificateBundle, card: M
         return check_log_evidence(bundle, card, bundle.log, pins, log_key=args.log_key,
                                   fetch_log_key=lambda: client.log_key().verifier_key, witnesses=witnesses,
                                   consistency=client.consistency).describe()
+
+
+def _invalid(args: argparse.Namespace, prefix: str, reason: str) -> int:
+    """A refusal (exit 1): one line on stderr, or the JSON verdict on stdout with --json."""
+    if args.json:
+        _print_json(CertificateReport(valid=False, reason=prefix + reason))
+        return 1
+    return _fail(prefix + reason, 1)
+
+
+def _print_json(report) -> int:
+    print(report.model_dump_json(indent=1))
+    return 0 if report.valid else 1
+
+
+def _setup_words(verdict: Verdict, card: ModelCard) -> str:
+    claims = verdict.claims
+    return " ".join(setup_summary(card.bucket(name)) for name in dict.fromkeys((claims.bucket, *claims.part_buckets)))
 
 
 def _print_valid(verdict: Verdict, card: ModelCard) -> None:
@@ -350,9 +381,9 @@ def _from_service(args: argparse.Namespace, transport) -> int:
     except RecordError as exc:
         return _fail(f"your record cannot be used with model {args.model!r}: {exc}", 2)
     except PinMismatch as exc:
-        return _fail(f"REFUSED: {exc}", 1)
+        return _invalid(args, "REFUSED: ", str(exc))
     except LogRefused as exc:
-        return _fail(f"REFUSED (transparency log): {exc}", 1)
+        return _invalid(args, "REFUSED (transparency log): ", str(exc))
     except PinFileError as exc:
         return _fail(str(exc), 2)
     except ServiceError as exc:
@@ -363,10 +394,13 @@ def _from_service(args: argparse.Namespace, transport) -> int:
               f"{result.pin.pin.card_digest[:16]}... (commitment {result.pin.pin.commitment[:16]}...) "
               f"in {pins.path}", file=sys.stderr)
     if not result.verdict:
-        return _fail("INVALID certificate: " + "; ".join(result.verdict.reasons), 1)
+        return _invalid(args, "INVALID certificate: ", "; ".join(result.verdict.reasons))
     missing = lens_problem(result.verdict.claims, args.require_lens)
     if missing:
-        return _fail(f"INVALID certificate: {missing}", 1)
+        return _invalid(args, "INVALID certificate: ", missing)
+    if args.json:
+        return _print_json(certificate_report(result.verdict.claims, result.card,
+                                              _setup_words(result.verdict, result.card), True, result.log.describe()))
     _print_valid(result.verdict, result.card)
     print(result.log.describe())
     print(f"Bank's reference: certificate {result.bundle.certificate_id}, issued {result.bundle.issued_at} "
