@@ -34,6 +34,7 @@ from statement.proof_system import Groth16, RelationKey
 
 from .bucket_keys import (ZKEY_FILE, InstalledKeys, audit_ceremony_metadata, ceremony_group_shape, load_keys, save_keys,
                           setup_record)
+from .progress import StageBar
 from .proving import exclusive_lock
 from .workspace import ModelWorkspace
 
@@ -243,8 +244,8 @@ class GroupCountsProver:
         witness = GroupCountsWitness(net.weights, net.biases, self.salt, tuple(rows), tuple(labels))
         started = time.perf_counter()
         cs = ConstraintSystem(with_values=True, keep_constraints=False)
-        build_group_counts(cs, shape, public, witness,
-                           progress=lambda done, total: self.progress(f"  witness: {done}/{total} rows"))
+        with StageBar("witness rows", total=shape.n_rows) as bar:
+            build_group_counts(cs, shape, public, witness, progress=lambda done, total: bar.update(done, total))
         self.progress(f"witness ready ({time.perf_counter() - started:.1f} s); proving")
         started = time.perf_counter()
         values = public.field_elements()

@@ -60,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from offline_precompute.db import open_database, resolve_store_url
     from offline_precompute.enumerate import precompute
     from prover_service.commands.precompute import ProgressPrinter
+    from prover_service.progress import StageBar
     from prover_service.proving import ExactRadiusUnavailable, Prover
     from prover_service.publishing import commit_model
     from prover_service.workspace import ModelWorkspace
@@ -111,7 +112,8 @@ def run(args: argparse.Namespace) -> int:
         verdict = None
         for index, query in enumerate(queries):
             try:
-                result = prover.prove(query)
+                with StageBar(f"customer {index}") as bar:
+                    result = prover.prove(query, on_stage=bar.stage)
             except ExactRadiusUnavailable as exc:
                 print(f"{index:>8}  not proved: {exc}", flush=True)
                 continue

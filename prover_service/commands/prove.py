@@ -43,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
     from offline_precompute.certify import query_from_index, query_from_record, read_record
     from offline_precompute.db import open_database, resolve_store_url
     from fairness.errors import ModelError
+    from prover_service.progress import StageBar
     from prover_service.proving import Prover
     from prover_service.workspace import ModelWorkspace, write_atomically
 
@@ -62,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
             delta = prover.card.persistence_box(args.delta)
         except ValueError as exc:
             raise ModelError(str(exc)) from None
-        result = prover.prove(query, persistence_delta=delta)
+        with StageBar("proving") as bar:
+            result = prover.prove(query, on_stage=bar.stage, persistence_delta=delta)
     finally:
         db.dispose()
     bundle = result.bundle
