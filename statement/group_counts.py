@@ -41,9 +41,8 @@ from typing import Sequence
 
 from circuits.errors import CircuitError
 from circuits.field import MAX_SIGNED_BITS
-from circuits.gadgets.bits import pack_native
-from circuits.poseidon import poseidon_chain
 from circuits.relation import R1CS
+from commitments.audit import DATASET_TAG, GROUP_COUNT_FIELDS, DatasetError, DatasetLayout, GroupCount, input_bits
 
 from .commitment import commit_in_circuit
 from .persistence import relu_of
@@ -51,13 +50,7 @@ from .shape import StatementShape, StatementShapeError, model_part_digest
 from .spread import argmax
 from .widths import bits
 
-DATASET_TAG = int.from_bytes(b"fairproof.audit.v1", "big")
-DATASET_SCHEME = ("poseidon-chain/circomlib; [tag, N, n_inputs, input_bits, pack(rows row-major, input_bits, "
-                  "signed), pack(labels, 1)]")
-GROUP_COUNT_FIELDS = ("rows", "positives", "selected", "true_positives")
-
-
-class GroupCountsError(CircuitError):
+class GroupCountsError(CircuitError, DatasetError):
     """A group-counts shape, dataset or witness that cannot be proved."""
 
 
@@ -127,7 +120,11 @@ class GroupCountsShape:
     @property
     def input_bits(self) -> int:
         """Packing width of an input: every box value v has -2^(b-1) <= v < 2^(b-1)."""
-        return bits(max(max(abs(lo), abs(hi)) for lo, hi in zip(self.box_lower, self.box_upper))) + 1
+        return input_bits(self.box_lower, self.box_upper)
+
+    def layout(self) -> DatasetLayout:
+        return DatasetLayout(self.n_rows, tuple(self.box_lower), tuple(self.box_upper),
+                             tuple(self.sensitive_columns), tuple(tuple(s) for s in self.slices))
 
     def value_bounds(self) -> tuple[tuple[int, ...], int]:
         """(bound on every pre-activation of each hidden layer, bound on every logit difference), from
@@ -167,57 +164,21 @@ class GroupCountsShape:
         return hashlib.sha256(json.dumps(self.to_json(), sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-@dataclass(frozen=True)
-class GroupCount:
-    """One slice's counts (GROUP_COUNT_FIELDS)."""
-
-    rows: int
-    positives: int
-    selected: int
-    true_positives: int
-
-
 # ----------------------------------------------------------------------------- the dataset
 def check_dataset(shape: GroupCountsShape, rows: Sequence[Sequence[int]], labels: Sequence[int]) -> None:
-    """Refuse (GroupCountsError) a dataset no honest proof exists for: N rows of n_inputs ints inside the
-    domain box, sensitive values forming a slice, labels 0 or 1."""
-    if len(rows) != shape.n_rows or len(labels) != shape.n_rows:
-        raise GroupCountsError(f"the circuit takes {shape.n_rows} rows and labels, got {len(rows)} and {len(labels)}")
-    slices = set(shape.slices)
-    for r, (x, label) in enumerate(zip(rows, labels)):
-        if len(x) != shape.n_inputs or not all(type(v) is int for v in x):
-            raise GroupCountsError(f"row {r}: {shape.n_inputs} integer inputs expected")
-        outside = [j for j, v in enumerate(x) if not shape.box_lower[j] <= v <= shape.box_upper[j]]
-        if outside:
-            raise GroupCountsError(f"row {r}: input {outside[0]} lies outside the domain box")
-        if tuple(x[c] for c in shape.sensitive_columns) not in slices:
-            raise GroupCountsError(f"row {r}: its sensitive values are not a combination of domain values")
-        if type(label) is not int or label not in (0, 1):
-            raise GroupCountsError(f"row {r}: its label must be 0 or 1")
-
-
-def digest_preimage(shape: GroupCountsShape, rows: Sequence[Sequence[int]], labels: Sequence[int]) -> list[int]:
-    flat = [v for x in rows for v in x]
-    return [DATASET_TAG, shape.n_rows, shape.n_inputs, shape.input_bits,
-            *pack_native(flat, shape.input_bits, signed=True), *pack_native(list(labels), 1, signed=False)]
+    """commitments.audit.DatasetLayout.check, as a GroupCountsError."""
+    try:
+        shape.layout().check(rows, labels)
+    except GroupCountsError:
+        raise
+    except DatasetError as exc:
+        raise GroupCountsError(str(exc)) from None
 
 
 def dataset_digest(shape: GroupCountsShape, rows: Sequence[Sequence[int]], labels: Sequence[int]) -> int:
-    """The public digest of an audit dataset (DATASET_SCHEME), checked first (`check_dataset`)."""
+    """The public digest of an audit dataset (commitments.audit.DATASET_SCHEME), checked first."""
     check_dataset(shape, rows, labels)
-    return poseidon_chain(digest_preimage(shape, rows, labels))
-
-
-def dataset_counts(shape: GroupCountsShape, rows: Sequence[Sequence[int]], labels: Sequence[int]
-                   ) -> list[tuple[int, int]]:
-    """(n_g, p_g) per slice: what anyone computes from the public dataset alone."""
-    index = {s: g for g, s in enumerate(shape.slices)}
-    out = [[0, 0] for _ in shape.slices]
-    for x, label in zip(rows, labels):
-        g = index[tuple(x[c] for c in shape.sensitive_columns)]
-        out[g][0] += 1
-        out[g][1] += label
-    return [(n, p) for n, p in out]
+    return shape.layout().digest(rows, labels)
 
 
 # ----------------------------------------------------------------------------- public inputs and witness

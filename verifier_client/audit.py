@@ -4,7 +4,7 @@
 dataset the auditor holds and the proof. In order:
 
 1. the bundle names this card (digest) and one of its audit circuits, whose
-   shape (the card's model part, N, the favourable class) is rebuilt here;
+   layout (the card's box and slices, N rows) is what the dataset is checked against;
 2. the dataset is the card's kind (input names, scale), has N rows inside
    the domain box with sensitive values forming slices, and its Poseidon
    digest is recomputed here;
@@ -28,10 +28,8 @@ from circuits.backends import get_backend
 from circuits.errors import MalformedArtifact
 from circuits.groth16 import check_prepared_proof, prepare_verifying_key, vk_digest
 from circuits.snarkjs.json_formats import verifying_key_from_json
-from commitments.audit import AuditDataset, GroupCountsBundle
-from commitments.card import AuditCircuit, ModelCard
-from statement.group_counts import (GROUP_COUNT_FIELDS, GroupCount, GroupCountsError, GroupCountsShape,
-                                    dataset_counts, dataset_digest)
+from commitments.audit import GROUP_COUNT_FIELDS, AuditDataset, DatasetError, DatasetLayout, GroupCount, GroupCountsBundle
+from commitments.card import ModelCard
 
 from .verify import card_digest, read_proof, setup_trust_problem
 
@@ -91,10 +89,6 @@ def group_metrics(card: ModelCard, counts: Iterable[GroupCount]) -> GroupMetrics
         least_favoured=low[1] if low is not None else None)
 
 
-def audit_shape(card: ModelCard, circuit: AuditCircuit) -> GroupCountsShape:
-    return GroupCountsShape.from_json(card.group_counts_shape_json(circuit))
-
-
 def verify_group_counts(bundle: GroupCountsBundle, card: ModelCard, dataset: AuditDataset, backend=None, *,
                         trusted_contributors: Iterable[str] = ()) -> AuditVerdict:
     """Every check an auditor needs, in order; the first failure is the reason."""
@@ -106,11 +100,8 @@ def verify_group_counts(bundle: GroupCountsBundle, card: ModelCard, dataset: Aud
         circuit = card.audit_circuit(bundle.circuit)
     except KeyError as exc:
         return _refuse(str(exc.args[0]))
-    try:
-        shape = audit_shape(card, circuit)
-    except GroupCountsError as exc:
-        return _refuse(f"audit circuit {circuit.name}: {exc}")
-    f = shape.favourable_class
+    layout = DatasetLayout.of_card(card, circuit.n_rows)
+    f = circuit.favourable_class
     if bundle.favourable_class != f or bundle.favourable_label != card.architecture.class_labels[f]:
         return _refuse("the bundle's favourable class is not its audit circuit's")
 
@@ -124,8 +115,8 @@ def verify_group_counts(bundle: GroupCountsBundle, card: ModelCard, dataset: Aud
         return _refuse("the bundle is about another audit dataset than the one you hold")
     rows, labels = [list(r) for r in dataset.rows], list(dataset.labels)
     try:
-        digest = dataset_digest(shape, rows, labels)
-    except GroupCountsError as exc:
+        digest = layout.digest(rows, labels)
+    except DatasetError as exc:
         return _refuse(f"the audit dataset cannot be proved on: {exc}")
     if int(bundle.dataset_digest) != digest:
         return _refuse("the bundle's dataset digest is not the dataset's")
@@ -133,20 +124,20 @@ def verify_group_counts(bundle: GroupCountsBundle, card: ModelCard, dataset: Aud
     # The signals: what the statement's public inputs must be, from the card, the dataset and the claimed
     # selections (which the proof then pins).
     signals = [int(s) for s in bundle.public_signals]
-    if len(signals) != shape.n_public or circuit.n_public != shape.n_public:
-        return _refuse(f"{shape.n_public} public signals expected, the bundle has {len(signals)}")
+    if len(signals) != layout.n_public or circuit.n_public != layout.n_public:
+        return _refuse(f"{layout.n_public} public signals expected, the bundle has {len(signals)}")
     if signals[0] != int(card.commitment):
         return _refuse("the proof is not about the committed model (commitment signal differs from the card's)")
     if signals[1] != digest:
         return _refuse("the proof is not about this dataset (digest signal differs)")
     k = len(GROUP_COUNT_FIELDS)
-    counts = [GroupCount(*signals[2 + k * g: 2 + k * (g + 1)]) for g in range(shape.n_slices)]
-    for g, (c, (n, p)) in enumerate(zip(counts, dataset_counts(shape, rows, labels))):
+    counts = [GroupCount(*signals[2 + k * g: 2 + k * (g + 1)]) for g in range(len(layout.slices))]
+    for g, (c, (n, p)) in enumerate(zip(counts, layout.counts(rows, labels))):
         if (c.rows, c.positives) != (n, p):
             return _refuse(f"slice {g}: the signals' row or positive count is not the dataset's")
         if not (0 <= c.true_positives <= c.selected <= c.rows and c.true_positives <= c.positives):
             return _refuse(f"slice {g}: the selected counts are impossible (no proof can have them)")
-    if len(bundle.groups) != shape.n_slices:
+    if len(bundle.groups) != len(layout.slices):
         return _refuse("the bundle does not list every slice")
     for g, (claimed, c) in enumerate(zip(bundle.groups, counts)):
         values, slice_labels = card.slice_labels(g)

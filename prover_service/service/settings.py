@@ -1,15 +1,17 @@
 """Service configuration, read once from the environment into a typed object.
 
+`Settings` is a pydantic-settings `BaseSettings`: each field is read from
+FAIRPROOF_<FIELD NAME> (empty values ignored), validated and frozen.
 Every variable is documented in the README ("Running the service"); the
 docker-compose file sets the same names.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated, Literal, Mapping
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, model_validator
+from pydantic import BeforeValidator, Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 ENV_PREFIX = "FAIRPROOF_"
 DEFAULT_DATABASE_FILE = "service.sqlite"
@@ -20,8 +22,8 @@ def _integer_text(value):
     return int(value) if isinstance(value, str) and value.strip().isdigit() else value
 
 
-class Settings(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_ignore_empty=True, frozen=True, extra="forbid")
 
     # Committed model directories (fairproof train/commit) live here; admins register them by name.
     models_dir: Path = Path("var/models")
@@ -125,11 +127,14 @@ class Settings(BaseModel):
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides) -> "Settings":
-        env = os.environ if environ is None else environ
+        """The settings from the process environment (pydantic-settings), or from `environ` instead when given;
+        `overrides` (command-line options; None: not given) win over both."""
+        given = {k: v for k, v in overrides.items() if v is not None}
+        if environ is None:
+            return cls(**given)
         values: dict = {}
         for name in cls.model_fields:
-            raw = env.get(ENV_PREFIX + name.upper())
+            raw = environ.get(ENV_PREFIX + name.upper())
             if raw is not None and raw.strip() != "":
                 values[name] = raw.strip()
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls.model_validate(values)
+        return cls.model_validate({**values, **given})  # model_validate reads no environment
