@@ -137,4 +137,19 @@ class Settings(BaseSettings):
             raw = environ.get(ENV_PREFIX + name.upper())
             if raw is not None and raw.strip() != "":
                 values[name] = raw.strip()
-        return cls.model_validate({**values, **given})  # model_validate reads no environment
+        checked = _GivenEnvironment(**{**values, **given})
+        return cls.model_construct(**checked.model_dump())  # validated above; a plain Settings again
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
+                                   file_secret_settings):
+        return (init_settings, env_settings)  # no .env file and no secrets directory: the environment only
+
+
+class _GivenEnvironment(Settings):
+    """Settings validated from the values given only (from_env with an explicit environment)."""
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
+                                   file_secret_settings):
+        return (init_settings,)
