@@ -638,7 +638,7 @@ class ConstraintSystem:
         def conv_cached(d):
             r = get(id(d))
             if r is None:
-                r = cache[id(d)] = conv(d)
+                r = cache[id(d)] = conv(d)  # noqa: F821 (bound above; deleted only after the last call)
             return r
 
         # Millions of small tuples: the cyclic GC would rescan them repeatedly

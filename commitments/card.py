@@ -29,7 +29,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
-from fairness.schema import FeatureSchema, SensitiveAttribute
+from fairness.schema import FeatureSchema
 
 from .bundle import G1Json, G2Json
 from .canonical import FrDecimal, Sha256Hex, hex_string

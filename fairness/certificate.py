@@ -31,7 +31,6 @@ The JSON form (`to_json` / `from_json`) is versioned (`FORMAT`, `VERSION`).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Sequence

@@ -40,7 +40,7 @@ from circuits.field import to_signed
 from commitments.bundle import (CertificateBundle, CounterfactualSpread, FlipSlice, PersistenceBound, PersistentBias,
                                 Radius, SlicePart)
 from commitments.claims import ClaimError, bundle_claims
-from commitments.card import BucketShape, CircuitBucket, ModelCard, SetupRecord
+from commitments.card import BucketShape, CircuitBucket, SetupRecord
 from fairness.certificate import CAP, CERTIFIED, COUNTEREXAMPLE, EXACT, FAST, FLIP, RADIUS_MODES, Certificate
 from fairness.checker import check_certificate
 from fairness.errors import CertificationError, ModelError

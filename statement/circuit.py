@@ -121,9 +121,8 @@ def build_statement(cs, shape: StatementShape, public: StatementPublic | None = 
         public = witness = None
     val = _Values(witness)
     pub_vals = public.field_elements() if public is not None else [None] * shape.n_public
-    H, K, F, S, C = shape.n_hidden, shape.region_slots, shape.farkas_slots, shape.n_slices, shape.n_classes
-    nf, Rr = shape.n_free, shape.n_rows
-    s_bits, t_bits = shape.scale_bits, shape.eps_bits
+    H, S, C = shape.n_hidden, shape.n_slices, shape.n_classes
+    s_bits = shape.scale_bits
     free = shape.free_columns
     box_lo_free = [shape.box_lower[j] for j in free]
     box_hi_free = [shape.box_upper[j] for j in free]

@@ -11,7 +11,7 @@ from circuits.builder import ConstraintSystem
 from circuits.errors import CircuitError, UnsatisfiedConstraint
 from circuits.field import R, to_signed
 
-from circuit_helpers import assert_accepts_and_matches_setup, build, build_setup, tampered
+from circuit_helpers import assert_accepts_and_matches_setup, tampered
 
 
 def test_public_wires_come_first_in_declaration_order():

@@ -29,7 +29,7 @@ import pytest
 
 from circuits.backends import get_backend
 from circuits.snarkjs.node import find_snarkjs, missing_reason, run_snarkjs
-from commitments.card import ContributionRecord, ModelCard
+from commitments.card import ModelCard
 from prover_service.cli import main as fairproof
 from verifier_client.cli import main as verify_main
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import uuid
 
 import numpy as np
@@ -12,7 +11,7 @@ from fairness.certificate import Certificate
 from fairness.checker import check_certificate
 from fairness.errors import CertificationError
 from prover_service.cli import main
-from store_fixtures import PG_URL, open_test_store
+from store_fixtures import open_test_store
 
 
 def _german():

@@ -12,7 +12,7 @@ from fairness.regions import LPRegionOracle, RationalPoint, SliceGeometry, class
 from fairness_toy_models import random_model
 from offline_precompute import store as st
 from offline_precompute.db import open_database
-from offline_precompute.enumerate import RegionComputer, precompute
+from offline_precompute.enumerate import precompute
 from offline_precompute.oracle import StoreRegionOracle
 from store_fixtures import database, open_test_store, store_spec  # noqa: F401  (fixtures)
 

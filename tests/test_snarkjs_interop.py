@@ -16,7 +16,6 @@ from circuits.field import R
 from circuits.groth16 import prove, setup, verify
 from circuits.relation import R1CS, Constraint
 from circuits.snarkjs import (
-    ToxicWaste,
     sample_toxic_waste,
     find_snarkjs,
     read_proof,

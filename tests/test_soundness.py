@@ -6,7 +6,6 @@ exact in-region radius, and every listed mutation of it is refused.
 from __future__ import annotations
 
 import copy
-import math
 import random
 
 import pytest

@@ -14,7 +14,6 @@ from circuits.field import R
 from commitments.claims import ClaimError, bundle_claims, claims_from_signals
 from fairness.spread import SpreadLens, bucket_width_at, default_favourable_class, margin, spread
 from fairness_toy_models import random_model, random_query
-from statement import build_statement
 from statement.adapter import statement_inputs
 from statement.spread import argmax, distinct_count, floor_div
 from statement_cases import CASES, SALT, build, case, exact_case, unsatisfied_labels

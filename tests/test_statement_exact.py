@@ -15,7 +15,6 @@ from circuits.builder import ConstraintSystem
 from circuits.groth16.prove import prove
 from circuits.groth16.setup import setup
 from circuits.groth16.verify import verify
-from fairness.covers import CoverKind
 from statement import Counterexample, FarkasEntry, build_statement
 from statement.adapter import statement_inputs
 from statement.witness import StatementWitnessError
@@ -228,7 +227,7 @@ def test_exact_shape_refuses_a_fast_certificate():
 
 
 def test_fast_shape_refuses_an_exact_certificate():
-    f, x = case("one_layer"), exact_case("one_layer")
+    x = exact_case("one_layer")
     with pytest.raises(StatementWitnessError, match="exact statement"):
         statement_inputs(x.model, SALT, x.cert, dataclasses.replace(x.shape, radius="fast"))
 

@@ -22,7 +22,7 @@ from fairness.codes import ActivationCode
 from fairness.regions import SliceGeometry, class_system, facet_system, free_part
 from statement import FarkasEntry
 from statement.adapter import bucket_sizes, model_commitment, statement_inputs
-from statement_cases import SALT, build, case, rejected, some, unsatisfied_labels
+from statement_cases import SALT, build, case, rejected, some
 
 
 def replace_slice(witness, si, **changes):

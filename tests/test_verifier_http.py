@@ -18,8 +18,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from commitments.bundle import CertificateBundle, Radius, SnarkjsProof
-from commitments.card import ModelCard
+from commitments.api import JobView
+from commitments.bundle import Radius, SnarkjsProof
 from commitments.record import UnknownCategoryError, encode_record
 from verifier_client.cli import main as verify_main
 from verifier_client.pins import PinMismatch, PinStore

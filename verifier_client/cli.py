@@ -37,7 +37,6 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 
 from commitments.api import JobView
 from commitments.bundle import CertificateBundle

@@ -35,7 +35,7 @@ import hashlib
 from typing import Any, Mapping
 
 from ..errors import MalformedArtifact
-from ..field import Q, R
+from ..field import Q
 from .types import G1Affine, G2Affine, Proof, VerifyingKey
 from ..curve import Fq2, fq2_mul, g1_curve_rhs, g1_on_curve, g2_curve_rhs, g2_in_subgroup, g2_is_valid, g2_on_curve
 

@@ -138,7 +138,7 @@ def prove(
 
     def quotient_and_first_half():
         try:
-            h_found.append(h_scalars(a_rows, b_rows, c_rows))
+            h_found.append(h_scalars(a_rows, b_rows, c_rows))  # noqa: F821 (deleted only after this thread joins)
         finally:
             h_ready.set()
         report("quotient", 2, 3)

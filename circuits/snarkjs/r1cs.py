@@ -204,7 +204,7 @@ def read_r1cs_arrays(path: str | Path) -> ArrayR1CS:
 
 
 def read_r1cs(path: str | Path) -> R1CS:
-    relation, _ = decode_r1cs(read_file_bytes(path, f"r1cs file"), what=f"r1cs file {path}")
+    relation, _ = decode_r1cs(read_file_bytes(path, "r1cs file"), what=f"r1cs file {path}")
     return relation
 
 
