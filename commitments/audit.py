@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import TYPE_CHECKING, Final, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -35,8 +35,12 @@ from circuits.poseidon import poseidon_chain
 from .bundle import ProofHex, SnarkjsProof
 from .canonical import FrDecimal
 
-AUDIT_DATASET_FORMAT = "fairproof-audit-dataset"
-GROUP_COUNTS_KIND = "group-counts"
+if TYPE_CHECKING:  # card imports bundle too; only the annotation needs it
+    from .card import ModelCard
+
+# Final: their types are the literals the models' fields take.
+AUDIT_DATASET_FORMAT: Final = "fairproof-audit-dataset"
+GROUP_COUNTS_KIND: Final = "group-counts"
 
 
 class _Frozen(BaseModel):
@@ -159,7 +163,7 @@ class DatasetLayout:
         return 2 + len(GROUP_COUNT_FIELDS) * len(self.slices)
 
     @classmethod
-    def of_card(cls, card, n_rows: int) -> "DatasetLayout":
+    def of_card(cls, card: ModelCard, n_rows: int) -> "DatasetLayout":
         return cls(n_rows, tuple(card.box_lower), tuple(card.box_upper), tuple(f.column for f in card.sensitive),
                    tuple(card.slices()))
 

@@ -30,16 +30,16 @@ Depends on pydantic only: the verifier client imports it.
 from __future__ import annotations
 
 from decimal import Decimal, localcontext
-from typing import Literal
+from typing import Annotated, Final, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from circuits.field import R
 
-from .canonical import FqDecimal, FrDecimal, hex_string
+from .canonical import FqDecimal, FrDecimal, hex_validator
 from .log import LogEvidence, RequestId
 
-BUNDLE_VERSION = 1
+BUNDLE_VERSION: Final = 1  # Final: its type is Literal[1], the field's
 
 STATUS_CERTIFIED = 0
 STATUS_FLIP = 1
@@ -47,7 +47,7 @@ Status = Literal["certified", "counterfactual_flip"]
 STATUS_CODES: dict[str, int] = {"certified": STATUS_CERTIFIED, "counterfactual_flip": STATUS_FLIP}
 STATUS_NAMES: dict[int, str] = {code: name for name, code in STATUS_CODES.items()}
 
-ProofHex = hex_string(256, "compressed proof")
+ProofHex: TypeAlias = Annotated[str, hex_validator(256, "compressed proof")]
 
 
 class _Frozen(BaseModel):

@@ -16,7 +16,7 @@ Depends on pydantic only: the verifier client imports it.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Callable, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ValidationError
 
@@ -43,7 +43,7 @@ def parse_decimal(text: Any, bound: int, what: str) -> int:
         raise NonCanonical(str(exc)) from None
 
 
-def _field_decimal(bound: int, name: str):
+def _field_decimal(bound: int, name: str) -> Callable[[str], str]:
     def check(text: str) -> str:
         parse_decimal(text, bound, name)
         return text
@@ -62,8 +62,14 @@ def _hex(text: str, length: int, what: str) -> str:
     return text
 
 
-def hex_string(length: int, what: str):
-    return Annotated[str, AfterValidator(lambda s: _hex(s, length, what))]
+def hex_validator(length: int, what: str) -> AfterValidator:
+    """The validator of `hex_string`: declare `X: TypeAlias = Annotated[str, hex_validator(...)]` so type
+    checkers see the alias (a function returning the Annotated type is not one)."""
+    return AfterValidator(lambda s: _hex(s, length, what))
+
+
+def hex_string(length: int, what: str) -> Any:  # a typing special form, not a class
+    return Annotated[str, hex_validator(length, what)]
 
 
 # -- strict JSON ---------------------------------------------------------------------------

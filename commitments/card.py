@@ -25,17 +25,17 @@ import itertools
 import json
 import math
 from fractions import Fraction
-from typing import Literal
+from typing import Annotated, Any, Final, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from fairness.schema import FeatureSchema
 
 from .bundle import G1Json, G2Json
-from .canonical import FrDecimal, Sha256Hex, hex_string
+from .canonical import FrDecimal, Sha256Hex, hex_validator
 
-CARD_VERSION = 2
-Blake2bHex = hex_string(128, "BLAKE2b-512 hash")
+CARD_VERSION: Final = 2  # Final: its type is Literal[2], the field's
+Blake2bHex: TypeAlias = Annotated[str, hex_validator(128, "BLAKE2b-512 hash")]
 
 # Which radius a bucket's statement proves (statement.shape: FAST_RADIUS, EXACT_RADIUS).
 RadiusKind = Literal["fast", "exact"]
@@ -133,8 +133,8 @@ class BucketShape(_Frozen):
         return self
 
     @model_serializer(mode="wrap")
-    def _fast_unwritten(self, handler: SerializerFunctionWrapHandler) -> dict:
-        data = handler(self)
+    def _fast_unwritten(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
         if self.radius == FAST_RADIUS:
             data.pop("radius", None)  # fast shapes keep the spelling (and digests) they had before exact ones
         if not self.per_slice:
@@ -316,7 +316,7 @@ class ModelCard(_Frozen):
                 raise ValueError(f"audit circuit {audit.name}: one weight and bias bound per layer")
         # One circuit, one key: a verifying key (or constraint system, or initial key) listed under two
         # shapes is the key of at most one of them, e.g. a fast statement's key relabelled as exact.
-        keyed = (*self.circuits, *self.audit_circuits)
+        keyed: tuple[CircuitBucket | AuditCircuit, ...] = (*self.circuits, *self.audit_circuits)
         for what, values in (("verifying key", [c.verifying_key_digest for c in keyed]),
                              ("R1CS digest", [c.r1cs_digest for c in keyed]),
                              ("circuit hash", [c.setup.circuit_hash for c in keyed
@@ -386,7 +386,7 @@ class ModelCard(_Frozen):
         values = self.slices()[index]
         return values, tuple(f.labels[f.values.index(v)] for f, v in zip(self.sensitive, values))
 
-    def statement_shape_json(self, bucket: CircuitBucket) -> dict:
+    def statement_shape_json(self, bucket: CircuitBucket) -> dict[str, Any]:
         """The full public shape of `bucket`'s statement (statement.StatementShape.from_json)."""
         a = self.architecture
         return {
@@ -493,7 +493,7 @@ class ModelCard(_Frozen):
                 return c
         raise KeyError(f"model card {self.model_id!r} has no audit circuit {name!r}")
 
-    def group_counts_shape_json(self, circuit: AuditCircuit) -> dict:
+    def group_counts_shape_json(self, circuit: AuditCircuit) -> dict[str, Any]:
         """The full public shape of an audit circuit (statement.group_counts.GroupCountsShape.from_json)."""
         a = self.architecture
         return {

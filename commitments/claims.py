@@ -38,7 +38,7 @@ from typing import Sequence
 from circuits.field import R
 
 from .bundle import (STATUS_CERTIFIED, STATUS_FLIP, STATUS_NAMES, CertificateBundle, CounterfactualSpread, FlipSlice,
-                     PersistenceBound, PersistentBias, radius_decimal)
+                     PersistenceBound, PersistenceStatus, PersistentBias, radius_decimal)
 from .canonical import NonCanonical, parse_decimal
 from .card import EXACT_RADIUS, CircuitBucket, ModelCard, PersistenceLensCard, RadiusKind, SpreadLensCard
 
@@ -99,7 +99,7 @@ class PersistenceClaims:
     scale_bits: int
     logit_scale_bits: int
 
-    def status(self, i: int) -> str:
+    def status(self, i: int) -> PersistenceStatus:
         lower, upper = self.bounds[i]
         if self.own[i]:
             return "own"
@@ -227,9 +227,9 @@ def claims_from_signals(signals: Sequence[str], card: ModelCard, bucket: Circuit
                              "is not a value of its domain")
 
     spread = persistence = None
-    if n_spread:
+    if card.spread is not None:  # exactly when n_spread > 0
         spread = _spread_claims(values[HEAD_SIGNALS + n:], card, card.spread, query, decision, status)
-    if n_persistence:
+    if card.persistence is not None:  # exactly when n_persistence > 0
         persistence = _persistence_claims(values[HEAD_SIGNALS + n + n_spread:], card, card.persistence, query)
 
     return Claims(model_id=card.model_id, bucket=bucket.bucket, commitment=commitment, decision=decision,

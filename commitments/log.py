@@ -19,17 +19,17 @@ Depends on pydantic only: the verifier client imports it.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Literal, Sequence, Union
+from typing import Annotated, Literal, Sequence, TypeAlias, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .canonical import FrDecimal, Sha256Hex, hex_string
+from .canonical import FrDecimal, Sha256Hex, hex_validator
 
 MAX_CHECKPOINT_CHARS = 16 * 1024  # a checkpoint with a hundred cosignatures fits easily
 MAX_PROOF_HASHES = 64  # log2 of any tree this log can hold
 MAX_ENTRIES_PER_PAGE = 1000
 
-HashHex = hex_string(64, "Merkle tree hash")
+HashHex: TypeAlias = Annotated[str, hex_validator(64, "Merkle tree hash")]
 ModelIdText = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
 RequestId = Annotated[str, Field(pattern=r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")]
 TreeIndex = Annotated[int, Field(ge=0, lt=2**63)]

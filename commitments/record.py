@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -156,7 +156,8 @@ def _round_half_up(value: float, bits: int) -> int:
     return q + 1 if 2 * r >= scaled.denominator else q
 
 
-def _check_box(card: ModelCard, features, record: Mapping[str, Any], query: tuple[int, ...]) -> None:
+def _check_box(card: ModelCard, features: Sequence[FeatureEncoding], record: Mapping[str, Any],
+               query: tuple[int, ...]) -> None:
     unit = 1 << card.scale_bits
     for f, v, lo, hi in zip(features, query, card.box_lower, card.box_upper):
         if not lo <= v <= hi:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from prover_service.commands.precompute import STORE_HELP
 from prover_service.commands.radius_option import add_radius_argument
+from prover_service.outputs import add_json_argument
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -30,6 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="an imported model's data (rows read through its schema), for --index")
     add_radius_argument(p)
     p.add_argument("--out", metavar="CERT.json", help="write the certificate JSON here")
+    add_json_argument(p)
     p.set_defaults(handler=run)
 
 
@@ -57,11 +59,12 @@ def run(args: argparse.Namespace) -> int:
         db.dispose()
     cert = result.certificate
     check_certificate(model, cert)  # never hand out a certificate the exact checker refuses
+    human = sys.stderr if args.json else sys.stdout  # with --json, stdout is the one document
     for line in certificate_summary(cert, model, artifact.class_labels):
-        print(line)
+        print(line, file=human)
     s = result.stats
     print(f"certified in {result.seconds * 1000:.0f} ms: store answers {s.hits}, computed {s.misses} "
-          f"(cached {result.cached_rows}), rejected {s.rejected}")
+          f"(cached {result.cached_rows}), rejected {s.rejected}", file=human)
     if args.out:
         out = Path(args.out)
         doc = {
@@ -75,4 +78,16 @@ def run(args: argparse.Namespace) -> int:
         tmp.write_text(json.dumps(doc, indent=1) + "\n")
         tmp.replace(out)
         print(f"certificate written to {out}", file=sys.stderr)
+    if args.json:
+        from fairness.certificate import CAP, FLIP
+        from prover_service.outputs import CertifyOutput, Radius, emit
+
+        kind = ("flip" if cert.status == FLIP else "cap" if cert.attainment is not None and cert.attainment.kind == CAP
+                else "exact" if cert.radius_is_exact else "fast")
+        labels = artifact.class_labels
+        emit(CertifyOutput(decision=cert.decision, decision_label=labels[cert.decision] if labels else str(cert.decision),
+                           status=cert.status, query=list(cert.query), seconds=result.seconds,
+                           radius=Radius(numerator=cert.eps, scale_bits=cert.eps_bits,
+                                         decimal=str(float(cert.eps_value)), kind=kind),
+                           certificate_file=str(args.out) if args.out else None))
     return 0

@@ -42,17 +42,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("keydir", type=Path, help="directory to write the keys into (created)")
     p.add_argument("--seed", help="derive the secrets from this seed: TESTS ONLY, the key is forgeable by anyone who knows it")
     p.add_argument("--backend", choices=("mcl", "reference"), help="curve backend (default: mcl if it loads)")
+    add_json_argument(p)
     p.set_defaults(handler=_setup)
 
     p = commands.add_parser("contribute", help="add a phase-2 contribution (re-randomises delta)")
     p.add_argument("keydir", type=Path)
     p.add_argument("--name", default="", help="contributor's name, recorded in the transcript")
     p.add_argument("--backend", choices=("mcl", "reference"))
+    add_json_argument(p)
     p.set_defaults(handler=_contribute)
 
     p = commands.add_parser("verify-contributions", help="check the phase-2 transcript against the keys")
     p.add_argument("keydir", type=Path)
     p.add_argument("--backend", choices=("mcl", "reference"))
+    add_json_argument(p)
     p.set_defaults(handler=_verify_contributions)
 
     p = commands.add_parser("prove", help="prove a witness (.wtns) for the key's circuit")
@@ -63,6 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--check-key-points", action="store_true",
                    help="also check every key point on its curve (by default only the files' SHA-256 against the "
                         "key's header: proving with one's own key)")
+    add_json_argument(p)
     p.set_defaults(handler=_prove)
 
     p = commands.add_parser("verify", help="verify a proof (snarkjs JSON files)")
@@ -70,6 +74,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("proof", type=Path, help="proof.json")
     p.add_argument("public", type=Path, help="public.json")
     p.add_argument("--backend", choices=("mcl", "reference"))
+    add_json_argument(p)
     p.set_defaults(handler=_verify)
 
     p = commands.add_parser("import-ptau", help="check a snarkjs powers-of-tau file (.ptau) for use as phase 1")
@@ -77,6 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--check-power", type=int, metavar="P",
                    help="check the Lagrange points only for a 2^P domain (and 2^(P+1) for H), not for every power")
     p.add_argument("--backend", choices=("mcl", "reference"))
+    add_json_argument(p)
     p.set_defaults(handler=_import_ptau)
 
     p = commands.add_parser("dev-ptau", help="write a DEVELOPMENT powers-of-tau file: one party's secrets, forgeable by whoever ran it")
@@ -84,7 +90,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("out", type=Path, metavar="OUT.ptau", help="file to write (prepared for phase 2; must not exist)")
     p.add_argument("--name", help="contribution name recorded in the file (default: development phase 1)")
     p.add_argument("--backend", choices=("mcl", "reference"))
+    add_json_argument(p)
     p.set_defaults(handler=_dev_ptau)
+
+
+def add_json_argument(parser) -> None:
+    from prover_service.outputs import add_json_argument as add
+
+    add(parser)
 
 
 def _progress(prefix: str):
@@ -119,6 +132,11 @@ def _setup(args: argparse.Namespace) -> int:
     write_verifying_key(keydir / VK_FILE, vk)
     _start_transcript(keydir, pk, backend)
     print(f"setup: keys written to {keydir}", file=sys.stderr)
+    if args.json:
+        from prover_service.outputs import Groth16SetupOutput, emit
+
+        emit(Groth16SetupOutput(keydir=str(keydir), constraints=r1cs.n_constraints, wires=r1cs.n_wires,
+                                public=r1cs.n_public, backend=backend.name, seeded=args.seed is not None))
     return 0
 
 
@@ -163,6 +181,10 @@ def _contribute(args: argparse.Namespace) -> int:
     write_verifying_key(args.keydir / VK_FILE, new_pk.vk)
     new_transcript.save(args.keydir / TRANSCRIPT_FILE)
     print(f"contribute: contribution {len(new_transcript.contributions)} recorded (its secret was never stored)", file=sys.stderr)
+    if args.json:
+        from prover_service.outputs import Groth16ContributeOutput, emit
+
+        emit(Groth16ContributeOutput(keydir=str(args.keydir), contributions=len(new_transcript.contributions)))
     return 0
 
 
@@ -173,11 +195,19 @@ def _verify_contributions(args: argparse.Namespace) -> int:
     final_pk, backend = _load_key(args.keydir, args.backend)
     initial_pk, _ = _load_key(args.keydir, backend.name, INITIAL_KEY_DIR)
     transcript = _read_transcript(args.keydir)
+    from prover_service.outputs import Groth16ContributionsOutput, emit
+
     if read_verifying_key(args.keydir / VK_FILE) != final_pk.vk:
-        print(f"fairproof: {VK_FILE} does not match the proving key", file=sys.stderr)
+        reason = f"{VK_FILE} does not match the proving key"
+        if args.json:
+            emit(Groth16ContributionsOutput(ok=False, reason=reason))
+        print(f"fairproof: {reason}", file=sys.stderr)
         return 1
     # Raises MalformedArtifact naming the first failed check.
     report = phase2.verify_contribution_chain(initial_pk, final_pk, transcript, backend)
+    if args.json:
+        emit(Groth16ContributionsOutput(ok=True, contributions=report.contributions, names=list(report.names)))
+        return 0
     names = ", ".join(name or "(anonymous)" for name in report.names) or "none"
     print(f"OK: {report.contributions} contribution(s) verified ({names})")
     return 0
@@ -224,8 +254,14 @@ def _prove(args: argparse.Namespace) -> int:
     proof = prove(pk, r1cs, witness, backend, progress=_progress("prove"))
     args.outdir.mkdir(parents=True, exist_ok=True)
     write_proof(args.outdir / "proof.json", proof)
-    write_public(args.outdir / "public.json", r1cs.public_inputs(witness))
+    public = r1cs.public_inputs(witness)
+    write_public(args.outdir / "public.json", public)
     print(f"prove: wrote {args.outdir / 'proof.json'} and {args.outdir / 'public.json'}", file=sys.stderr)
+    if args.json:
+        from prover_service.outputs import Groth16ProveOutput, emit
+
+        emit(Groth16ProveOutput(proof_file=str(args.outdir / "proof.json"), public_file=str(args.outdir / "public.json"),
+                                public_signals=[str(v) for v in public]))
     return 0
 
 
@@ -238,6 +274,11 @@ def _verify(args: argparse.Namespace) -> int:
     proof = read_proof(args.proof)
     public = read_public(args.public)
     result = check_proof(vk, public, proof, get_backend(args.backend))
+    if args.json:
+        from prover_service.outputs import Groth16VerifyOutput, emit
+
+        emit(Groth16VerifyOutput(valid=result.ok, reason=None if result.ok else result.reason))
+        return 0 if result.ok else 1
     if result.ok:
         print("OK")
         return 0
@@ -269,10 +310,21 @@ def _import_ptau(args: argparse.Namespace) -> int:
             powers = [args.check_power, args.check_power + 1]
         verify_ptau(ptau, backend, report, lagrange_powers=powers)
     except MalformedArtifact as exc:
+        if args.json:
+            from prover_service.outputs import PtauOutput, emit
+
+            emit(PtauOutput(ok=False, reason=str(exc), file=str(args.ptau)))
         print(f"fairproof: unusable powers-of-tau file: {exc}", file=sys.stderr)
         return 2
     names = ", ".join(c.name or "(anonymous)" for c in ptau.contributions)
     checked = "all powers" if powers is None else f"powers {powers[0]} and {powers[1]}"
+    if args.json:
+        from prover_service.outputs import PtauOutput, emit
+
+        emit(PtauOutput(ok=True, file=str(args.ptau), power=ptau.power, ceremony_power=ptau.ceremony_power,
+                        contributions=[c.name or "(anonymous)" for c in ptau.contributions], prepared=ptau.prepared,
+                        lagrange_checked=checked if ptau.prepared else None))
+        return 0
     print(f"OK: {args.ptau}")
     print(f"power: {ptau.power} (up to {1 << ptau.power} rows)")
     print(f"ceremony power: {ptau.ceremony_power}")
@@ -312,6 +364,12 @@ def _dev_ptau(args: argparse.Namespace) -> int:
     print(DEV_PTAU_WARNING, file=sys.stderr, flush=True)
     summary = write_dev_ptau(out, power, get_backend(args.backend), name=name,
                              progress=lambda message: print(message, file=sys.stderr, flush=True))
+    if args.json:
+        from prover_service.outputs import DevPtauOutput, emit
+
+        emit(DevPtauOutput(file=str(summary.path), power=summary.power, size=summary.size, seconds=summary.seconds,
+                           next_challenge=summary.next_challenge.hex()))
+        return 0
     print(f"wrote {summary.path}: power {summary.power}, {summary.size} bytes, {summary.seconds:.1f} s")
     print(f"next challenge hash: {summary.next_challenge.hex()}")
     return 0

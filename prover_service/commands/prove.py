@@ -8,6 +8,7 @@ from pathlib import Path
 from .key_options import add_key_setup_arguments, key_setup_from_args
 from .precompute import STORE_HELP
 from .radius_option import add_bucket_growth_argument, add_per_slice_argument, add_radius_argument
+from prover_service.outputs import add_json_argument
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -35,6 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_bucket_growth_argument(p)
     add_per_slice_argument(p)
     add_key_setup_arguments(p)
+    add_json_argument(p)
     p.set_defaults(handler=run)
 
 
@@ -71,6 +73,16 @@ def run(args: argparse.Namespace) -> int:
     write_atomically(Path(args.out), bundle.model_dump_json(indent=1) + "\n")
     t = result.timings
     radius = prover.card.bucket(bundle.bucket).shape.radius
+    if args.json:
+        from prover_service.outputs import ProveOutput, Radius, emit
+
+        emit(ProveOutput(
+            bundle_file=str(args.out), bucket=bundle.bucket, decision=bundle.decision,
+            decision_label=bundle.decision_label, status=bundle.status, constraints=result.n_constraints,
+            radius=Radius(numerator=bundle.eps.numerator, scale_bits=bundle.eps.scale_bits, decimal=bundle.eps.decimal,
+                          kind="flip" if bundle.status != "certified" else "cap" if bundle.eps.capped else radius),
+            online_seconds=t.online, certify_seconds=t.certify, witness_seconds=t.witness, prove_seconds=t.prove))
+        return 0
     kind = "cap" if bundle.eps.capped else ("exact" if radius == "exact" else "fast: a lower bound")
     print(f"decision: {bundle.decision_label}   status: {bundle.status}   eps: {bundle.eps.decimal}"
           + ("" if bundle.status != "certified" else f" ({kind})"))
