@@ -31,4 +31,14 @@ if ! command -v chromium >/dev/null; then
     echo "warning: chromium not found (apt-get install chromium); the report's browser test will be skipped" >&2
   fi
 fi
+# tmux gives the progress-bar test a terminal.
+if ! command -v tmux >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get install -y -qq tmux >/dev/null 2>&1 \
+      || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq tmux >/dev/null 2>&1; } \
+      || echo "warning: could not install tmux; the progress-bar test will be skipped" >&2
+  else
+    echo "warning: tmux not found (apt-get install tmux); the progress-bar test will be skipped" >&2
+  fi
+fi
 echo "setup complete: $(.venv/bin/python --version)"
