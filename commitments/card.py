@@ -386,15 +386,20 @@ class ModelCard(_Frozen):
         values = self.slices()[index]
         return values, tuple(f.labels[f.values.index(v)] for f, v in zip(self.sensitive, values))
 
-    def statement_shape_json(self, bucket: CircuitBucket) -> dict[str, Any]:
-        """The full public shape of `bucket`'s statement (statement.StatementShape.from_json)."""
+    def _model_shape_json(self) -> dict[str, Any]:
+        """The model part every statement's shape shares: architecture, sensitive slices, box, scale."""
         a = self.architecture
         return {
             "n_inputs": a.n_inputs, "hidden_sizes": list(a.hidden_sizes), "n_classes": a.n_classes,
             "sensitive_columns": [f.column for f in self.sensitive],
             "slices": [list(s) for s in self.slices()],
-            "box_lower": list(self.box_lower), "box_upper": list(self.box_upper),
-            "scale_bits": self.scale_bits, "eps_bits": self.eps_scale_bits,
+            "box_lower": list(self.box_lower), "box_upper": list(self.box_upper), "scale_bits": self.scale_bits,
+        }
+
+    def statement_shape_json(self, bucket: CircuitBucket) -> dict[str, Any]:
+        """The full public shape of `bucket`'s statement (statement.StatementShape.from_json)."""
+        return {
+            **self._model_shape_json(), "eps_bits": self.eps_scale_bits,
             "eps_cap": bucket.shape.eps_cap,
             "weight_bits": list(bucket.shape.weight_bits), "bias_bits": list(bucket.shape.bias_bits),
             "region_slots": bucket.shape.region_slots, "farkas_slots": bucket.shape.farkas_slots,
@@ -495,13 +500,8 @@ class ModelCard(_Frozen):
 
     def group_counts_shape_json(self, circuit: AuditCircuit) -> dict[str, Any]:
         """The full public shape of an audit circuit (statement.group_counts.GroupCountsShape.from_json)."""
-        a = self.architecture
         return {
-            "n_inputs": a.n_inputs, "hidden_sizes": list(a.hidden_sizes), "n_classes": a.n_classes,
-            "sensitive_columns": [f.column for f in self.sensitive],
-            "slices": [list(s) for s in self.slices()],
-            "box_lower": list(self.box_lower), "box_upper": list(self.box_upper),
-            "scale_bits": self.scale_bits, "weight_bits": list(circuit.weight_bits),
+            **self._model_shape_json(), "weight_bits": list(circuit.weight_bits),
             "bias_bits": list(circuit.bias_bits), "favourable_class": circuit.favourable_class,
             "n_rows": circuit.n_rows,
         }

@@ -21,24 +21,18 @@ if command -v npm >/dev/null; then
 else
   echo "warning: npm not found; snarkjs interoperability tests will be skipped" >&2
 fi
-# Debian's Chromium renders the audit report in the browser test (headless).
-if ! command -v chromium >/dev/null; then
+# Debian packages some tests drive: Chromium renders the audit report (headless), tmux gives the
+# progress-bar test a terminal.
+apt_install() {  # COMMAND PACKAGE WHAT
+  command -v "$1" >/dev/null && return 0
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    apt-get install -y -qq chromium >/dev/null 2>&1 \
-      || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1; } \
-      || echo "warning: could not install chromium; the report's browser test will be skipped" >&2
+    apt-get install -y -qq "$2" >/dev/null 2>&1 \
+      || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq "$2" >/dev/null 2>&1; } \
+      || echo "warning: could not install $2; $3 will be skipped" >&2
   else
-    echo "warning: chromium not found (apt-get install chromium); the report's browser test will be skipped" >&2
+    echo "warning: $1 not found (apt-get install $2); $3 will be skipped" >&2
   fi
-fi
-# tmux gives the progress-bar test a terminal.
-if ! command -v tmux >/dev/null; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    apt-get install -y -qq tmux >/dev/null 2>&1 \
-      || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq tmux >/dev/null 2>&1; } \
-      || echo "warning: could not install tmux; the progress-bar test will be skipped" >&2
-  else
-    echo "warning: tmux not found (apt-get install tmux); the progress-bar test will be skipped" >&2
-  fi
-fi
+}
+apt_install chromium chromium "the report's browser test"
+apt_install tmux tmux "the progress-bar test"
 echo "setup complete: $(.venv/bin/python --version)"

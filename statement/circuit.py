@@ -76,7 +76,7 @@ from fairness.covers import CoverKind
 from .affine import Form, decision_rows, derive_region, norm_sq
 from .boundary import check_boundary
 from .checks import assert_nonnegative, assert_product_zero, bool_inputs, scoped
-from .commitment import commit_in_circuit
+from .commitment import committed_parameters
 from .distance import assert_below_next_if, assert_distance_if, distance_at_least
 from .farkas import check_farkas_entry, farkas_key
 from .membership import assert_lookup, challenge, multiplicities
@@ -149,24 +149,8 @@ def build_statement(cs, shape: StatementShape, public: StatementPublic | None = 
     part = cs.public_input("part_slice", pub_vals[at]) if shape.per_slice else None
 
     # ------------------------------------------------------------ parameters
-    sizes = shape.layer_sizes
-    weights, biases = [], []
-    with cs.scope("params"):
-        for l in range(shape.n_layers):
-            w = [cs.private_inputs(f"W{l}[{i}]", sizes[l], val(lambda x, l=l, i=i: x.weights[l][i]))
-                 for i in range(sizes[l + 1])]
-            b = cs.private_inputs(f"b{l}", sizes[l + 1], val(lambda x, l=l: x.biases[l]))
-            for row in w:
-                for v in row:
-                    cs.assert_signed_range(v, shape.weight_bits[l])
-            for v in b:
-                cs.assert_signed_range(v, shape.bias_bits[l])
-            weights.append(w)
-            biases.append(b)
-        salt = cs.private_input("salt", val(lambda x: x.salt))
-    digest = commit_in_circuit(cs, salt, weights, biases, shape)
-    with cs.scope("commitment_check"):
-        cs.assert_equal(digest, commitment)
+    weights, biases = committed_parameters(cs, shape, commitment, val(lambda x: x.weights), val(lambda x: x.biases),
+                                           val(lambda x: x.salt))
 
     # ------------------------------------------------------------ query, decision, eps, status
     with cs.scope("query"):

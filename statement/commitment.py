@@ -43,6 +43,31 @@ def commit(salt: int, weights: Sequence, biases: Sequence, shape: StatementShape
     return poseidon_chain(preimage(salt, weights, biases, shape))
 
 
+def committed_parameters(cs, shape, commitment, weights=None, biases=None, salt=None):
+    """Declare the private weights, biases and salt (values when given), range-check each parameter against
+    the shape's declared bounds ([-2^b, 2^b)), and assert that their commitment is `commitment` (a public
+    input). Returns (weights, biases) as circuit values, layer by layer."""
+    sizes = (shape.n_inputs, *shape.hidden_sizes, shape.n_classes)
+    ws, bs = [], []
+    with cs.scope("params"):
+        for l in range(len(sizes) - 1):
+            w = [cs.private_inputs(f"W{l}[{i}]", sizes[l], None if weights is None else weights[l][i])
+                 for i in range(sizes[l + 1])]
+            b = cs.private_inputs(f"b{l}", sizes[l + 1], None if biases is None else biases[l])
+            for row in w:
+                for v in row:
+                    cs.assert_signed_range(v, shape.weight_bits[l])
+            for v in b:
+                cs.assert_signed_range(v, shape.bias_bits[l])
+            ws.append(w)
+            bs.append(b)
+        salt_value = cs.private_input("salt", salt)
+    digest = commit_in_circuit(cs, salt_value, ws, bs, shape)
+    with cs.scope("commitment_check"):
+        cs.assert_equal(digest, commitment)
+    return ws, bs
+
+
 def commit_in_circuit(cs, salt, weights, biases, shape: StatementShape):
     """The same hash over circuit values (weights[l][i][j], biases[l][i], salt as LCs)."""
     xs = [cs.constant(COMMITMENT_TAG), cs.constant(shape.model_digest()), salt]

@@ -44,7 +44,7 @@ from circuits.field import MAX_SIGNED_BITS
 from circuits.relation import R1CS
 from commitments.audit import DATASET_TAG, GROUP_COUNT_FIELDS, DatasetError, DatasetLayout, GroupCount, input_bits
 
-from .commitment import commit_in_circuit
+from .commitment import committed_parameters
 from .persistence import relu_of
 from .shape import StatementShape, StatementShapeError, model_part_digest
 from .spread import argmax
@@ -269,23 +269,8 @@ def build_group_counts(cs, shape: GroupCountsShape, public: GroupCountsPublic | 
     counts = [[cs.public_input(f"{field}[{g}]", pub[2 + len(GROUP_COUNT_FIELDS) * g + i])
                for i, field in enumerate(GROUP_COUNT_FIELDS)] for g in range(S)]
 
-    sizes = (d, *shape.hidden_sizes, shape.n_classes)
-    weights, biases = [], []
-    with cs.scope("params"):
-        for l in range(len(sizes) - 1):
-            w = [cs.private_inputs(f"W{l}[{i}]", sizes[l], None if witness is None else witness.weights[l][i])
-                 for i in range(sizes[l + 1])]
-            b = cs.private_inputs(f"b{l}", sizes[l + 1], None if witness is None else witness.biases[l])
-            for row in w:
-                for v in row:
-                    cs.assert_signed_range(v, shape.weight_bits[l])
-            for v in b:
-                cs.assert_signed_range(v, shape.bias_bits[l])
-            weights.append(w)
-            biases.append(b)
-        salt = cs.private_input("salt", None if witness is None else witness.salt)
-    with cs.scope("commitment_check"):
-        cs.assert_equal(commit_in_circuit(cs, salt, weights, biases, shape), commitment)
+    weights, biases = committed_parameters(cs, shape, commitment, *(
+        (None, None, None) if witness is None else (witness.weights, witness.biases, witness.salt)))
 
     with cs.scope("dataset"):
         rows = [cs.private_inputs(f"row[{r}]", d, None if witness is None else witness.rows[r]) for r in range(N)]
