@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Iterable
 
-from circuits.backends import get_backend
+from circuits.backends import CurveBackend, get_backend
 from circuits.errors import MalformedArtifact
 from circuits.groth16 import check_prepared_proof, prepare_verifying_key, vk_digest
 from circuits.snarkjs.json_formats import verifying_key_from_json
@@ -82,14 +82,16 @@ def group_metrics(card: ModelCard, counts: Iterable[GroupCount]) -> GroupMetrics
     low = min(selection, key=lambda x: x[0], default=None)
     return GroupMetrics(
         groups=tuple(rates),
-        disparate_impact=low[0] / top[0] if top is not None and top[0] > 0 else None,
-        statistical_parity=top[0] - low[0] if top is not None else None,
+        # top and low are None together (max and min of one list): testing both is for the type checker
+        disparate_impact=low[0] / top[0] if top is not None and low is not None and top[0] > 0 else None,
+        statistical_parity=top[0] - low[0] if top is not None and low is not None else None,
         equal_opportunity=max(tpr) - min(tpr) if tpr else None,
         most_favoured=top[1] if top is not None else None,
         least_favoured=low[1] if low is not None else None)
 
 
-def verify_group_counts(bundle: GroupCountsBundle, card: ModelCard, dataset: AuditDataset, backend=None, *,
+def verify_group_counts(bundle: GroupCountsBundle, card: ModelCard, dataset: AuditDataset,
+                        backend: CurveBackend | None = None, *,
                         trusted_contributors: Iterable[str] = ()) -> AuditVerdict:
     """Every check an auditor needs, in order; the first failure is the reason."""
     if bundle.card_digest != card_digest(card):

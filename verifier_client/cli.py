@@ -37,6 +37,7 @@ import argparse
 import json
 import os
 import sys
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from commitments.api import JobView
 from commitments.bundle import CertificateBundle
@@ -52,7 +53,19 @@ from .service_client import (DEFAULT_TIMEOUT, DEFAULT_WAIT, ServiceClient, Servi
 from .verify import (LENSES, Verdict, explain, lens_problem, persistence_summary, radius_summary, setup_summary,
                      spread_summary, verify_bundle)
 
+if TYPE_CHECKING:  # for annotations only: the backends load when a check needs them
+    import httpx
+
+    from circuits.backends import CurveBackend
+
 MAX_INPUT_BYTES = 64 * 1024 * 1024
+_T = TypeVar("_T", covariant=True)
+
+
+class _FromJson(Protocol[_T]):
+    """A document class with a strict `from_json` (ModelCard, CertificateBundle, the audit documents)."""
+
+    def from_json(self, text: str | bytes) -> _T: ...
 
 
 class _Unreadable(Exception):
@@ -70,7 +83,7 @@ def _read(path: str, what: str) -> bytes:
     return data
 
 
-def _load(model, path: str, what: str):
+def _load(model: _FromJson[_T], path: str, what: str) -> _T:
     try:
         return model.from_json(_read(path, what))
     except NonCanonical as exc:
@@ -186,7 +199,7 @@ def _check_mode(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
             parser.error(f"{', '.join(customer_only)}: not with --dataset (a group-counts proof has no record or lens)")
 
 
-def _backend(name: str | None):
+def _backend(name: str | None) -> CurveBackend | None:
     if not name:
         return None
     from circuits.backends import get_backend
@@ -203,7 +216,7 @@ def _trusted(args: argparse.Namespace, pins: PinStore) -> list[str]:
     return trusted + pins.trusted_contributors()
 
 
-def main(argv: list[str] | None = None, *, transport=None) -> int:
+def main(argv: list[str] | None = None, *, transport: httpx.BaseTransport | None = None) -> int:
     """`transport` (an httpx transport) lets tests serve the service in process."""
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -220,8 +233,11 @@ def main(argv: list[str] | None = None, *, transport=None) -> int:
 
 def _box_problem(verdict: Verdict, card: ModelCard, delta: float) -> str | None:
     """Why a valid certificate does not prove the persistence box of `delta` the customer asks for."""
+    assert verdict.claims is not None  # verify_bundle sets them on every valid verdict
     try:
-        return box_problem(verdict.claims, card, persistence_delta(card, delta))
+        expected = persistence_delta(card, delta)
+        assert expected is not None  # a delta given: an int, or ServiceError
+        return box_problem(verdict.claims, card, expected)
     except ServiceError as exc:
         return str(exc)
 
@@ -254,6 +270,8 @@ def _from_files(args: argparse.Namespace) -> int:
                             required_lenses=args.require_lens)
     if not verdict:
         return _invalid(args, "INVALID certificate: ", "; ".join(verdict.reasons))
+    claims = verdict.claims
+    assert claims is not None  # verify_bundle sets them on every valid verdict
     if args.delta is not None:
         problem = _box_problem(verdict, card, args.delta)
         if problem:
@@ -267,13 +285,13 @@ def _from_files(args: argparse.Namespace) -> int:
     except ServiceError as exc:
         return _fail(f"transparency log unreachable: {exc}", 2)
     if args.json:
-        return _print_json(certificate_report(verdict.claims, card, _setup_words(verdict, card),
+        return _print_json(certificate_report(claims, card, _setup_words(verdict, card),
                                               None if query is None else True, log_words))
     _print_valid(verdict, card)
     print(log_words)
     if query is None:
         print("The certificate is about this record (check that it is yours, or pass --record):")
-        for name, value in describe_query(card, verdict.claims.query):
+        for name, value in describe_query(card, claims.query):
             print(f"  {name} = {value}")
     else:
         print("The certificate is about your record.")
@@ -299,6 +317,7 @@ def _group_counts(args: argparse.Namespace) -> int:
             _print_json(GroupCountsReport(valid=False, reason=verdict.reason))
             return 1
         return _fail(f"INVALID group-counts proof: {verdict.reason}", 1)
+    assert verdict.metrics is not None  # verify_group_counts sets them on every valid verdict
     circuit = card.audit_circuit(bundle.circuit)
     if args.json:
         return _print_json(group_counts_report(verdict.metrics, card, circuit.name, dataset.sha256(),
@@ -335,18 +354,20 @@ def _invalid(args: argparse.Namespace, prefix: str, reason: str) -> int:
     return _fail(prefix + reason, 1)
 
 
-def _print_json(report) -> int:
+def _print_json(report: CertificateReport | GroupCountsReport) -> int:
     print(report.model_dump_json(indent=1))
     return 0 if report.valid else 1
 
 
 def _setup_words(verdict: Verdict, card: ModelCard) -> str:
     claims = verdict.claims
+    assert claims is not None  # a valid verdict's
     return " ".join(setup_summary(card.bucket(name)) for name in dict.fromkeys((claims.bucket, *claims.part_buckets)))
 
 
 def _print_valid(verdict: Verdict, card: ModelCard) -> None:
     claims = verdict.claims
+    assert claims is not None  # a valid verdict's
     print("VALID certificate")
     print(radius_summary(claims))
     print(explain(claims, card))
@@ -360,7 +381,7 @@ def _print_valid(verdict: Verdict, card: ModelCard) -> None:
         print(f"Model import (the bank's statement on its card, not proved): {card.import_check}")
 
 
-def _from_service(args: argparse.Namespace, transport) -> int:
+def _from_service(args: argparse.Namespace, transport: httpx.BaseTransport | None) -> int:
     pins = PinStore(args.pin_file)
     try:
         record = _read_record(args.record)
@@ -394,11 +415,13 @@ def _from_service(args: argparse.Namespace, transport) -> int:
               f"in {pins.path}", file=sys.stderr)
     if not result.verdict:
         return _invalid(args, "INVALID certificate: ", "; ".join(result.verdict.reasons))
-    missing = lens_problem(result.verdict.claims, args.require_lens)
+    claims = result.verdict.claims
+    assert claims is not None and result.log is not None  # both set on a valid verdict (request_certificate)
+    missing = lens_problem(claims, args.require_lens)
     if missing:
         return _invalid(args, "INVALID certificate: ", missing)
     if args.json:
-        return _print_json(certificate_report(result.verdict.claims, result.card,
+        return _print_json(certificate_report(claims, result.card,
                                               _setup_words(result.verdict, result.card), True, result.log.describe()))
     _print_valid(result.verdict, result.card)
     print(result.log.describe())
@@ -408,7 +431,7 @@ def _from_service(args: argparse.Namespace, transport) -> int:
     return 0
 
 
-def _read_record(path: str) -> dict:
+def _read_record(path: str) -> dict[str, Any]:
     data = _read(path, "record")
     try:
         check_json(data, f"record {path}")
@@ -424,7 +447,7 @@ class _ProgressLine:
     """The job's progress on stderr, one line per change."""
 
     def __init__(self) -> None:
-        self._last: tuple | None = None
+        self._last: tuple[str, str, int] | None = None
 
     def __call__(self, job: JobView) -> None:
         state = (job.status, job.stage, int(job.progress * 100))

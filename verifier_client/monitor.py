@@ -69,7 +69,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from fractions import Fraction
 from pathlib import Path
-from typing import Callable, Iterator, Literal, Sequence
+from typing import Any, Callable, Final, Iterator, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -84,7 +84,7 @@ from transparency.checkpoint import Checkpoint, CheckpointError
 from .pins import KeptCheckpoint
 from .service_client import ServiceClient, ServiceError
 
-STATE_VERSION = 1
+STATE_VERSION: Final = 1  # Final: its type is Literal[1], the version field's
 STATE_FILE = "state.json"
 REPORT_FILE = "report.json"
 CARDS_DIR = "cards"
@@ -260,7 +260,7 @@ class StateDir:
     def save(self, state: MonitorState) -> None:
         write_atomically(self.path / STATE_FILE, state.model_dump_json(indent=2) + "\n")
 
-    def save_report(self, report: dict) -> Path:
+    def save_report(self, report: dict[str, Any]) -> Path:
         path = self.path / REPORT_FILE
         write_atomically(path, json.dumps(report, indent=2, sort_keys=True) + "\n", mode=0o644)
         return path
@@ -632,7 +632,7 @@ class MonitorRun:
     notes: list[str]
     new_entries: int
     key_first_use: bool
-    report: dict
+    report: dict[str, Any]  # the JSON report (build_report)
     evidence: Path | None = None
 
     @property
@@ -726,14 +726,14 @@ def median(values: Sequence[Fraction]) -> Fraction:
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
-def eps_summary(values: Sequence[Fraction]) -> dict | None:
+def eps_summary(values: Sequence[Fraction]) -> dict[str, int | str] | None:
     if not values:
         return None
     return {"count": len(values), "min": exact_decimal(min(values)), "median": exact_decimal(median(values)),
             "max": exact_decimal(max(values))}
 
 
-def model_report(stats: ModelStats) -> dict:
+def model_report(stats: ModelStats) -> dict[str, Any]:
     eps = stats.eps_values()
     return {
         "cards_published": len(stats.cards),
@@ -755,7 +755,7 @@ def model_report(stats: ModelStats) -> dict:
     }
 
 
-def build_report(state: MonitorState, *, violations: Sequence[str], notes: Sequence[str], new_entries: int) -> dict:
+def build_report(state: MonitorState, *, violations: Sequence[str], notes: Sequence[str], new_entries: int) -> dict[str, Any]:
     kept = state.checkpoint
     return {
         "origin": state.origin,
@@ -778,7 +778,7 @@ def _share(answered: int, requests: int) -> str:
     return f"{answered}/{requests} ({100 * answered / requests:.0f}%)"
 
 
-def render_report(report: dict, new_flags: Sequence[str] = ()) -> str:
+def render_report(report: dict[str, Any], new_flags: Sequence[str] = ()) -> str:
     """The report as plain text: violations and flags first, then one row per model."""
     lines = [f"VIOLATION: {v}" for v in report["violations"]]
     lines += [f"FLAG: {f}{' (new)' if f in new_flags else ''}" for f in report["flags"]]

@@ -18,11 +18,11 @@ import json
 import sys
 from fractions import Fraction
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
 
 from pydantic import BaseModel, ConfigDict
 
-from commitments.bundle import CounterfactualSpread, FlipSlice, PersistentBias
+from commitments.bundle import CounterfactualSpread, FlipSlice, PersistentBias, Status
 from commitments.card import ModelCard
 from commitments.claims import Claims
 
@@ -107,7 +107,8 @@ def certificate_report(claims: Claims, card: ModelCard, setup: str, about_your_r
                        log: str | None) -> CertificateReport:
     return CertificateReport(valid=True, certificate=Certificate(
         model_id=claims.model_id, commitment=str(claims.commitment), bucket=claims.bucket, decision=claims.decision,
-        decision_label=claims.decision_label, status=claims.status,
+        decision_label=claims.decision_label,
+        status=cast(Status, claims.status),  # a STATUS_NAMES value, typed str on Claims
         radius=Radius(numerator=claims.eps_numerator, scale_bits=claims.eps_scale_bits,
                       value=Rational.of(claims.eps), kind=claims.radius, capped=claims.capped),
         flip_slice=claims.flip, query=list(claims.query),
@@ -134,7 +135,8 @@ def group_counts_report(metrics: GroupMetrics, card: ModelCard, circuit: str, da
         least_favoured=None if metrics.least_favoured is None else list(metrics.least_favoured))
 
 
-SCHEMAS = {"verify-certificate.schema.json": CertificateReport, "verify-group-counts.schema.json": GroupCountsReport}
+SCHEMAS: dict[str, type[BaseModel]] = {"verify-certificate.schema.json": CertificateReport,
+                                        "verify-group-counts.schema.json": GroupCountsReport}
 
 
 def schema_text(model: type[BaseModel]) -> str:

@@ -29,7 +29,7 @@ import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator, Literal
+from typing import Final, Iterator, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from commitments.card import ModelCard
 
 PIN_FILE_ENV = "FAIRPROOF_PIN_FILE"
-PIN_FILE_VERSION = 1
+PIN_FILE_VERSION: Final = 1  # Final: its type is Literal[1], the version field's
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 

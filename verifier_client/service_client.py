@@ -18,6 +18,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from circuits.backends import CurveBackend
 from commitments.api import (API_PREFIX, FINISHED, JOB_TOKEN_HEADER, DecisionAccepted, DecisionRequest, ErrorBody,
                              JobView, ModelList)
 from commitments.bundle import CertificateBundle
@@ -26,6 +27,7 @@ from commitments.card import ModelCard
 from commitments.claims import Claims
 from commitments.log import ConsistencyProof, LogEntries, LogKey, PublishedCard, SignedCheckpoint
 from commitments.record import encode_record
+from transparency.cosignature import CosignatureVerifier
 
 from .log_check import LogVerdict, check_log_evidence
 from .pins import PinCheck, PinStore, normalise_service_url
@@ -85,7 +87,8 @@ class ServiceClient:
 
     def submit(self, model_id: str, record: Mapping[str, Any], delta: float | None = None) -> DecisionAccepted:
         try:
-            body = DecisionRequest(record=dict(record), **({"delta": delta} if delta is not None else {}))
+            optional: dict[str, Any] = {"delta": delta} if delta is not None else {}  # no delta: the field unset
+            body = DecisionRequest(record=dict(record), **optional)
         except (ValidationError, TypeError, ValueError) as exc:
             raise ServiceError(None, f"the record cannot be sent: {_first_error(exc)}") from None
         deadline = self._clock() + DEFAULT_WAIT
@@ -246,9 +249,9 @@ class CertificateResult:
 def request_certificate(client: ServiceClient, pins: PinStore, model_id: str, record: Mapping[str, Any], *,
                         on_progress: Callable[[JobView], None] | None = None,
                         poll_interval: float = DEFAULT_POLL_INTERVAL, timeout: float = DEFAULT_WAIT,
-                        backend=None, trusted_contributors: Iterable[str] = (),
+                        backend: CurveBackend | None = None, trusted_contributors: Iterable[str] = (),
                         accept_card_update: bool = False, log_key: str | None = None,
-                        witnesses: Iterable = (), delta: float | None = None) -> CertificateResult:
+                        witnesses: Iterable[CosignatureVerifier] = (), delta: float | None = None) -> CertificateResult:
     """Submit `record` for a decision and check its certificate.
 
     Raises RecordError (commitments.record) before anything is sent if the
@@ -320,18 +323,22 @@ def persistence_delta(card: ModelCard, delta: float | None) -> int | None:
 
 
 def check_certificate(bundle: CertificateBundle, card: ModelCard, query: tuple[int, ...],
-                      accepted: DecisionAccepted | None = None, backend=None, *,
+                      accepted: DecisionAccepted | None = None, backend: CurveBackend | None = None, *,
                       trusted_contributors: Iterable[str] = (), persistence_delta: int | None = None) -> Verdict:
     """verify_bundle for `query`, and the certificate states the decision the service announced and (when
     given) the persistence box `persistence_delta` the customer asked for."""
     if bundle.model_id != card.model_id or bundle.card_digest != card.digest():
         return Verdict(False, ("the certificate was issued under another model card than the pinned one",))
     verdict = verify_bundle(bundle, card, backend, query=query, trusted_contributors=trusted_contributors)
-    if verdict and accepted is not None and verdict.claims.decision != accepted.decision:
+    if not verdict:
+        return verdict
+    claims = verdict.claims
+    assert claims is not None  # verify_bundle sets them on every valid verdict
+    if accepted is not None and claims.decision != accepted.decision:
         return Verdict(False, (f"the service announced decision {accepted.decision_label!r} but the certificate "
-                               f"proves {verdict.claims.decision_label!r}",))
-    if verdict and persistence_delta is not None:
-        problem = box_problem(verdict.claims, card, persistence_delta)
+                               f"proves {claims.decision_label!r}",))
+    if persistence_delta is not None:
+        problem = box_problem(claims, card, persistence_delta)
         if problem:
             return Verdict(False, (problem,))
     return verdict

@@ -31,8 +31,10 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from circuits.field import Q, R
+from commitments.bundle import G2Json, SnarkjsProof
 from commitments.card import AuditCircuit, CircuitBucket, ModelCard, VerifyingKeyJson
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -52,7 +54,7 @@ def contract_name(bucket: str) -> str:
     return "FairProofVerifier_" + re.sub(r"[^0-9A-Za-z]", "_", bucket)
 
 
-def _g2(point) -> tuple[str, str, str, str]:
+def _g2(point: G2Json) -> tuple[str, str, str, str]:
     """(x imaginary, x real, y imaginary, y real): the order the pairing precompile reads."""
     (x_re, x_im), (y_re, y_im), _ = point
     return x_im, x_re, y_im, y_re
@@ -197,7 +199,7 @@ def card_verifiers(card: ModelCard) -> list[SolidityVerifier]:
     return [verifier_source(e.bucket if isinstance(e, CircuitBucket) else e.name, e.verifying_key) for e in entries]
 
 
-def proof_calldata(proof) -> tuple[list[int], list[list[int]], list[int]]:
+def proof_calldata(proof: SnarkjsProof) -> tuple[list[int], list[list[int]], list[int]]:
     """(a, b, c) of a snarkjs proof.json (a `SnarkjsProof`) as the verifier takes them."""
     a = [int(v) for v in proof.pi_a[:2]]
     (b_x_re, b_x_im), (b_y_re, b_y_im) = proof.pi_b[0], proof.pi_b[1]
@@ -208,7 +210,7 @@ def proof_calldata(proof) -> tuple[list[int], list[list[int]], list[int]]:
 
 @dataclass(frozen=True)
 class CompiledContract:
-    abi: list
+    abi: list[dict[str, Any]]  # solc's JSON ABI entries
     bytecode: str  # hex, no 0x
 
 

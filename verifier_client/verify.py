@@ -18,16 +18,17 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Iterable, Sequence
+from typing import Iterable, Sequence, TypeVar
 
 import pydantic_core
+from pydantic import BaseModel
 
-from circuits.backends import get_backend
+from circuits.backends import CurveBackend, get_backend
 from circuits.errors import MalformedArtifact
 from circuits.groth16 import (PreparedVerifyingKey, Proof, VerifyingKey, check_prepared_proof, prepare_verifying_key,
                               proof_to_bytes, vk_digest)
 from circuits.snarkjs.json_formats import proof_from_json, verifying_key_from_json
-from commitments.bundle import CertificateBundle
+from commitments.bundle import CertificateBundle, SnarkjsProof
 from commitments.card import AuditCircuit, CircuitBucket, ModelCard, RadiusKind
 from commitments.claims import ClaimError, Claims, bundle_claims, part_signals
 
@@ -52,7 +53,7 @@ def _refuse(reason: str) -> Verdict:
     return Verdict(False, (reason,))
 
 
-def verify_bundle(bundle: CertificateBundle, card: ModelCard, backend=None, *,
+def verify_bundle(bundle: CertificateBundle, card: ModelCard, backend: CurveBackend | None = None, *,
                   query: Sequence[int] | None = None, trusted_contributors: Iterable[str] = (),
                   required_lenses: Iterable[str] = ()) -> Verdict:
     """Every check a customer needs, in order; the first failure is the reason.
@@ -76,7 +77,8 @@ def verify_bundle(bundle: CertificateBundle, card: ModelCard, backend=None, *,
         return _refuse(f"the certificate is about another customer's record, not yours (query differs in: {which})")
 
     # A per-slice certificate is one proof per slice (claims checked that every slice has one): all must hold.
-    proofs = [(card.bucket(claims.bucket), bundle.proof, bundle.proof_hex, bundle.public_signals, None)]
+    proofs: list[tuple[CircuitBucket, SnarkjsProof, str, tuple[str, ...], int | None]] = [
+        (card.bucket(claims.bucket), bundle.proof, bundle.proof_hex, bundle.public_signals, None)]
     proofs += [(card.bucket(p.bucket), p.proof, p.proof_hex, part_signals(bundle, p.slice_index), p.slice_index)
                for p in bundle.parts]
     for bucket, *_ in proofs:
@@ -118,7 +120,7 @@ def bundle_proof(bundle: CertificateBundle) -> Proof:
     return read_proof(bundle.proof, bundle.proof_hex)
 
 
-def read_proof(proof_json, proof_hex: str) -> Proof:
+def read_proof(proof_json: SnarkjsProof, proof_hex: str) -> Proof:
     """A proof read once, from its JSON (canonical numbers, points on their
     curves); `proof_hex` must be exactly its compressed form (raises
     MalformedArtifact otherwise).
@@ -147,7 +149,10 @@ def card_digest(card: ModelCard) -> str:
     return digest
 
 
-def _content_key(model) -> tuple | None:
+_ContentKey = tuple[type[BaseModel], bytes]  # a model's type and its JSON
+
+
+def _content_key(model: BaseModel) -> _ContentKey | None:
     """A cache key holding the whole content of a pydantic model, never its identity:
     the model as pydantic dumps it, written by pydantic-core with NaN and infinities
     spelled out (pydantic's own JSON writes them all as null), so two models with
@@ -158,12 +163,12 @@ def _content_key(model) -> tuple | None:
         return None
 
 
-def bucket_verifying_key(bucket: CircuitBucket, backend=None) -> VerifyingKey:
+def bucket_verifying_key(bucket: CircuitBucket, backend: CurveBackend | None = None) -> VerifyingKey:
     """The bucket's verifying key, checked: valid points, not degenerate, matching its digest."""
     return bucket_prepared_key(bucket, backend).vk
 
 
-def bucket_prepared_key(bucket: CircuitBucket, backend=None) -> PreparedVerifyingKey:
+def bucket_prepared_key(bucket: CircuitBucket, backend: CurveBackend | None = None) -> PreparedVerifyingKey:
     """The bucket's verifying key, checked (as bucket_verifying_key) and prepared on `backend`.
 
     The prepared key is kept per backend and per (key document, declared
@@ -191,12 +196,15 @@ def bucket_prepared_key(bucket: CircuitBucket, backend=None) -> PreparedVerifyin
 
 
 _CACHE_MAX = 64  # cards x buckets a verifier process sees; a bound, not a tuning
-_prepared: dict[tuple, PreparedVerifyingKey] = {}
-_digests: dict[tuple, str] = {}
+# (backend name, key document, declared public inputs, declared digest, bucket name)
+_prepared: dict[tuple[str, _ContentKey | None, int, str, str], PreparedVerifyingKey] = {}
+_digests: dict[_ContentKey, str] = {}
 _cache_lock = threading.Lock()
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 
-def _remember(cache: dict, key: tuple, value: object) -> None:
+def _remember(cache: dict[_K, _V], key: _K, value: _V) -> None:
     if key not in cache and len(cache) >= _CACHE_MAX:
         cache.pop(next(iter(cache)))  # the oldest entry
     cache[key] = value

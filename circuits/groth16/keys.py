@@ -40,7 +40,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from ..errors import CircuitError, MalformedArtifact
 from .encoding import (
@@ -57,7 +57,7 @@ from .encoding import (
     vk_to_bytes,
     vk_to_dict,
 )
-from .types import G1Affine, VerifyingKey
+from .types import G1Affine, G2Affine, VerifyingKey
 
 HBasis = Literal["monomial_z", "odd_coset_lagrange"]
 MONOMIAL_Z: HBasis = "monomial_z"
@@ -116,11 +116,11 @@ class ProvingKey:
         return self.vk.alpha_g1
 
     @property
-    def beta_g2(self):
+    def beta_g2(self) -> G2Affine:
         return self.vk.beta_g2
 
     @property
-    def delta_g2(self):
+    def delta_g2(self) -> G2Affine:
         return self.vk.delta_g2
 
     def expected_lengths(self) -> dict[str, int]:
@@ -220,7 +220,7 @@ def convert_proving_key(pk: ProvingKey, source: Any, target: Any) -> ProvingKey:
 # --- directory storage ------------------------------------------------------------
 
 
-def save_proving_key(pk: ProvingKey, directory: str | os.PathLike, backend: Any = None, *, portable: bool = False) -> str:
+def save_proving_key(pk: ProvingKey, directory: str | os.PathLike[str], backend: Any = None, *, portable: bool = False) -> str:
     """Write the key into `directory` (created if missing); returns the canonical digest."""
     backend = _backend_for(pk, backend)
     check_shape(pk, backend)
@@ -270,7 +270,7 @@ def save_proving_key(pk: ProvingKey, directory: str | os.PathLike, backend: Any 
     return digest
 
 
-def read_key_header(directory: str | os.PathLike) -> dict[str, Any]:
+def read_key_header(directory: str | os.PathLike[str]) -> dict[str, Any]:
     path = Path(directory) / HEADER_FILE
     try:
         header = json.loads(path.read_text())
@@ -293,18 +293,18 @@ def _decode_portable(group: str, data: bytes, backend: Any, name: str) -> Any:
         points = [decode_g1_uncompressed(data[i : i + size], f"{name}[{i // size}]") for i in range(0, len(data), size)]
         return backend.g1_vector(points)
     # The subgroup check is left to backend.g2_vector, which validates every point.
-    points = [
+    g2_points = [
         decode_g2_uncompressed(data[i : i + size], f"{name}[{i // size}]", check_subgroup=False)
         for i in range(0, len(data), size)
     ]
-    return backend.g2_vector(points)
+    return backend.g2_vector(g2_points)
 
 
 def _h_basis_from_header(header: dict[str, Any]) -> HBasis:
     basis = header.get("h_basis", MONOMIAL_Z)  # keys saved before bases existed are monomial
     if basis not in H_BASES:
         raise MalformedArtifact(f"proving key: unknown H basis {basis!r}")
-    return basis
+    return cast(HBasis, basis)  # one of H_BASES, checked above
 
 
 def _g2_from_raw(backend: Any, data: bytes, subgroup_check: bool) -> Any:
@@ -314,7 +314,7 @@ def _g2_from_raw(backend: Any, data: bytes, subgroup_check: bool) -> Any:
 
 
 def load_proving_key(
-    directory: str | os.PathLike,
+    directory: str | os.PathLike[str],
     backend: Any = None,
     *,
     check_digest: bool = False,
@@ -397,11 +397,11 @@ def load_proving_key(
 # --- verifying key as JSON ------------------------------------------------------------
 
 
-def save_verifying_key(vk: VerifyingKey, path: str | os.PathLike) -> None:
+def save_verifying_key(vk: VerifyingKey, path: str | os.PathLike[str]) -> None:
     Path(path).write_text(json.dumps(vk_to_dict(vk), indent=1))
 
 
-def load_verifying_key(path: str | os.PathLike, backend: Any = None) -> VerifyingKey:
+def load_verifying_key(path: str | os.PathLike[str], backend: Any = None) -> VerifyingKey:
     try:
         data = json.loads(Path(path).read_text())
     except FileNotFoundError as exc:

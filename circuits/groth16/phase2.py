@@ -48,12 +48,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
+from ..curve import g2_curve_rhs
 from ..errors import CircuitError, MalformedArtifact
 from ..field import Q, R
 from .encoding import (
     fq2_is_larger,
     fq2_sqrt,
-    g2_curve_rhs,
     decode_g1_compressed,
     decode_g2_compressed,
     encode_g1_compressed,
@@ -158,11 +158,11 @@ class Transcript:
             raise MalformedArtifact("phase-2 transcript: digest does not match its records")
         return transcript
 
-    def save(self, path: str | os.PathLike) -> None:
+    def save(self, path: str | os.PathLike[str]) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=1))
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> "Transcript":
+    def load(cls, path: str | os.PathLike[str]) -> "Transcript":
         try:
             return cls.from_dict(json.loads(Path(path).read_text()))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -188,7 +188,9 @@ def _digest_hex(value: Any) -> str:
 
 def hash_to_g2(seed: bytes) -> G2Affine:
     """A G2 point of unknown discrete logarithm, deterministic in `seed` (see module doc)."""
-    from py_ecc import optimized_bn128 as ob
+    # The defining modules: py_ecc.optimized_bn128 re-exports these without declaring it.
+    from py_ecc.fields import optimized_bn128_FQ2 as FQ2
+    from py_ecc.optimized_bn128 import optimized_curve as ob
 
     counter = 0
     while True:
@@ -201,7 +203,7 @@ def hash_to_g2(seed: bytes) -> G2Affine:
             continue
         if fq2_is_larger(y):
             y = ((Q - y[0]) % Q, (Q - y[1]) % Q)
-        point = (ob.FQ2([x0, x1]), ob.FQ2([y[0], y[1]]), ob.FQ2.one())
+        point = (FQ2([x0, x1]), FQ2([y[0], y[1]]), FQ2.one())
         cleared = ob.multiply(point, G2_COFACTOR)
         if ob.is_inf(cleared):
             continue
@@ -303,7 +305,8 @@ def _neg(p: G1Affine) -> G1Affine:
 
 def _same_ratio(backend: Any, p1: G1Affine, q1: G1Affine, p2: G2Affine, q2: G2Affine) -> bool:
     """e(p1, q2) == e(q1, p2), i.e. q1 / p1 == q2 / p2 as discrete logs."""
-    return backend.pairing_product_is_one([(p1, q2), (_neg(q1), p2)])
+    same: bool = backend.pairing_product_is_one([(p1, q2), (_neg(q1), p2)])
+    return same
 
 
 def verify_contribution_chain(

@@ -130,13 +130,13 @@ def prove(
     n_h = backend.vector_len(pk.h_query)
     half = n_h // 2
     h_ready = threading.Event()
-    h_found: list = []
+    h_found: list[Any] = []  # the quotient's scalar vector, once computed
 
-    def h_part(start: int, stop: int):
+    def h_part(start: int, stop: int) -> Any:
         return backend.g1_msm(backend.vector_slice(pk.h_query, start, stop),
                               backend.vector_slice(h_found[0], start, stop), threads=msm_threads)
 
-    def quotient_and_first_half():
+    def quotient_and_first_half() -> Any:
         try:
             h_found.append(h_scalars(a_rows, b_rows, c_rows))  # noqa: F821 (deleted only after this thread joins)
         finally:
@@ -144,11 +144,11 @@ def prove(
         report("quotient", 2, 3)
         return h_part(0, half)
 
-    def second_half():
+    def second_half() -> Any:
         h_ready.wait()
         return h_part(half, n_h) if h_found else None  # else the quotient failed: its error is raised
 
-    def g1_msm(points, scalars):
+    def g1_msm(points: Any, scalars: Any) -> Callable[[], Any]:
         return lambda: backend.g1_msm(points, scalars, threads=msm_threads)
 
     b2_sum, h_first, a_sum, b1_sum, l_sum, h_second = run_concurrently(

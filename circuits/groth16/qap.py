@@ -30,7 +30,7 @@ from ..relation import R1CS
 from ..relation_arrays import ArrayR1CS
 
 
-def domain_size(r1cs: R1CS) -> int:
+def domain_size(r1cs: R1CS | ArrayR1CS) -> int:
     """n = next power of two >= n_constraints + n_public + 1."""
     rows = r1cs.n_constraints + r1cs.n_public + 1
     n = 1
@@ -119,7 +119,7 @@ def wire_polynomials_at(r1cs: R1CS, tau: int, n: int | None = None) -> WirePolyn
     )
 
 
-def check_witness_shape(r1cs: R1CS, witness: Sequence[int]) -> None:
+def check_witness_shape(r1cs: R1CS | ArrayR1CS, witness: Sequence[int]) -> None:
     if len(witness) != r1cs.n_wires:
         raise UnsatisfiedConstraint(f"witness has {len(witness)} values, the system has {r1cs.n_wires} wires")
     if witness[0] % R != 1:

@@ -52,6 +52,7 @@ class ToxicWaste:
 def sample_toxic_waste(seed: int | bytes | str | None = None) -> ToxicWaste:
     """Fresh secrets from `secrets`; with a seed, deterministic (tests only:
     a seeded key is forgeable by anyone who knows the seed)."""
+    draw: Callable[[str], int]
     if seed is None:
         draw = lambda label: secrets.randbelow(R - 1) + 1  # noqa: E731
     else:
@@ -95,7 +96,7 @@ def setup(
         attempt = 0
         while not _tau_usable(toxic.tau, n, h_basis):  # negligible, but such a key is broken
             attempt += 1
-            toxic = sample_toxic_waste(None if seed is None else f"{seed}/{attempt}")
+            toxic = sample_toxic_waste(None if seed is None else f"{seed!s}/{attempt}")
     toxic.validate()
     return derive_keys(r1cs, backend, toxic, progress, workers, h_basis=h_basis)
 

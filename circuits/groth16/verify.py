@@ -89,7 +89,7 @@ def _point_shape_ok(p: Any, depth: int) -> bool:
     return all(_point_shape_ok(v, 1) for v in p)
 
 
-def _input_problem(n_public: int, inputs: list, proof: Proof) -> str | None:
+def _input_problem(n_public: int, inputs: Sequence[int], proof: Proof) -> str | None:
     """Why the inputs or the proof's shape are refused (before any curve check), or None."""
     if not isinstance(proof, Proof):
         return f"proof must be a Proof, got {type(proof).__name__}"
