@@ -22,7 +22,8 @@ import time
 from pathlib import Path
 
 from circuits.builder import ConstraintSystem
-from statement import build_statement, widths
+from statement import build_statement
+from statement.widths import widths
 
 
 def breakdown(cs: ConstraintSystem, shape) -> dict:

@@ -53,17 +53,28 @@ Deviations from the first design notes, and why:
   facet or region far from the query (FAR_FACET, FAR_REGION) or, with
   r' = 0, an empty one (EMPTY_FACET, NO_CLASS; the witness uses nu = -r).
 """
-from .circuit import StatementHandles, build_statement, statement_relation
-from .commitment import COMMITMENT_SCHEME, COMMITMENT_TAG, commit, commit_in_circuit, preimage
-from .shape import StatementShape, StatementShapeError
-from .widths import StatementWidths, widths
-from .witness import (STATUS_CERTIFIED, STATUS_FLIP, Counterexample, Designation, FarkasEntry, SliceWitness,
-                      StatementPublic, StatementWitness, StatementWitnessError)
+from importlib import import_module
+from typing import Any
 
-__all__ = [
-    "COMMITMENT_SCHEME", "COMMITMENT_TAG", "STATUS_CERTIFIED", "STATUS_FLIP",
-    "Counterexample", "Designation", "FarkasEntry", "SliceWitness", "StatementHandles", "StatementPublic", "StatementShape",
-    "StatementShapeError", "StatementWidths", "StatementWitness", "StatementWitnessError", "build_statement",
-    "statement_relation",
-    "commit", "commit_in_circuit", "preimage", "widths",
-]
+# Names are loaded on first use (PEP 562), so that importing one light module of the package, e.g.
+# `statement.dataset` in the customer's verifier, does not load the circuit and what it imports.
+_EXPORTS = {
+    "StatementHandles": "circuit", "build_statement": "circuit", "statement_relation": "circuit",
+    "COMMITMENT_SCHEME": "commitment", "COMMITMENT_TAG": "commitment", "commit": "commitment",
+    "commit_in_circuit": "commitment", "preimage": "commitment",
+    "StatementShape": "shape", "StatementShapeError": "shape",
+    "StatementWidths": "widths",  # the function widths: `from statement.widths import widths` (the submodule's name)
+    "STATUS_CERTIFIED": "witness", "STATUS_FLIP": "witness", "Counterexample": "witness", "Designation": "witness",
+    "FarkasEntry": "witness", "SliceWitness": "witness", "StatementPublic": "witness", "StatementWitness": "witness",
+    "StatementWitnessError": "witness",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

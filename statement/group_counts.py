@@ -42,9 +42,9 @@ from typing import Sequence
 from circuits.errors import CircuitError
 from circuits.field import MAX_SIGNED_BITS
 from circuits.relation import R1CS
-from commitments.audit import DATASET_TAG, GROUP_COUNT_FIELDS, DatasetError, DatasetLayout, GroupCount, input_bits
 
 from .commitment import committed_parameters
+from .dataset import DATASET_TAG, GROUP_COUNT_FIELDS, DatasetError, DatasetLayout, GroupCount, input_bits
 from .persistence import relu_of
 from .shape import StatementShape, StatementShapeError, model_part_digest
 from .spread import argmax

@@ -9,7 +9,8 @@ from circuits.builder import ConstraintSystem
 from circuits.field import R
 from circuits.poseidon import poseidon_hash
 from statement import (COMMITMENT_TAG, StatementShapeError, StatementWitnessError, build_statement, commit,
-                       commit_in_circuit, widths)
+                       commit_in_circuit)
+from statement.widths import widths
 from statement.adapter import statement_inputs, statement_shape
 from statement.witness import STATUS_FLIP
 from statement_cases import CASES, SALT, build, case

@@ -28,8 +28,9 @@ from circuits.backends import CurveBackend, get_backend
 from circuits.errors import MalformedArtifact
 from circuits.groth16 import check_prepared_proof, prepare_verifying_key, vk_digest
 from circuits.snarkjs.json_formats import verifying_key_from_json
-from commitments.audit import GROUP_COUNT_FIELDS, AuditDataset, DatasetError, DatasetLayout, GroupCount, GroupCountsBundle
+from commitments.audit import AuditDataset, GroupCountsBundle
 from commitments.card import ModelCard
+from statement.dataset import GROUP_COUNT_FIELDS, DatasetError, DatasetLayout, GroupCount
 
 from .verify import card_digest, read_proof, setup_trust_problem
 
@@ -102,7 +103,8 @@ def verify_group_counts(bundle: GroupCountsBundle, card: ModelCard, dataset: Aud
         circuit = card.audit_circuit(bundle.circuit)
     except KeyError as exc:
         return _refuse(str(exc.args[0]))
-    layout = DatasetLayout.of_card(card, circuit.n_rows)
+    layout = DatasetLayout(circuit.n_rows, tuple(card.box_lower), tuple(card.box_upper),
+                           tuple(f.column for f in card.sensitive), tuple(card.slices()))
     f = circuit.favourable_class
     if bundle.favourable_class != f or bundle.favourable_label != card.architecture.class_labels[f]:
         return _refuse("the bundle's favourable class is not its audit circuit's")
