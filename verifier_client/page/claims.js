@@ -1,0 +1,167 @@
+// What a certificate says, from its public signals and the card alone: the browser's twin of
+// commitments/claims.py `claims_from_signals`, rule for rule, so that a page refuses exactly the signals the
+// Python verifier refuses (tests/test_page_claims.py runs both on the same forgeries). Cards come from
+// canonical.js's parser: every integer is a BigInt.
+
+"use strict";
+
+const R = 21888242871839275222246405745257275088548364400416034343698204186575808495617n;
+const HALF_R = (R - 1n) / 2n;
+const HEAD_SIGNALS = 5;
+const PERSISTENCE_BOUND_LIMIT = 1n << 250n;
+const STATUS_NAMES = ["certified", "counterfactual_flip"];
+
+class ClaimError extends Error {}
+
+function parseDecimal(text, what) {
+  if (typeof text !== "string" || !/^(0|[1-9][0-9]*)$/.test(text)) {
+    throw new ClaimError(`${what}: not a canonical decimal`);
+  }
+  const v = BigInt(text);
+  if (v >= R) throw new ClaimError(`${what}: not below the field modulus`);
+  return v;
+}
+
+const signed = (v) => (v <= HALF_R ? v : v - R);
+const num = (v) => Number(v);  // small card integers (sizes, indices)
+
+function slices(card) {
+  let out = [[]];
+  for (const f of card.sensitive) out = out.flatMap((prefix) => f.values.map((v) => [...prefix, v]));
+  return out;
+}
+
+function sliceLabels(card, index) {
+  const values = slices(card)[index];
+  return [values, card.sensitive.map((f, a) => f.labels[f.values.findIndex((v) => v === values[a])])];
+}
+
+function persistencePairs(card) {
+  if (card.persistence == null) return [];
+  const out = [];
+  card.sensitive.forEach((f, a) => [...f.values].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0))
+    .forEach((v) => out.push([a, v])));
+  return out;
+}
+
+function persistenceDeltaCap(card) {
+  if (card.persistence == null) return 0n;
+  let cap = 0n;
+  for (const j of card.persistence.columns) {
+    const w = card.box_upper[num(j)] - card.box_lower[num(j)];
+    if (w > cap) cap = w;
+  }
+  return cap;
+}
+
+function claimsFromSignals(signals, card, bucketName, sliceIndex = 0) {
+  const bucket = card.circuits.find((b) => b.bucket === bucketName);
+  if (bucket === undefined) throw new ClaimError(`model card has no circuit bucket ${bucketName}`);
+  const perSlice = bucket.shape.per_slice === true;
+  const n = num(card.architecture.n_inputs);
+  const nSlices = slices(card).length;
+  const nSpread = card.spread != null ? nSlices + 1 : 0;
+  const nPersistence = card.persistence != null ? 1 + 2 * persistencePairs(card).length : 0;
+  const expected = HEAD_SIGNALS + n + nSpread + nPersistence + (perSlice ? 1 : 0);
+  if (num(bucket.n_public) !== expected) {
+    throw new ClaimError(`bucket ${bucketName} has ${bucket.n_public} public inputs, this model's statement has ${expected}`);
+  }
+  if (signals.length !== expected) {
+    throw new ClaimError(`the proof has ${signals.length} public signals, this model's statement has ${expected}`);
+  }
+  let values = signals.map((s, i) => parseDecimal(s, `public signal ${i}`));
+  if (perSlice) {
+    if (values[values.length - 1] !== BigInt(sliceIndex)) {
+      throw new ClaimError(`public signal ${expected - 1} (the slice the proof covers) is not ${sliceIndex}`);
+    }
+    values = values.slice(0, -1);
+  }
+  const [commitment, decision, eps, status, flipIndex] = values;
+  if (commitment !== parseDecimal(card.commitment, "card commitment")) {
+    throw new ClaimError("public signal 0 is not the card's commitment");
+  }
+  const labels = card.architecture.class_labels;
+  if (decision >= BigInt(labels.length)) throw new ClaimError(`public signal 1 (decision ${decision}) is not a class of this model`);
+  if (eps > bucket.shape.eps_cap) throw new ClaimError(`public signal 2 (E = ${eps}) exceeds the cap ${bucket.shape.eps_cap}`);
+  if (status > 1n) throw new ClaimError(`public signal 3 (status ${status}) is neither certified (0) nor flip (1)`);
+  let flip = null;
+  if (status === 0n) {
+    if (flipIndex !== 0n) throw new ClaimError("public signal 4 (flip slice) must be 0 on a certified radius");
+  } else {
+    if (eps !== 0n) throw new ClaimError("a counterfactual flip certifies radius 0, public signal 2 is not 0");
+    if (flipIndex >= BigInt(nSlices)) throw new ClaimError(`public signal 4 (flip slice ${flipIndex}) is not one of the ${nSlices} sensitive slices`);
+    const [v, l] = sliceLabels(card, num(flipIndex));
+    flip = { index: flipIndex, values: v, labels: l };
+  }
+  const query = values.slice(HEAD_SIGNALS, HEAD_SIGNALS + n).map(signed);
+  query.forEach((v, i) => {
+    if (!(card.box_lower[i] <= v && v <= card.box_upper[i])) {
+      throw new ClaimError(`public signal ${HEAD_SIGNALS + i} (feature ${card.feature_names[i]}) lies outside the model's input domain box`);
+    }
+  });
+  for (const f of card.sensitive) {
+    if (!f.values.some((v) => v === query[num(f.column)])) {
+      throw new ClaimError(`public signal ${HEAD_SIGNALS + num(f.column)} (sensitive feature ${f.name}) is not a value of its domain`);
+    }
+  }
+  let spread = null;
+  let persistence = null;
+  if (card.spread != null) spread = spreadClaims(values.slice(HEAD_SIGNALS + n), card, query, decision, status);
+  if (card.persistence != null) persistence = persistenceClaims(values.slice(HEAD_SIGNALS + n + nSpread), card, query, nSpread);
+  return {
+    model_id: card.model_id, bucket: bucketName, commitment, decision, decision_label: labels[num(decision)],
+    status: STATUS_NAMES[num(status)], eps_numerator: eps, eps_scale_bits: card.eps_scale_bits,
+    capped: status === 0n && eps === bucket.shape.eps_cap, flip, query, radius: bucket.shape.radius || "fast",
+    spread, persistence,
+  };
+}
+
+function spreadClaims(values, card, query, decision, status) {
+  const all = slices(card);
+  const first = HEAD_SIGNALS + num(card.architecture.n_inputs);
+  const labels = card.architecture.class_labels;
+  const decisions = values.slice(0, all.length);
+  const count = values[all.length];
+  decisions.forEach((d, s) => {
+    if (d >= BigInt(labels.length)) throw new ClaimError(`public signal ${first + s} (the decision with slice ${s}) is not a class of this model`);
+  });
+  if (!(1n <= count && count <= BigInt(all.length))) {
+    throw new ClaimError(`public signal ${first + all.length} (${count} margin buckets) is not between 1 and the ${all.length} slices`);
+  }
+  const own = all.findIndex((s) => s.every((v, a) => v === query[num(card.sensitive[a].column)]));
+  if (decisions[own] !== decision) {
+    throw new ClaimError(`public signal ${first + own} (the decision with the query's own sensitive values) differs from the decision`);
+  }
+  if (status === 0n && decisions.some((d) => d !== decision)) {
+    throw new ClaimError("a certified radius means every slice decides the same, the spread signals say otherwise");
+  }
+  return { decisions, decision_labels: decisions.map((d) => labels[num(d)]), score_buckets: count };
+}
+
+function persistenceClaims(values, card, query, nSpread) {
+  const first = HEAD_SIGNALS + num(card.architecture.n_inputs) + nSpread;
+  const delta = values[0];
+  const cap = persistenceDeltaCap(card);
+  if (delta > cap) throw new ClaimError(`public signal ${first} (delta ${delta}) exceeds ${cap}, the widest moved column of the domain box`);
+  const bounds = [];
+  persistencePairs(card).forEach(([a, v], i) => {
+    const at = first + 1 + 2 * i;
+    const lower = signed(values[1 + 2 * i]);
+    const upper = signed(values[2 + 2 * i]);
+    for (const [position, bound] of [[at, lower], [at + 1, upper]]) {
+      if ((bound < 0n ? -bound : bound) >= PERSISTENCE_BOUND_LIMIT) {
+        throw new ClaimError(`public signal ${position} (a persistence bound) is no integer a proof can state`);
+      }
+    }
+    if (lower > upper) throw new ClaimError(`public signals ${at} and ${at + 1} (persistence bounds) have lower above upper`);
+    if (query[num(card.sensitive[a].column)] === v && !(lower <= 0n && 0n <= upper)) {
+      throw new ClaimError(`public signals ${at} and ${at + 1} (the customer's own value, where the gap is 0) do not contain 0`);
+    }
+    bounds.push([lower, upper]);
+  });
+  return { delta, bounds };
+}
+
+const FairProofClaims = { R, ClaimError, parseDecimal, signed, slices, sliceLabels, claimsFromSignals };
+if (typeof module !== "undefined") module.exports = FairProofClaims;
+else globalThis.FairProofClaims = FairProofClaims;
