@@ -43,15 +43,22 @@ class Explanation:
     tree_accuracy: float  # on the fresh sample
 
 
-def distinct_decisions(model: FixedPointModel, points: np.ndarray) -> np.ndarray:
-    """k per grid point: how many distinct decisions its sensitive combinations get (exact)."""
-    decided = []
+def logits_per_slice(model: FixedPointModel, points: np.ndarray) -> list:
+    """For every sensitive combination, the exact integer logits of the grid points with their sensitive
+    columns set to it."""
+    out = []
     for values in model.slices():
         x = points.copy()
         for c, v in zip(model.sensitive_columns, values):
             x[:, c] = v
-        z = integer_logits(model.net, x.astype(object))
-        decided.append([max(range(len(row)), key=lambda j, row=row: (row[j], -j)) for row in z])
+        out.append(integer_logits(model.net, x.astype(object)))
+    return out
+
+
+def distinct_decisions(model: FixedPointModel, points: np.ndarray) -> np.ndarray:
+    """k per grid point: how many distinct decisions its sensitive combinations get (exact)."""
+    decided = [[max(range(len(row)), key=lambda j, row=row: (row[j], -j)) for row in z]
+               for z in logits_per_slice(model, points)]
     return np.array([len(set(d)) for d in zip(*decided)], dtype=int)
 
 

@@ -150,7 +150,7 @@ def sampled_max_buckets(model: FixedPointModel, favourable: int, width: float, s
                         seed: int = 0, choices: Mapping[int, Sequence[int]] | None = None) -> tuple[int, np.ndarray]:
     """(the largest k among uniform samples of the box, exact integer model on the input grid; per-sample k):
     a lower bound, HyFair's search when the MILP is out of reach."""
-    from .fixed_point import integer_logits
+    from .explain import logits_per_slice
 
     rng = np.random.default_rng(seed)
     lo, hi = np.array(model.box_lower), np.array(model.box_upper)
@@ -159,12 +159,7 @@ def sampled_max_buckets(model: FixedPointModel, favourable: int, width: float, s
         q[:, j] = rng.choice(np.array(values), size=samples)
     w = Fraction(width).limit_denominator(1 << 40)
     scale = 1 << model.net.logit_scale_bits
-    per_slice = []
-    for values in model.slices():
-        x = q.copy()
-        for c, v in zip(model.sensitive_columns, values):
-            x[:, c] = v
-        z = integer_logits(model.net, x.astype(object))
-        per_slice.append([math.floor(Fraction(int(r[favourable]) - int(r[1 - favourable]), scale) / w) for r in z])
+    per_slice = [[math.floor(Fraction(int(r[favourable]) - int(r[1 - favourable]), scale) / w) for r in z]
+                 for z in logits_per_slice(model, q)]
     k = np.array([len(set(col)) for col in zip(*per_slice)])
     return int(k.max()), k

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -606,7 +605,7 @@ def run_prove_groups(args: argparse.Namespace) -> int:
     from prover_service.workspace import ModelWorkspace, write_atomically
     from verifier_client.audit import describe, group_metrics
 
-    from .key_options import PTAU_ENV
+    from .key_options import ptau_from_args
 
     workspace = ModelWorkspace.open(args.model)
     try:
@@ -615,7 +614,7 @@ def run_prove_groups(args: argparse.Namespace) -> int:
         raise ModelError(f"cannot read the audit dataset {args.dataset}: {exc.strerror or exc}") from None
     except NonCanonical as exc:
         raise ModelError(f"the audit dataset {args.dataset} is malformed: {exc}") from None
-    ptau = args.ptau if args.ptau is not None else (None if args.single_party_setup else os.environ.get(PTAU_ENV) or None)
+    ptau = ptau_from_args(args)
     prover = GroupCountsProver(workspace, progress=_say, ptau=Path(ptau) if ptau else None,
                                single_party=args.single_party_setup)
     bundle = prover.prove(dataset, _favourable_index(args, workspace))

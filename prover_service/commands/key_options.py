@@ -19,10 +19,15 @@ def add_key_setup_arguments(parser: argparse.ArgumentParser) -> None:
                             "proofs: for tests and experiments only)")
 
 
+def ptau_from_args(args: argparse.Namespace) -> str | None:
+    """The phase-1 file the options name: --ptau, else $FAIRPROOF_PTAU unless --single-party-setup (the flag
+    wins over the environment's default, not over an explicit --ptau)."""
+    if args.ptau is not None:
+        return args.ptau
+    return None if args.single_party_setup else (os.environ.get(PTAU_ENV) or None)
+
+
 def key_setup_from_args(args: argparse.Namespace):
     from prover_service.bucket_keys import key_setup_for
 
-    ptau = args.ptau if args.ptau is not None else (os.environ.get(PTAU_ENV) or None)
-    if args.single_party_setup and args.ptau is None:
-        ptau = None  # the flag wins over the environment's default, not over an explicit --ptau
-    return key_setup_for(ptau, args.single_party_setup, args.contributor)
+    return key_setup_for(ptau_from_args(args), args.single_party_setup, args.contributor)
