@@ -18,7 +18,11 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Callable, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ValidationError
+from dataclasses import dataclass
+
+from pydantic import BaseModel, GetCoreSchemaHandler, GetJsonSchemaHandler, ValidationError
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, core_schema
 
 from circuits.errors import MalformedArtifact
 from circuits.field import Q, R, NonCanonicalNumber, parse_canonical_decimal
@@ -43,17 +47,37 @@ def parse_decimal(text: Any, bound: int, what: str) -> int:
         raise NonCanonical(str(exc)) from None
 
 
-def _field_decimal(bound: int, name: str) -> Callable[[str], str]:
-    def check(text: str) -> str:
-        parse_decimal(text, bound, name)
-        return text
-    return check
+@dataclass(frozen=True)
+class _CanonicalText:
+    """A string type's canonical-form check, and the same rule in its JSON Schema (a pattern, and for a
+    field element the bound, as `x-fairproof-below`), so a schema-driven reader refuses what this refuses."""
+
+    check: Callable[[str], object]  # raises NonCanonical
+    pattern: str
+    below: int | None = None
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        def validate(text: str) -> str:
+            self.check(text)
+            return text
+        return core_schema.no_info_after_validator_function(validate, handler(source))
+
+    def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        out = handler(schema)
+        out["pattern"] = self.pattern
+        if self.below is not None:
+            out["x-fairproof-below"] = str(self.below)
+        return out
+
+
+def _field_decimal(bound: int, name: str) -> _CanonicalText:
+    return _CanonicalText(lambda text: parse_decimal(text, bound, name),
+                          r"^(0|[1-9][0-9]*)$", bound)
 
 
 # Decimal strings of scalar-field (R) and base-field (Q) elements.
-FrDecimal = Annotated[str, AfterValidator(_field_decimal(R, "scalar field element"))]
-FqDecimal = Annotated[str, AfterValidator(_field_decimal(Q, "base field coordinate"))]
-Sha256Hex = Annotated[str, AfterValidator(lambda s: _hex(s, 64, "SHA-256 digest"))]
+FrDecimal = Annotated[str, _field_decimal(R, "scalar field element")]
+FqDecimal = Annotated[str, _field_decimal(Q, "base field coordinate")]
 
 
 def _hex(text: str, length: int, what: str) -> str:
@@ -62,14 +86,18 @@ def _hex(text: str, length: int, what: str) -> str:
     return text
 
 
-def hex_validator(length: int, what: str) -> AfterValidator:
-    """The validator of `hex_string`: declare `X: TypeAlias = Annotated[str, hex_validator(...)]` so type
+def hex_validator(length: int, what: str) -> _CanonicalText:
+    """The check of `hex_string`: declare `X: TypeAlias = Annotated[str, hex_validator(...)]` so type
     checkers see the alias (a function returning the Annotated type is not one)."""
-    return AfterValidator(lambda s: _hex(s, length, what))
+    return _CanonicalText(lambda text: _hex(text, length, what),
+                          f"^[0-9a-f]{{{length}}}$")
 
 
 def hex_string(length: int, what: str) -> Any:  # a typing special form, not a class
     return Annotated[str, hex_validator(length, what)]
+
+
+Sha256Hex = Annotated[str, hex_validator(64, "SHA-256 digest")]
 
 
 # -- strict JSON ---------------------------------------------------------------------------

@@ -14,7 +14,8 @@ class PyFloat {
 }
 
 // ---------------------------------------------------------------------------------------- parsing
-function parseJson(text) {
+// maxNumberChars: refuse longer number literals (commitments/canonical.py's bound; none by default).
+function parseJson(text, maxNumberChars = Infinity) {
   let i = 0;
   const fail = (what) => { throw new SyntaxError(`JSON: ${what} at offset ${i}`); };
   const ws = () => { while (i < text.length && " \t\n\r".includes(text[i])) i++; };
@@ -70,6 +71,7 @@ function parseJson(text) {
   function number() {
     const match = /^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/.exec(text.slice(i));
     if (!match) fail("unexpected character");
+    if (match[0].length > maxNumberChars) fail(`a number of ${match[0].length} characters is longer than any field allows`);
     i += match[0].length;
     if (match[2] === undefined && match[3] === undefined) return BigInt(match[0]);
     const x = Number(match[0]);
@@ -80,6 +82,21 @@ function parseJson(text) {
   ws();
   if (i !== text.length) fail("trailing characters");
   return out;
+}
+
+// The exact value of a double as numerator / 2^k (k >= 0).
+function exactDyadic(x) {
+  const view = new DataView(new ArrayBuffer(8));
+  view.setFloat64(0, x);
+  const bits = view.getBigUint64(0);
+  const negative = bits >> 63n === 1n;
+  const exponent = Number((bits >> 52n) & 0x7ffn);
+  let mantissa = bits & ((1n << 52n) - 1n);
+  let e;
+  if (exponent === 0) e = -1074;
+  else { mantissa |= 1n << 52n; e = exponent - 1075; }
+  const sign = negative ? -1n : 1n;
+  return e >= 0 ? [sign * (mantissa << BigInt(e)), 0n] : [sign * mantissa, BigInt(-e)];
 }
 
 // ---------------------------------------------------------------------------------------- writing
@@ -157,6 +174,6 @@ async function cardDigest(cardText) {
   return sha256Hex(canonicalCard(parseJson(cardText)));
 }
 
-const FairProofCanonical = { PyFloat, parseJson, pyFloatRepr, canonicalJson, canonicalCard, sha256Hex, cardDigest };
+const FairProofCanonical = { PyFloat, exactDyadic, parseJson, pyFloatRepr, canonicalJson, canonicalCard, sha256Hex, cardDigest };
 if (typeof module !== "undefined") module.exports = FairProofCanonical;
 else globalThis.FairProofCanonical = FairProofCanonical;

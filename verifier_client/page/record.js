@@ -6,6 +6,8 @@
 
 "use strict";
 
+const { exactDyadic } = typeof module !== "undefined" ? require("./canonical.js") : globalThis.FairProofCanonical;
+
 class RecordError extends Error {}
 
 const NUMBER = /^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$/;
@@ -35,21 +37,6 @@ function numericValue(name, raw) {
   if (typeof raw === "bigint" && BigInt(value) !== raw) throw new RecordError(`feature ${name}: too many digits`);
   if (!Number.isFinite(value)) throw new RecordError(`feature ${name}: not finite`);
   return value;
-}
-
-// The exact value of a double as numerator / 2^k (k >= 0).
-function exactDyadic(x) {
-  const view = new DataView(new ArrayBuffer(8));
-  view.setFloat64(0, x);
-  const bits = view.getBigUint64(0);
-  const negative = bits >> 63n === 1n;
-  const exponent = Number((bits >> 52n) & 0x7ffn);
-  let mantissa = bits & ((1n << 52n) - 1n);
-  let e;
-  if (exponent === 0) e = -1074;
-  else { mantissa |= 1n << 52n; e = exponent - 1075; }
-  const sign = negative ? -1n : 1n;
-  return e >= 0 ? [sign * (mantissa << BigInt(e)), 0n] : [sign * mantissa, BigInt(-e)];
 }
 
 // round(value * 2^bits), halves up, from the double's exact rational value (Python's floor division).

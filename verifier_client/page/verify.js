@@ -1,0 +1,338 @@
+// The customer's verifier in the browser: verifier_client/verify.py `verify_bundle`, check for check, with
+// snarkjs's browser build for the pairing. Nothing is fetched or sent: the inputs are texts the customer
+// gave the page (or the card the page was built with).
+//
+// A verdict is VALID only when every check below passes, in this order (the first failure is the reason):
+//   documents   the card and the bundle parse strictly and have the models' shapes (schema.js), the card is
+//               consistent (as ModelCard's validators), and it is the card the customer pinned, if they did;
+//   claims      the bundle names this card and one of its buckets; every claim comes from the public signals
+//               and the card (claims.js), and every readable field of the bundle equals its claim;
+//   customer    the lenses they require, their own record's query, the contributors they trust;
+//   keys        each bucket key is a valid, non-degenerate key matching its digest on the card;
+//   proofs      each proof's JSON points are group elements, proof_hex is exactly their compression, and
+//               snarkjs's Groth16 check holds for the signals.
+// Refusals are "unusable" (a document that does not parse or has the wrong shape; fairproof-verify exits 2)
+// or "invalid" (a well-formed certificate that does not verify; it exits 1).
+
+"use strict";
+
+const lib = typeof module !== "undefined"
+  ? { canonical: require("./canonical.js"), schema: require("./schema.js"), claims: require("./claims.js"),
+    curve: require("./curve.js"), record: require("./record.js"), explain: require("./explain.js") }
+  : { canonical: globalThis.FairProofCanonical, schema: globalThis.FairProofSchema, claims: globalThis.FairProofClaims,
+    curve: globalThis.FairProofCurve, record: globalThis.FairProofRecord, explain: globalThis.FairProofExplain };
+
+const MAX_DOCUMENT_CHARS = 64 * 1024 * 1024;
+const MAX_NUMBER_CHARS = 80;
+const LENSES = ["radius", "spread", "persistence"];
+
+class Refusal extends Error {
+  constructor(kind, message) { super(message); this.kind = kind; }
+}
+const unusable = (message) => new Refusal("unusable", message);
+const invalid = (message) => new Refusal("invalid", message);
+const num = (v) => Number(v);
+
+// ------------------------------------------------------------------------------------- documents
+function readDocument(text, schema, what) {
+  if (typeof text !== "string" || text.length > MAX_DOCUMENT_CHARS) throw unusable(`${what}: not a document this page reads`);
+  let value;
+  try {
+    value = lib.canonical.parseJson(text, MAX_NUMBER_CHARS);
+  } catch (e) {
+    throw unusable(`malformed ${what}: ${e.message}`);
+  }
+  try {
+    lib.schema.checkShape(schema, value, what);
+  } catch (e) {
+    if (e instanceof lib.schema.ShapeError) throw unusable(`malformed ${e.message}`);
+    throw e;
+  }
+  return value;
+}
+
+function bucketName(shape) {
+  return `k${shape.region_slots}-f${shape.farkas_slots}${shape.radius === "exact" ? "-exact" : ""}${shape.per_slice === true ? "-slice" : ""}`;
+}
+
+// ModelCard's validators (commitments/card.py), but for binding a feature schema to the box: a card the
+// Python verifier cannot load is refused here too. Returns the first problem, or null.
+function cardProblem(card) {
+  const a = card.architecture;
+  const n = num(a.n_inputs);
+  if (a.class_labels.length !== num(a.n_classes)) return "one class label per class";
+  if (a.hidden_sizes.some((h) => h <= 0n)) return "hidden layer sizes must be positive";
+  for (const f of card.sensitive) {
+    if (!f.values.length || f.values.length !== f.labels.length) return `sensitive feature ${f.name}: one label per domain value`;
+  }
+  if (card.feature_names.length !== n || card.box_lower.length !== n || card.box_upper.length !== n) {
+    return `feature names and domain box must have ${n} entries`;
+  }
+  const features = card.features || [];
+  if (features.length && features.length !== n) return `feature encodings must have ${n} entries`;
+  if (card.box_lower.some((lo, i) => lo > card.box_upper[i])) return "domain box has a lower bound above its upper bound";
+  const columns = card.sensitive.map((f) => num(f.column));
+  if (new Set(columns).size !== columns.length || columns.some((c) => c >= n)) return "sensitive columns must be distinct input indices";
+  if (card.feature_schema != null && features.length) return "a card publishes its preprocessing either as feature encodings or as a schema, not both";
+  if (card.spread != null && card.spread.favourable_class >= a.n_classes) return "the spread lens's favourable class is not a class of the model";
+  const lens = card.persistence;
+  if (lens != null) {
+    if (num(a.n_classes) !== 2) return "the persistence lens needs a two-class model (its margin is linear)";
+    if (lens.favourable_class >= 2n) return "the persistence lens's favourable class is not a class of the model";
+    if (card.spread != null && card.spread.favourable_class !== lens.favourable_class) return "the spread and persistence lenses must name the same favourable class";
+    const cols = lens.columns.map(num);
+    if (cols.some((c, i) => (i > 0 && c <= cols[i - 1]) || c >= n || columns.includes(c))) {
+      return "the persistence lens's columns must be distinct non-sensitive inputs, in order";
+    }
+    const cap = cols.reduce((m, j) => (card.box_upper[j] - card.box_lower[j] > m ? card.box_upper[j] - card.box_lower[j] : m), 0n);
+    if (cap === 0n) return "the persistence lens needs a column the domain box lets move";
+    if (lens.default_delta > cap) return "the persistence lens's default delta exceeds the widest moved column of the domain box";
+  }
+  const audits = card.audit_circuits || [];
+  const names = [...card.circuits.map((c) => c.bucket), ...audits.map((c) => c.name)];
+  if (new Set(names).size !== names.length) return "circuit bucket names must be unique";
+  for (const c of card.circuits) {
+    if (c.shape.per_slice === true && c.shape.radius !== "exact") return "per-slice statements prove the exact radius only";
+    if (c.bucket !== bucketName(c.shape)) return `bucket ${c.bucket} does not name its shape (${bucketName(c.shape)})`;
+  }
+  for (const c of audits) {
+    if (c.name !== `groups-n${c.n_rows}-c${c.favourable_class}`) return `audit circuit ${c.name} does not name its rows and favourable class`;
+    if (c.favourable_class >= a.n_classes) return `audit circuit ${c.name}: its favourable class is not a class of the model`;
+    if (c.weight_bits.length !== a.hidden_sizes.length + 1 || c.bias_bits.length !== c.weight_bits.length) {
+      return `audit circuit ${c.name}: one weight and bias bound per layer`;
+    }
+  }
+  const keyed = [...card.circuits, ...audits];
+  for (const c of keyed) {
+    const vk = c.verifying_key;
+    if (BigInt(vk.IC.length) !== vk.nPublic + 1n) return `IC has ${vk.IC.length} points, nPublic + 1 = ${vk.nPublic + 1n} expected`;
+    if (vk.nPublic !== c.n_public) return "the verifying key's nPublic differs from the bucket's n_public";
+    const s = c.setup;
+    if (s.method === "ceremony") {
+      if (["phase1_digest", "phase1_power", "circuit_hash", "transcript_digest"].some((k) => s[k] == null) || !s.contributions.length) {
+        return "a ceremony setup names its phase 1, circuit hash, transcript and contributions";
+      }
+    } else if ((s.contributions || []).length || s.circuit_hash != null) return "a single-party setup has no contributions";
+  }
+  for (const [what, values] of [["verifying key", keyed.map((c) => c.verifying_key_digest)],
+    ["R1CS digest", keyed.map((c) => c.r1cs_digest)],
+    ["circuit hash", keyed.map((c) => c.setup.circuit_hash).filter((h) => h != null)]]) {
+    if (new Set(values).size !== values.length) return `two circuit buckets share one ${what}: each bucket's statement has its own`;
+  }
+  return null;
+}
+
+// --------------------------------------------------------------------------------------- claims
+function derivedClaims(signals, card, bucketName, sliceIndex) {
+  try {
+    const c = lib.claims.claimsFromSignals(signals, card, bucketName, sliceIndex);
+    const labels = card.architecture.class_labels;
+    if (c.spread) {
+      c.spread.slice_labels = lib.claims.slices(card).map((_, s) => lib.claims.sliceLabels(card, s)[1]);
+      c.spread.readable = {
+        decisions: c.spread.decisions, decision_labels: c.spread.decisions.map((d) => labels[num(d)]),
+        distinct_decisions: BigInt(new Set(c.spread.decisions.map(String)).size), score_buckets: c.spread.score_buckets,
+      };
+    }
+    if (c.persistence) c.persistence.readable = readablePersistence(c, card);
+    return c;
+  } catch (e) {
+    if (e instanceof lib.claims.ClaimError) throw invalid(e.message);
+    throw e;
+  }
+}
+
+// The persistence bundle field these claims stand for (PersistenceClaims.readable).
+function readablePersistence(claims, card) {
+  const pairs = [];
+  card.sensitive.forEach((f, a) => [...f.values].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0)).forEach((v) => pairs.push([a, v])));
+  return {
+    delta: claims.persistence.delta,
+    bounds: pairs.map(([a, v], i) => {
+      const [lower, upper] = claims.persistence.bounds[i];
+      const f = card.sensitive[a];
+      const own = claims.query[num(f.column)] === v;
+      const status = own ? "own" : lower > 0n ? "favoured" : upper < 0n ? "disfavoured" : "inconclusive";
+      return { attribute: f.name, value: v, label: f.labels[f.values.findIndex((x) => x === v)], lower, upper, status };
+    }),
+  };
+}
+
+const canonical = (v) => (v === undefined ? "null" : lib.canonical.canonicalJson(v));
+
+// commitments.claims.contradiction: the first readable field that says something else than its signals.
+function contradiction(bundle, c) {
+  const eps = bundle.eps;
+  const checks = [
+    ["bucket", bundle.bucket, c.bucket],
+    ["decision", bundle.decision, c.decision],
+    ["decision_label", bundle.decision_label, c.decision_label],
+    ["status", bundle.status, c.status],
+    ["eps.numerator", eps.numerator, c.eps_numerator],
+    ["eps.scale_bits", eps.scale_bits, c.eps_scale_bits],
+    ["eps.capped", eps.capped === undefined ? false : eps.capped, c.capped],
+    ["flip_slice", bundle.flip_slice === undefined ? null : bundle.flip_slice, c.flip],
+    ["query", bundle.query, c.query],
+    ["spread", bundle.spread === undefined ? null : bundle.spread, c.spread ? c.spread.readable : null],
+    ["persistence", bundle.persistence === undefined ? null : bundle.persistence, c.persistence ? c.persistence.readable : null],
+  ];
+  for (const [name, stated, derived] of checks) {
+    if (canonical(stated) !== canonical(derived)) {
+      return `bundle field ${name} says ${short(canonical(stated))}, its public signals and the card say ${short(canonical(derived))}`;
+    }
+  }
+  return null;
+}
+
+const short = (text) => (text.length <= 60 ? text : `${text.slice(0, 57)}...`);
+
+// commitments.claims.bundle_claims, with its per-slice parts.
+function bundleClaims(bundle, card, digest) {
+  if (bundle.model_id !== card.model_id) throw invalid(`bundle is for model ${bundle.model_id}, the card is for ${card.model_id}`);
+  if (bundle.card_digest !== digest) throw invalid("bundle was issued under another model card (card digest differs from the card's)");
+  const bucket = card.circuits.find((b) => b.bucket === bundle.bucket);
+  if (bucket === undefined) throw invalid(`model card has no circuit bucket ${bundle.bucket}`);
+  const claims = derivedClaims(bundle.public_signals, card, bundle.bucket, 0);
+  claims.eps_scale_bits = BigInt(card.eps_scale_bits);
+  claims.part_buckets = [];
+  const problem = contradiction(bundle, claims);
+  if (problem) throw invalid(problem);
+  const parts = bundle.parts || [];
+  if (bucket.shape.per_slice !== true) {
+    if (parts.length) throw invalid(`bucket ${bucket.bucket} proves every slice at once: the bundle has no slice parts`);
+    return claims;
+  }
+  const nSlices = lib.claims.slices(card).length;
+  const indices = parts.map((p) => num(p.slice_index));
+  if (indices.length !== nSlices - 1 || indices.some((v, i) => v !== i + 1)) {
+    throw invalid(`a per-slice certificate has one proof per slice: parts for slices 1..${nSlices - 1} in order`);
+  }
+  const whole = canonical({ ...claims, bucket: null, part_buckets: null });
+  for (const p of parts) {
+    const partBucket = card.circuits.find((b) => b.bucket === p.bucket);
+    if (partBucket === undefined) throw invalid(`model card has no circuit bucket ${p.bucket}`);
+    if (partBucket.shape.per_slice !== true) throw invalid(`the proof of slice ${p.slice_index} names bucket ${p.bucket}, which is not per-slice`);
+    if (partBucket.shape.eps_cap !== bucket.shape.eps_cap || partBucket.shape.radius !== bucket.shape.radius) {
+      throw invalid(`the proof of slice ${p.slice_index} names bucket ${p.bucket}, whose cap or radius differs from bucket ${bucket.bucket}'s`);
+    }
+    const part = derivedClaims(partSignals(bundle, p.slice_index), card, p.bucket, p.slice_index);
+    part.eps_scale_bits = claims.eps_scale_bits;
+    if (canonical({ ...part, bucket: null, part_buckets: null }) !== whole) {
+      throw invalid(`the proof of slice ${p.slice_index} claims something else than slice 0's`);
+    }
+  }
+  claims.part_buckets = parts.map((p) => p.bucket);
+  return claims;
+}
+
+const partSignals = (bundle, sliceIndex) => [...bundle.public_signals.slice(0, -1), String(sliceIndex)];
+
+// ------------------------------------------------------------------------------------- customer
+function lensProblem(claims, required) {
+  for (const lens of required) {
+    if (!LENSES.includes(lens)) return `unknown lens ${lens} (this verifier knows ${LENSES.join(", ")})`;
+    if (lens === "spread" && claims.spread == null) return "the certificate does not prove the counterfactual spread, which you require";
+    if (lens === "persistence" && claims.persistence == null) return "the certificate does not prove persistent bias, which you require";
+  }
+  return null;
+}
+
+function setupTrustProblem(bucket, trusted) {
+  if (!trusted.length) return null;
+  const setup = bucket.setup;
+  const name = `bucket ${bucket.bucket}`;
+  if (setup.method !== "ceremony") {
+    return `the keys of ${name} were set up by the bank alone (no ceremony), and you require a trusted contributor`;
+  }
+  if (!setup.contributions.some((c) => trusted.includes(c.hash))) {
+    const names = setup.contributions.map((c) => c.name || c.hash.slice(0, 16)).join(", ");
+    return `none of your trusted contributors took part in the key setup of ${name} (contributors: ${names})`;
+  }
+  return null;
+}
+
+// ---------------------------------------------------------------------------------------- proofs
+const plain = (v) => (typeof v === "bigint" ? Number(v) : Array.isArray(v) ? v.map(plain)
+  : v && typeof v === "object" ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, plain(x)])) : v);
+
+async function checkedKey(bucket) {
+  const what = `verifying key of bucket ${bucket.bucket}`;
+  let vk;
+  try {
+    vk = lib.curve.verifyingKeyFromJson(bucket.verifying_key, what);
+  } catch (e) {
+    if (e instanceof lib.curve.CurveError) throw invalid(e.message);
+    throw e;
+  }
+  if (BigInt(vk.nPublic) !== bucket.n_public) throw invalid(`${what}: ${vk.nPublic} public inputs, the bucket declares ${bucket.n_public}`);
+  if (await lib.curve.verifyingKeyDigest(vk) !== bucket.verifying_key_digest) throw invalid(`${what} does not match its digest on the card`);
+  return plain(bucket.verifying_key);
+}
+
+async function checkProof(snarkjs, key, proofJson, proofHex, signals, whose) {
+  try {
+    lib.curve.proofFromJson(proofJson, proofHex, "proof");
+  } catch (e) {
+    if (e instanceof lib.curve.CurveError) throw invalid(`${e.message}${whose}`);
+    throw e;
+  }
+  const ok = await snarkjs.groth16.verify(key, [...signals], plain(proofJson));
+  if (ok !== true) throw invalid(`proof rejected${whose}: the pairing check fails`);
+}
+
+// --------------------------------------------------------------------------------------- verdict
+// inputs: { bundleText, cardText, recordText?, pinnedDigest?, trusted?: [hex], requiredLenses?: [name] }
+// env: { snarkjs, schemas: { bundle, card } (parsed JSON Schemas) }
+// Returns { valid: true, claims, report, cardDigest, query } or { valid: false, kind, reason, cardDigest? }.
+async function verifyBundle(inputs, env) {
+  let cardDigest = null;
+  try {
+    const card = readDocument(inputs.cardText, env.schemas.card, "card");
+    const problem = cardProblem(card);
+    if (problem) throw unusable(`malformed card: ${problem}`);
+    cardDigest = await lib.canonical.sha256Hex(lib.canonical.canonicalCard(card));
+    const pinned = (inputs.pinnedDigest || "").trim().toLowerCase();
+    if (pinned && pinned !== cardDigest) throw invalid(`the card is not the one you pinned (its digest is ${cardDigest})`);
+    const bundle = readDocument(inputs.bundleText, env.schemas.bundle, "bundle");
+    const claims = bundleClaims(bundle, card, cardDigest);
+    const missing = lensProblem(claims, inputs.requiredLenses || []);
+    if (missing) throw invalid(missing);
+    let recordChecked = false;
+    if (inputs.recordText && inputs.recordText.trim()) {
+      let query;
+      try {
+        query = lib.record.encodeRecord(card, lib.canonical.parseJson(inputs.recordText, MAX_NUMBER_CHARS));
+      } catch (e) {
+        if (e instanceof lib.record.RecordError || e instanceof SyntaxError) throw unusable(`your record: ${e.message}`);
+        throw e;
+      }
+      const differing = card.feature_names.filter((_, i) => query[i] !== claims.query[i]);
+      if (differing.length) {
+        const which = differing.slice(0, 5).join(", ") + (differing.length > 5 ? "..." : "");
+        throw invalid(`the certificate is about another customer's record, not yours (query differs in: ${which})`);
+      }
+      recordChecked = true;
+    }
+    const trusted = (inputs.trusted || []).map((h) => h.trim().toLowerCase()).filter((h) => h);
+    const proofs = [[claims.bucket, bundle.proof, bundle.proof_hex, bundle.public_signals, ""],
+      ...(bundle.parts || []).map((p) => [p.bucket, p.proof, p.proof_hex, partSignals(bundle, p.slice_index), ` (slice ${p.slice_index})`])];
+    const bucketOf = (name) => card.circuits.find((b) => b.bucket === name);
+    for (const [name] of proofs) {
+      const trustProblem = setupTrustProblem(bucketOf(name), trusted);
+      if (trustProblem) throw invalid(trustProblem);
+    }
+    const keys = new Map();
+    for (const [name, proofJson, proofHex, signals, whose] of proofs) {
+      if (!keys.has(name)) keys.set(name, await checkedKey(bucketOf(name)));
+      await checkProof(env.snarkjs, keys.get(name), proofJson, proofHex, signals, whose);
+    }
+    return { valid: true, claims, cardDigest, recordChecked, report: lib.explain.validReport(claims, card), card };
+  } catch (e) {
+    if (e instanceof Refusal) return { valid: false, kind: e.kind, reason: e.message, cardDigest };
+    return { valid: false, kind: "unusable", reason: `this page could not check the documents (${e.message})`, cardDigest };
+  }
+}
+
+const FairProofVerify = { verifyBundle, cardProblem, contradiction };
+if (typeof module !== "undefined") module.exports = FairProofVerify;
+else globalThis.FairProofVerify = FairProofVerify;
