@@ -1,0 +1,105 @@
+// The page's controls: read what the customer drops or pastes, run verify.js, show the verdict.
+// Nothing is sent anywhere: the only request this page can make is, when it is served by the bank's
+// service and carries no card, GET of the card the bundle names from that same service.
+
+"use strict";
+
+(function () {
+  const $ = (id) => document.getElementById(id);
+  const { parseJson } = globalThis.FairProofCanonical;
+  const config = parseJson($("fairproof-config").textContent);
+  const schemas = parseJson($("fairproof-schemas").textContent);
+  const embeddedCard = $("fairproof-card") ? $("fairproof-card").textContent : null;
+
+  function readFileInto(input, textarea) {
+    input.addEventListener("change", () => {
+      const file = input.files && input.files[0];
+      if (!file) return;
+      file.text().then((text) => { textarea.value = text; });
+    });
+  }
+  readFileInto($("bundle-file"), $("bundle-text"));
+  readFileInto($("record-file"), $("record-text"));
+  if ($("card-file")) readFileInto($("card-file"), $("card-text"));
+
+  // A bundle dropped anywhere on the page.
+  document.addEventListener("dragover", (e) => e.preventDefault());
+  document.addEventListener("drop", (e) => {
+    e.preventDefault();
+    const file = e.dataTransfer.files && e.dataTransfer.files[0];
+    if (file) file.text().then((text) => { $("bundle-text").value = text; verify(); });
+  });
+
+  async function cardText(bundleText) {
+    if (embeddedCard !== null) return embeddedCard;
+    if ($("card-text") && $("card-text").value.trim()) return $("card-text").value;
+    if (!config.card_url) throw new Error("give the model card (a file or its text)");
+    let modelId;
+    try {
+      modelId = parseJson(bundleText).model_id;
+    } catch (e) {
+      modelId = null;
+    }
+    if (typeof modelId !== "string") throw new Error("the bundle names no model, so its card cannot be fetched");
+    const response = await fetch(config.card_url.replace("{model_id}", encodeURIComponent(modelId)), { credentials: "omit" });
+    if (!response.ok) throw new Error(`the service has no card for model ${modelId} (HTTP ${response.status})`);
+    return response.text();
+  }
+
+  function show(verdict, milliseconds) {
+    const box = $("verdict");
+    const report = $("report");
+    box.className = verdict.valid ? "valid" : "refused";
+    box.dataset.verdict = verdict.valid ? "VALID" : verdict.kind === "unusable" ? "UNUSABLE" : "INVALID";
+    if (verdict.valid) {
+      box.textContent = "VALID certificate";
+      const lines = verdict.report.split("\n").slice(1);
+      lines.push("Transparency log: not checked by this page (fairproof-verify checks it against the log key you pin).");
+      lines.push(verdict.recordChecked ? "The certificate is about your record."
+        : "Your record was not checked: give it to make sure the certificate is about you.");
+      report.textContent = lines.join("\n");
+    } else {
+      box.textContent = verdict.kind === "unusable" ? "REFUSED: unusable document" : "INVALID certificate";
+      report.textContent = verdict.reason;
+    }
+    $("card-digest").textContent = verdict.cardDigest || "(no card read)";
+    $("timing").textContent = `checked in the browser in ${milliseconds.toFixed(0)} ms`;
+    $("timing").dataset.milliseconds = milliseconds.toFixed(1);
+  }
+
+  async function verify() {
+    $("verdict").className = "working";
+    $("verdict").dataset.verdict = "WORKING";
+    $("verdict").textContent = "checking...";
+    $("report").textContent = "";
+    const started = performance.now();
+    let verdict;
+    try {
+      const bundleText = $("bundle-text").value;
+      verdict = await globalThis.FairProofVerify.verifyBundle({
+        bundleText, cardText: await cardText(bundleText), recordText: $("record-text").value,
+        pinnedDigest: $("pinned-digest").value,
+        trusted: $("trusted").value.split(/[\s,]+/),
+        requiredLenses: Array.from(document.querySelectorAll("input[name=lens]:checked"), (c) => c.value),
+      }, { snarkjs: globalThis.snarkjs, schemas });
+    } catch (e) {
+      verdict = { valid: false, kind: "unusable", reason: e.message, cardDigest: null };
+    }
+    show(verdict, performance.now() - started);
+  }
+
+  $("verify").addEventListener("click", verify);
+
+  // A bundle in the URL's fragment (#bundle=<base64url JSON>): the fragment never leaves the browser.
+  const fragment = new URLSearchParams(location.hash.slice(1));
+  if (fragment.has("bundle")) {
+    try {
+      const b64 = fragment.get("bundle").replace(/-/g, "+").replace(/_/g, "/");
+      const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+      $("bundle-text").value = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+      verify();
+    } catch (e) {
+      show({ valid: false, kind: "unusable", reason: "the link's bundle is not base64url JSON", cardDigest: null }, 0);
+    }
+  }
+})();
