@@ -1,6 +1,12 @@
 # The bank-side image: the prover service (`fairproof serve`, `fairproof worker`;
 # see docker-compose.yml), certification, proving and the store. Training needs
 # torch and runs outside this image; models are mounted under /models.
+# snarkjs's browser build for the verification page (/verify), from npm as package-lock.json pins it.
+FROM node:20-slim AS browser-build
+WORKDIR /build
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -17,6 +23,7 @@ COPY prover_service prover_service
 COPY statement statement
 COPY transparency transparency
 COPY verifier_client verifier_client
+COPY --from=browser-build /build/node_modules/snarkjs/build/snarkjs.min.js verifier_client/page/vendor/snarkjs.min.js
 RUN pip install --no-cache-dir --no-deps ".[prover]"
 
 # The native kernels (Fr NTT, fixed-base windows) are compiled now, with a compiler that does not stay in

@@ -31,6 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "prover_service.commands.prove",
     "prover_service.commands.export_snarkjs",
     "prover_service.commands.export_solidity",
+    "prover_service.commands.export_page",
     "prover_service.commands.plot",
     "prover_service.commands.demo",
     "prover_service.commands.ceremony",

@@ -18,6 +18,9 @@ fi
 
 if command -v npm >/dev/null; then
   npm ci --silent --no-audit --no-fund >/dev/null 2>&1 || npm install --silent --no-audit --no-fund
+  # The verification page inlines snarkjs's browser build: packaged beside its modules, never fetched.
+  mkdir -p verifier_client/page/vendor
+  cp node_modules/snarkjs/build/snarkjs.min.js verifier_client/page/vendor/snarkjs.min.js
 else
   echo "warning: npm not found; snarkjs interoperability tests will be skipped" >&2
 fi
@@ -33,6 +36,7 @@ apt_install() {  # COMMAND PACKAGE WHAT
     echo "warning: $1 not found (apt-get install $2); $3 will be skipped" >&2
   fi
 }
-apt_install chromium chromium "the report's browser test"
+apt_install chromium chromium "the report's and the verification page's browser tests"
+apt_install chromedriver chromium-driver "the verification page's browser test"
 apt_install tmux tmux "the progress-bar test"
 echo "setup complete: $(.venv/bin/python --version)"

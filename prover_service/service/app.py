@@ -41,6 +41,7 @@ from .errors import STORAGE_ERRNOS, BadRequest, NotFound, ServiceError, TooManyR
 from .state import JobAccess, token_hash
 from .jobs import CERTIFICATE, PRECOMPUTE, JobRecord, QueueCaps, QueueFull
 from . import log_routes
+from .page_routes import page_router
 from .limits import BodySizeLimit
 from .schema import AuditEntry
 from .settings import Settings
@@ -107,6 +108,7 @@ def create_app(settings: Settings, *, backend=None) -> FastAPI:
     _install_request_log(app)
     _routes(app)
     app.include_router(log_routes.router, prefix=API_PREFIX)
+    app.include_router(page_router())
     return app
 
 

@@ -20,6 +20,7 @@ import base64
 import hashlib
 import json
 import os
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from string import Template
@@ -86,8 +87,19 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
-def build_page(card: ModelCard | None = None, *, card_url: str | None = None) -> str:
-    """The page's HTML. `card`: the card it checks against (embedded; the customer cannot swap it).
+@dataclass(frozen=True)
+class VerificationPage:
+    html: str
+    csp: str  # the Content-Security-Policy its <meta> states (a server sends it as a header too)
+
+    @property
+    def digest(self) -> str:
+        """The SHA-256 the page is published under."""
+        return hashlib.sha256(self.html.encode("utf-8")).hexdigest()
+
+
+def build_page(card: ModelCard | None = None, *, card_url: str | None = None) -> VerificationPage:
+    """The page. `card`: the card it checks against (embedded; the customer cannot swap it).
     Without one, the customer gives the card, or with `card_url` (a path with {model_id}, for the page the
     service serves) the page fetches the card the bundle names from the origin that served it."""
     scripts = [snarkjs_browser_build(), *(_module_script(name) for name in MODULES)]
@@ -119,12 +131,7 @@ def build_page(card: ModelCard | None = None, *, card_url: str | None = None) ->
                   "is only as trustworthy as the bank: for an independent check, use a copy whose SHA-256 someone "
                   "you trust published.")
     template = Template((PAGE_DIR / "page.html").read_text(encoding="utf-8"))
-    return template.substitute(
+    return VerificationPage(csp=csp, html=template.substitute(
         csp=csp, card_note=card_note, card_inputs=card_inputs, card_script=card_script, provenance=provenance,
         config=_json_in_html({"card_url": card_url if card is None else None}), schemas=_json_in_html(page_schemas()),
-        scripts="\n".join(f"<script>{s}</script>" for s in scripts))
-
-
-def page_digest(html: str) -> str:
-    """The SHA-256 a page is published under."""
-    return hashlib.sha256(html.encode("utf-8")).hexdigest()
+        scripts="\n".join(f"<script>{s}</script>" for s in scripts)))
