@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from commitments.card import ModelCard
+from browser_fixtures import chromium, verify_in_page
 from page_cases import PageCase, page_cases
 from verifier_client.cli import main as verify_main
 from verifier_client.page import MODULES, PAGE_DIR, PageError, build_page, page_schemas
@@ -153,50 +154,18 @@ def test_export_page_writes_the_page_and_names_its_digest(bank, tmp_path, capsys
 # -------------------------------------------------------------------------------------------- Chromium
 
 
-def _chromium():
-    webdriver = pytest.importorskip("selenium.webdriver")
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    browser, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    if browser is None or driver is None:
-        pytest.skip("Debian's chromium and chromium-driver are not installed (scripts/setup.sh installs them)")
-    options = Options()
-    options.binary_location = browser
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1200,1500"):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(options=options, service=Service(driver))
-
-
-def _run_in_page(driver, case: PageCase) -> dict:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    driver.execute_script(
-        "const set = (id, v) => { const e = document.getElementById(id); if (e) e.value = v; };"
-        "set('bundle-text', arguments[0]); set('card-text', arguments[1]); set('record-text', arguments[2]);"
-        "set('pinned-digest', arguments[3]); set('trusted', arguments[4]);",
-        case.bundle, case.card, case.record, case.pinned, "\n".join(case.trusted))
-    driver.find_element(By.ID, "verify").click()
-    verdict = driver.find_element(By.ID, "verdict")
-    WebDriverWait(driver, 120).until(lambda d: verdict.get_attribute("data-verdict") not in ("NONE", "WORKING"))
-    return {"verdict": verdict.get_attribute("data-verdict"), "text": driver.find_element(By.ID, "report").text,
-            "ms": float(driver.find_element(By.ID, "timing").get_attribute("data-milliseconds"))}
-
-
 def test_the_page_in_chromium_accepts_the_honest_and_refuses_every_forgery(bank, cases, tmp_path):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     bound = tmp_path / "verify.html"
     bound.write_text(build_page(bank.card).html)
     free = tmp_path / "verify-any-card.html"
     free.write_text(build_page().html)
-    driver = _chromium()
+    driver = chromium()
     timings, shots = [], {}
     try:
         driver.get(free.as_uri())  # the page a customer opens from disk, given the card too
         for case in cases:
-            result = _run_in_page(driver, case)
+            result = verify_in_page(driver, case)
             assert result["verdict"] == page_expected(case), (case.name, result["text"])
             if case.reason:
                 assert case.reason in result["text"], (case.name, result["text"])
@@ -208,11 +177,11 @@ def test_the_page_in_chromium_accepts_the_honest_and_refuses_every_forgery(bank,
                 driver.save_screenshot(str(shots[case.name]))
         driver.get(bound.as_uri())  # the page bound to the card: the customer gives the bundle alone
         honest = next(c for c in cases if c.name == "honest")
-        result = _run_in_page(driver, PageCase("bound", honest.bundle, "", honest.record))
+        result = verify_in_page(driver, PageCase("bound", honest.bundle, "", honest.record))
         assert result["verdict"] == "VALID" and "The certificate is about your record." in result["text"]
         timings.append(result["ms"])
         other = next(c for c in cases if c.name == "delta = gamma bundle, genuine card")
-        assert _run_in_page(driver, PageCase("bound", other.bundle, ""))["verdict"] == "INVALID"
+        assert verify_in_page(driver, PageCase("bound", other.bundle, ""))["verdict"] == "INVALID"
         errors = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
         assert not errors, errors  # no script error, no blocked request
     finally:

@@ -194,3 +194,35 @@ def test_admin_endpoints_need_the_key(live):
                       "no model directory")
     again = httpx.post(url, json={"directory": MODEL_DIRECTORY}, headers={"X-API-Key": ADMIN_KEY})
     assert again.status_code == 201  # registering the same model again is harmless
+
+
+def test_the_served_verification_page_checks_a_certificate_in_the_browser(live):
+    """GET /verify: the page, with its policy as a header too; in Chromium it fetches the card the bundle
+    names from this service and accepts the certificate, and refuses it with one signal changed."""
+    from browser_fixtures import chromium, verify_in_page
+    from page_cases import PageCase
+
+    page = httpx.get(f"{live.url}/verify", timeout=30)
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    csp = page.headers["content-security-policy"]
+    assert "connect-src 'self'" in csp and f'content="{csp}"' in page.text and 'id="fairproof-card"' not in page.text
+    assert "/verify" not in httpx.get(f"{live.url}/openapi.json", timeout=30).text  # a page, not the API
+    record = customer_records(8)[0]
+    r = httpx.post(f"{live.url}/v1/models/{MODEL_DIRECTORY}/decisions?wait=60", json={"record": record}, timeout=90)
+    assert r.status_code == 200, r.text
+    bundle = httpx.get(f"{live.url}{r.json()['certificate_url']}", headers={"X-Job-Token": r.json()["job_token"]},
+                       timeout=30).text
+    data = json.loads(bundle)
+    data["public_signals"][2] = str(int(data["public_signals"][2]) + 1)
+    data["eps"]["numerator"] += 1
+    driver = chromium()
+    try:
+        driver.get(f"{live.url}/verify")
+        honest = verify_in_page(driver, PageCase("served", bundle, "", json.dumps(record)))
+        assert honest["verdict"] == "VALID", honest["text"]
+        assert "The certificate is about your record." in honest["text"]
+        tampered = verify_in_page(driver, PageCase("served, eps + 1", json.dumps(data), ""))
+        assert tampered["verdict"] == "INVALID" and "proof rejected" in tampered["text"]
+        assert not [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
+    finally:
+        driver.quit()
