@@ -41,6 +41,12 @@ let input = ''; process.stdin.on('data', d => input += d).on('end', async () => 
         const schemas = lib.canonical.parseJson(arg[0]);
         lib.schema.checkShape(schemas[arg[1]], lib.canonical.parseJson(arg[2], 80), arg[1]);
         out.push(arg[1] === 'card' ? lib.verify.cardProblem(lib.canonical.parseJson(arg[2])) : null);
+      } else if (op === 'report') {
+        const card = lib.canonical.parseJson(arg[0]);
+        const claims = lib.verify.derivedClaims(arg[1], card, arg[2], 0);
+        claims.eps_scale_bits = BigInt(card.eps_scale_bits);
+        claims.part_buckets = [];
+        out.push(lib.explain.validReport(claims, card));
       } else throw new Error('unknown op ' + op);
     } catch (e) { out.push({ refused: e.message }); }
   }
@@ -227,3 +233,35 @@ def test_radii_are_written_as_the_verifier_writes_them():
     with localcontext() as ctx:  # the reference itself: 30 significant digits, normalised
         ctx.prec = 30
         assert radius_decimal(10, 0) == str(Decimal(10).normalize()) == "1E+1"
+
+
+def test_the_report_says_what_the_verifier_says_for_flips_caps_and_radii(bank):
+    """The plain-words report of claims the honest bundles do not reach (a flip, a capped radius, other
+    radii), from the same signals and card, line for line with fairproof-verify's printing."""
+    from commitments.claims import claims_from_signals
+    from verifier_client.verify import explain, persistence_summary, radius_summary, setup_summary, spread_summary
+
+    card, bundle = bank.card, bank.bundles[0]
+    bucket = card.bucket(bundle.bucket)
+    variants = {"honest": list(bundle.public_signals)}
+    flip = list(bundle.public_signals)
+    flip[2], flip[3], flip[4] = "0", "1", "1"  # radius 0, a counterfactual flip at slice 1
+    variants["flip"] = flip
+    capped = list(bundle.public_signals)
+    capped[2] = str(bucket.shape.eps_cap)
+    variants["capped"] = capped
+    for eps in (1, 2**16, 10 * 2**16, 3):
+        v = list(bundle.public_signals)
+        v[2] = str(eps)
+        variants[f"eps {eps}"] = v
+    jobs, expected = [], []
+    for name, signals in variants.items():
+        claims = claims_from_signals(signals, card, bucket)
+        lines = ["VALID certificate", radius_summary(claims), explain(claims, card)]
+        lines += [s for s in (spread_summary(claims, card), persistence_summary(claims, card)) if s]
+        lines.append(setup_summary(bucket))
+        expected.append("\n".join(lines))
+        jobs.append(["report", [card.model_dump_json(), signals, bundle.bucket]])
+    got = run_js(jobs)
+    assert "Not certified fair" in expected[1] and "whole input domain" in expected[2]
+    assert got == expected

@@ -333,6 +333,6 @@ async function verifyBundle(inputs, env) {
   }
 }
 
-const FairProofVerify = { verifyBundle, cardProblem, contradiction };
+const FairProofVerify = { verifyBundle, cardProblem, contradiction, derivedClaims };
 if (typeof module !== "undefined") module.exports = FairProofVerify;
 else globalThis.FairProofVerify = FairProofVerify;
