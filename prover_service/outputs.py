@@ -24,7 +24,8 @@ class Radius(_Frozen):
     numerator: int
     scale_bits: int
     decimal: str
-    kind: Literal["fast", "exact", "cap", "flip"]  # what eps is: a lower bound, the true radius, the whole box
+    # What eps is: a lower bound (fast, or bound: by linear bound propagation), the true radius, the whole box.
+    kind: Literal["fast", "exact", "bound", "cap", "flip"]
 
 
 class CertifyOutput(_Frozen):

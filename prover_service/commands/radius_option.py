@@ -10,9 +10,17 @@ RADIUS_HELP = ("fast: GeoCert's projection-distance radius, a lower bound on the
                "about twice the constraints)")
 
 
-def add_radius_argument(parser: argparse.ArgumentParser, *, default: str | None = "fast", env: str | None = None) -> None:
+BOUND_RADIUS_HELP = ("; bound: linear bound propagation (CROWN) of the l2 ball through the network, no region "
+                     "enumeration: polynomial in the network's size, a lower bound usually below the exact radius")
+
+
+def add_radius_argument(parser: argparse.ArgumentParser, *, default: str | None = "fast", env: str | None = None,
+                        bound: bool = False) -> None:
+    """`bound`: the command also offers the bound radius (plaintext certification)."""
     where = f"default ${env}, else fast" if env else f"default {default}"
-    parser.add_argument("--radius", choices=RADIUS_CHOICES, default=default, help=f"{RADIUS_HELP} ({where})")
+    choices = RADIUS_CHOICES + (("bound",) if bound else ())
+    parser.add_argument("--radius", choices=choices, default=default,
+                        help=f"{RADIUS_HELP}{BOUND_RADIUS_HELP if bound else ''} ({where})")
 
 
 BUCKET_GROWTH_CHOICES = (2, 4)
