@@ -17,13 +17,15 @@ relaxations, per neuron with pre-activation bounds l <= z <= u,
 
 (a coefficient >= 0 takes the lower relaxation, < 0 the upper), then through the affine layer below,
 down to a linear form a.x + c in the input, which is minimised over the set (ball and box together)
-by weak duality: for any multiplier mu >= 0,
+by weak duality: for any box multipliers nu_lo, nu_hi >= 0 (per free column),
 
-    min over the set of a.x  >=  min over the box of [a.x + mu (||x_free - x*_free||^2 - eps^2)],
+    min over the set of a.x  >=  nu_lo.lo - nu_hi.hi + a'.x* - eps ||a'||,   a' = a - nu_lo + nu_hi
 
-separable per column (each a one-dimensional quadratic on an interval, minimised in closed form), so
-exact in rationals whatever mu; mu = 0 is the box alone, mu = ||a|| / (2 eps) the ball alone, and the
-best mu (found in float) is at least as good as both. Each layer multiplies the whole
+(the box constraints moved into the objective, then the ball alone, exactly), with ||a'|| rounded up
+to N / 2^16 (N^2 >= 2^32 sum a'^2). Every choice of nu is sound, so a proof can take them as private
+inputs: nu = 0 is the ball alone, nu = (a+, a-) the box alone (a' = 0), and the multipliers of the
+optimum (from the best ball multiplier mu, found in float: nu_lo = a + 2 mu (lo - x*) where the
+minimiser sits on lo, likewise on hi) are at least as good as both. Each layer multiplies the whole
 inequality by 2^16, so every quantity is an exact integer; the pre-activation bounds l, u of each
 hidden layer come from the same procedure on its neurons (both signs) and are rounded outward to
 integers. Every step is a valid inequality whatever the slopes in their families, so the radius is
@@ -34,6 +36,7 @@ its answer exactly; the certificate's eps is always one the exact bound proves.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Callable, Sequence
@@ -46,6 +49,7 @@ from .multipliers import RELAXATION_SLOPE_BITS
 from .regions import eps_cap
 
 SLOPE_ONE = 1 << RELAXATION_SLOPE_BITS
+NORM_BITS = 16  # ||a'|| is rounded up to 2^-NORM_BITS
 CERTIFIED, FLIP = "certified", "counterfactual_flip"
 
 
@@ -112,6 +116,11 @@ def best_multiplier(a: np.ndarray, x: np.ndarray, lo: np.ndarray, hi: np.ndarray
     return mu
 
 
+def _isqrt_ceil(n: int) -> int:
+    r = math.isqrt(n)
+    return r if r * r == n else r + 1
+
+
 class _InputSet:
     """The free columns within l2 distance E / 2^t of the query's (at the input scale 2^s), inside the box,
     the sensitive columns fixed at one slice: the set a bound is taken over."""
@@ -121,31 +130,43 @@ class _InputSet:
         self.free = model.free_columns
         self.fixed = model.sensitive_columns
         self.lower, self.upper = model.box_lower, model.box_upper
-        self.eps_bits = eps_bits
-        self.eps = Fraction(eps << model.scale_bits, 1 << eps_bits)  # in input units (the integers' scale)
-        f = list(self.free)
-        self._float = (np.array(self.x, dtype=float)[f], np.array(self.lower, dtype=float)[f],
-                       np.array(self.upper, dtype=float)[f])
+        self.eps, self.eps_bits, self.scale_bits = eps, eps_bits, model.scale_bits
+        self._eps_float = float(Fraction(eps << model.scale_bits, 1 << eps_bits))  # in input units
 
     def minimum_scaled(self, a: Sequence[int], c: int) -> int:
-        """An integer <= 2^t * min (a.x + c) over the set (x real): the dual bound at a float-chosen mu."""
+        """An integer <= 2^t * min (a.x + c) over the set (x real), by the box multipliers of
+        `box_multipliers` (any would be sound)."""
         fixed = c + sum(a[k] * self.x[k] for k in self.fixed)
         free = [a[k] for k in self.free]
-        if self.eps == 0:
-            return (fixed + sum(ak * self.x[k] for ak, k in zip(free, self.free))) << self.eps_bits
-        x, lo, hi = self._float
-        mu = Fraction(float(best_multiplier(np.array([free], dtype=float), x, lo, hi, float(self.eps))[0]))
-        total = Fraction(fixed) - mu * self.eps * self.eps
-        for ak, k in zip(free, self.free):
-            q, low, high = self.x[k], self.lower[k], self.upper[k]
-            if mu == 0:
-                total += min(ak * low, ak * high)
-                continue
-            best = q - Fraction(ak) / (2 * mu)  # the unconstrained minimiser of ak x + mu (x - q)^2
-            point = min(max(best, Fraction(low)), Fraction(high))
-            total += ak * point + mu * (point - q) ** 2
-        scaled = total * (1 << self.eps_bits)
-        return scaled.numerator // scaled.denominator
+        q = [self.x[k] for k in self.free]
+        lo = [self.lower[k] for k in self.free]
+        hi = [self.upper[k] for k in self.free]
+        nu_lo, nu_hi = box_multipliers(free, q, lo, hi, self._eps_float) if self.eps else ([0] * len(free),) * 2
+        reduced = [ak - nl + nh for ak, nl, nh in zip(free, nu_lo, nu_hi)]
+        norm = _isqrt_ceil(sum(v * v for v in reduced) << (2 * NORM_BITS))  # >= 2^NORM_BITS ||a'||
+        value = fixed + sum(r * qk + nl * lk - nh * hk for r, qk, nl, lk, nh, hk in zip(reduced, q, nu_lo, lo, nu_hi, hi))
+        radius_term = -((-(self.eps * norm) << self.scale_bits) >> NORM_BITS)  # ceil(eps ||a'|| 2^t)
+        return (value << self.eps_bits) - radius_term
+
+
+def box_multipliers(a: Sequence[int], q: Sequence[int], lo: Sequence[int], hi: Sequence[int],
+                    eps: float) -> tuple[list[int], list[int]]:
+    """Integer box multipliers (nu_lo, nu_hi >= 0) near the optimum's, from the best ball multiplier:
+    where the ball's minimiser q - a / (2 mu) leaves [lo, hi], the multiplier that keeps it on the face."""
+    af = np.array([a], dtype=float)
+    qf, lf, hf = (np.array(v, dtype=float) for v in (q, lo, hi))
+    mu = float(best_multiplier(af, qf, lf, hf, eps)[0])
+    nu_lo, nu_hi = [], []
+    for ak, qk, lk, hk in zip(a, q, lo, hi):
+        if mu == 0:  # the box alone: a' = 0
+            nu_lo.append(max(ak, 0))
+            nu_hi.append(max(-ak, 0))
+            continue
+        below = float(ak) + 2 * mu * (lk - qk)  # > 0 when the minimiser lies below lo
+        above = -(float(ak) + 2 * mu * (hk - qk))  # > 0 when it lies above hi
+        nu_lo.append(max(0, int(round(below))))
+        nu_hi.append(max(0, int(round(above))))
+    return nu_lo, nu_hi
 
 
 def _back_substitute(model: FixedPointModel, rows: list[list[int]], consts: list[int], top: int,

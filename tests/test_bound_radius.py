@@ -104,7 +104,7 @@ def test_the_set_minimum_is_a_lower_bound_and_beats_ball_and_box_alone():
     for q in _queries(model, 6, 5):
         for e in (1000, 20000, 200000):
             inputs = _InputSet(model, q, e, 16)
-            eps = inputs.eps
+            eps = Fraction(e << model.scale_bits, 1 << 16)  # in input units
             a = [rng.randint(-10**6, 10**6) for _ in q]
             c = rng.randint(-10**9, 10**9)
             bound = Fraction(inputs.minimum_scaled(a, c), 1 << 16)
