@@ -158,3 +158,20 @@ def test_certify_command_offers_the_bound_radius(bank, capsys):
     assert fairproof(["certify", "--model", root, "--index", "0", "--radius", "exact", "--json"]) == 0
     exact = json.loads(capsys.readouterr().out)
     assert out.decision == exact["decision"] and out.radius.numerator <= exact["radius"]["numerator"]
+
+
+def test_hybrid_takes_the_exact_radius_within_the_budget_and_the_bound_beyond(bank, capsys):
+    from prover_service.cli import main as fairproof
+    from prover_service.outputs import CertifyOutput
+
+    root = str(bank.prover.workspace.root)
+    kinds = {}
+    for budget in ("120", "0.001"):
+        assert fairproof(["certify", "--model", root, "--index", "2", "--radius", "hybrid", "--exact-budget", budget,
+                          "--json"]) == 0
+        captured = capsys.readouterr()
+        kinds[budget] = CertifyOutput.model_validate_json(captured.out, strict=True).radius
+        assert ("finished within the budget" in captured.err) == (budget == "120")
+    assert kinds["120"].kind == "exact" and kinds["0.001"].kind == "bound"
+    assert kinds["0.001"].numerator <= kinds["120"].numerator
+    assert fairproof(["certify", "--model", root, "--index", "2", "--radius", "hybrid", "--exact-budget", "0"]) != 0

@@ -30,12 +30,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--data", metavar="FILE.csv", dest="data_dir",
                    help="an imported model's data (rows read through its schema), for --index")
     add_radius_argument(p, bound=True)
+    p.add_argument("--exact-budget", type=float, default=60.0, metavar="S",
+                   help="with --radius hybrid: seconds region enumeration may take before the bound radius is used "
+                        "instead (default 60)")
     p.add_argument("--out", metavar="CERT.json", help="write the certificate JSON here")
     add_json_argument(p)
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from fairness.errors import ModelError
     from fairness.checker import check_certificate
     from fairness.fixed_point import DEFAULT_SCALE_BITS
     from offline_precompute.certify import (Certifier, certificate_summary, load_fixed_point, query_from_index,
@@ -52,21 +56,32 @@ def run(args: argparse.Namespace) -> int:
         source = {"record": str(args.record)}
     if args.radius == "bound":
         return _bound(args, artifact, model, query)
-    db = open_database(resolve_store_url(args.store, args.model))
-    try:
-        certifier = Certifier(db, model, radius=args.radius)
-        result = certifier.certify(query)
-        digest = certifier.digest
-    finally:
-        db.dispose()
-    cert = result.certificate
+    if args.radius == "hybrid":
+        if not args.exact_budget > 0:
+            raise ModelError("--exact-budget must be a positive number of seconds")
+        exact = _exact_within(args, model, query)
+        if exact is None:
+            print(f"region enumeration did not finish within {args.exact_budget:g} s: the bound radius instead",
+                  file=sys.stderr)
+            return _bound(args, artifact, model, query)
+        print("region enumeration finished within the budget: the exact radius", file=sys.stderr)
+        cert, seconds, (hits, misses, rejected), cached, digest = exact
+    else:
+        db = open_database(resolve_store_url(args.store, args.model))
+        try:
+            certifier = Certifier(db, model, radius=args.radius)
+            result = certifier.certify(query)
+            digest = certifier.digest
+        finally:
+            db.dispose()
+        cert, seconds, cached = result.certificate, result.seconds, result.cached_rows
+        hits, misses, rejected = result.stats.hits, result.stats.misses, result.stats.rejected
     check_certificate(model, cert)  # never hand out a certificate the exact checker refuses
     human = sys.stderr if args.json else sys.stdout  # with --json, stdout is the one document
     for line in certificate_summary(cert, model, artifact.class_labels):
         print(line, file=human)
-    s = result.stats
-    print(f"certified in {result.seconds * 1000:.0f} ms: store answers {s.hits}, computed {s.misses} "
-          f"(cached {result.cached_rows}), rejected {s.rejected}", file=human)
+    print(f"certified in {seconds * 1000:.0f} ms: store answers {hits}, computed {misses} "
+          f"(cached {cached}), rejected {rejected}", file=human)
     if args.out:
         out = Path(args.out)
         doc = {
@@ -88,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
                 else "exact" if cert.radius_is_exact else "fast")
         labels = artifact.class_labels
         emit(CertifyOutput(decision=cert.decision, decision_label=labels[cert.decision] if labels else str(cert.decision),
-                           status=cert.status, query=list(cert.query), seconds=result.seconds,
+                           status=cert.status, query=list(cert.query), seconds=seconds,
                            radius=Radius(numerator=cert.eps, scale_bits=cert.eps_bits,
                                          decimal=str(float(cert.eps_value)), kind=kind),
                            certificate_file=str(args.out) if args.out else None))
@@ -136,3 +151,46 @@ def _bound(args: argparse.Namespace, artifact, model, query) -> int:
                                                          decimal=str(cert.eps_value), kind=kind),
                            certificate_file=str(args.out) if args.out else None))
     return 0
+
+
+def _exact_child(conn, args: argparse.Namespace, model, query) -> None:
+    from offline_precompute.certify import Certifier
+    from offline_precompute.db import open_database, resolve_store_url
+
+    db = open_database(resolve_store_url(args.store, args.model))
+    try:
+        certifier = Certifier(db, model, radius="exact")
+        result = certifier.certify(query)
+        s = result.stats
+        conn.send((result.certificate.to_json(), result.seconds, (s.hits, s.misses, s.rejected), result.cached_rows,
+                   certifier.digest))
+    finally:
+        db.dispose()
+        conn.close()
+
+
+def _exact_within(args: argparse.Namespace, model, query):
+    """(certificate, seconds, (hits, misses, rejected), cached rows, model digest) of the exact certificate
+    if region enumeration finishes within the budget (in a child process, stopped at the deadline), else None."""
+    import multiprocessing
+
+    from fairness.certificate import Certificate
+
+    ctx = multiprocessing.get_context("fork")
+    receiver, sender = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_exact_child, args=(sender, args, model, query), daemon=True)
+    child.start()
+    sender.close()
+    try:
+        if not receiver.poll(args.exact_budget):
+            return None
+        try:
+            cert, *rest = receiver.recv()
+        except EOFError:  # the child failed: its error is on stderr; the bound radius still answers
+            return None
+        return (Certificate.from_json(cert), *rest)
+    finally:
+        if child.is_alive():
+            child.terminate()
+        child.join()
+        receiver.close()

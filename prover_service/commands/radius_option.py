@@ -11,14 +11,15 @@ RADIUS_HELP = ("fast: GeoCert's projection-distance radius, a lower bound on the
 
 
 BOUND_RADIUS_HELP = ("; bound: linear bound propagation (CROWN) of the l2 ball through the network, no region "
-                     "enumeration: polynomial in the network's size, a lower bound usually below the exact radius")
+                     "enumeration: polynomial in the network's size, a lower bound usually below the exact radius; "
+                     "hybrid: the exact radius when enumeration finishes within --exact-budget seconds, else bound")
 
 
 def add_radius_argument(parser: argparse.ArgumentParser, *, default: str | None = "fast", env: str | None = None,
                         bound: bool = False) -> None:
     """`bound`: the command also offers the bound radius (plaintext certification)."""
     where = f"default ${env}, else fast" if env else f"default {default}"
-    choices = RADIUS_CHOICES + (("bound",) if bound else ())
+    choices = RADIUS_CHOICES + (("bound", "hybrid") if bound else ())
     parser.add_argument("--radius", choices=choices, default=default,
                         help=f"{RADIUS_HELP}{BOUND_RADIUS_HELP if bound else ''} ({where})")
 
