@@ -141,7 +141,7 @@ class _InputSet:
         q = [self.x[k] for k in self.free]
         lo = [self.lower[k] for k in self.free]
         hi = [self.upper[k] for k in self.free]
-        nu_lo, nu_hi = box_multipliers(free, q, lo, hi, self._eps_float) if self.eps else ([0] * len(free),) * 2
+        nu_lo, nu_hi = box_multipliers(free, q, lo, hi, self._eps_float)
         reduced = [ak - nl + nh for ak, nl, nh in zip(free, nu_lo, nu_hi)]
         norm = _isqrt_ceil(sum(v * v for v in reduced) << (2 * NORM_BITS))  # >= 2^NORM_BITS ||a'||
         value = fixed + sum(r * qk + nl * lk - nh * hk for r, qk, nl, lk, nh, hk in zip(reduced, q, nu_lo, lo, nu_hi, hi))
@@ -153,6 +153,8 @@ def box_multipliers(a: Sequence[int], q: Sequence[int], lo: Sequence[int], hi: S
                     eps: float) -> tuple[list[int], list[int]]:
     """Integer box multipliers (nu_lo, nu_hi >= 0) near the optimum's, from the best ball multiplier:
     where the ball's minimiser q - a / (2 mu) leaves [lo, hi], the multiplier that keeps it on the face."""
+    if eps <= 0:  # the ball is the query: a'.x* is exact, no multiplier helps
+        return [0] * len(a), [0] * len(a)
     af = np.array([a], dtype=float)
     qf, lf, hf = (np.array(v, dtype=float) for v in (q, lo, hi))
     mu = float(best_multiplier(af, qf, lf, hf, eps)[0])

@@ -1,0 +1,400 @@
+"""The bound radius in the circuit (fairness.bound_radius is its plaintext twin, value for value).
+
+Public inputs: the weight commitment C, the decision y, E (eps = E / 2^t) and the query x*. The
+circuit proves, from the committed weights, that for every sensitive slice s and every input x with
+x's sensitive columns at s, its free columns within l2 distance eps of x*'s and x in the domain box,
+every class j != y has z_j(x) < z_y(x): eps is a certified radius (a lower bound on the true one).
+
+It never runs a solver; it checks CROWN's linear bound propagation, every choice a private input
+checked only in the direction that keeps the bound sound, so any accepted witness gives a valid bound:
+
+1. per hidden neuron and slice, bounds l <= z <= u: l 2^sc <= LB and u 2^sc >= UB for the back-
+   substituted lower bounds LB of z and of -z (below); a wrong rounding direction fails the check;
+2. per neuron a relaxation the bounds allow: on (l >= 0: h = z), off (u <= 0: h = 0) or unstable
+   (l <= 0), below h >= alpha z with a private bit alpha, above h <= (T / 2^16)(z - l) with private
+   0 <= T < 2^17 and T (u - l) >= 2^16 u (the line through (l, 0) lies above ReLU on [l, u]);
+3. back-substitution of a form through each layer: a coefficient's sign (a private bit, range-checked)
+   takes the lower relaxation when >= 0, the upper when < 0; each layer multiplies by 2^16;
+4. the form a.x + c on the input set minimised by weak duality with private box multipliers
+   nu_lo, nu_hi >= 0: LB 2^t = (c + nu_lo.lo - nu_hi.hi + a'.x*) 2^t - R, a' = a - nu_lo + nu_hi,
+   with private N, R: N^2 >= 2^32 |a'|^2 (N >= 2^16 |a'|) and R 2^16 >= E N 2^s (R >= eps |a'| 2^t);
+5. for every slice and class j != y: LB(z_y - z_j) > 0.
+
+Minimality: none is stated. The bound depends on the prover's choices (alpha, T, nu), so "the bound
+fails at eps + 2^-t" would only say that one choice fails; eps is a certified lower bound, as the
+exact statement's fast radius is. The honest prover takes fairness.bound_radius's choices, so the
+proved eps is the plaintext's.
+
+Widths (`bound_widths`): every private value is range-checked against a bound derived from the shape
+(declared weight and bias bits, the box, eps's cap), so no product or sum can wrap the field.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+from circuits.errors import CircuitError
+from circuits.field import MAX_SIGNED_BITS, to_signed
+from circuits.relation import R1CS
+from fairness.bound_radius import NORM_BITS, box_multipliers
+from fairness.multipliers import RELAXATION_SLOPE_BITS as SLOPE_BITS
+
+from .checks import assert_nonnegative
+from .commitment import committed_parameters
+from .persistence import sign_split
+from .shape import StatementShape, StatementShapeError, model_part_digest
+from .widths import bits
+
+SLOPE_ONE = 1 << SLOPE_BITS
+
+
+class BoundRadiusError(CircuitError):
+    """A bound-radius shape or witness that cannot be proved."""
+
+
+@dataclass(frozen=True)
+class BoundRadiusShape:
+    """Every constant of a bound-radius circuit: the model part (what the commitment binds), the declared
+    weight and bias bounds, and eps's scale and cap."""
+
+    n_inputs: int
+    hidden_sizes: tuple[int, ...]
+    n_classes: int
+    sensitive_columns: tuple[int, ...]
+    slices: tuple[tuple[int, ...], ...]
+    box_lower: tuple[int, ...]
+    box_upper: tuple[int, ...]
+    scale_bits: int
+    weight_bits: tuple[int, ...]
+    bias_bits: tuple[int, ...]
+    eps_bits: int
+    eps_cap: int
+
+    def __post_init__(self) -> None:
+        self.statement_shape()
+        bound_widths(self)
+
+    def statement_shape(self) -> StatementShape:
+        try:
+            return StatementShape(
+                n_inputs=self.n_inputs, hidden_sizes=tuple(self.hidden_sizes), n_classes=self.n_classes,
+                sensitive_columns=tuple(self.sensitive_columns), slices=tuple(tuple(s) for s in self.slices),
+                box_lower=tuple(self.box_lower), box_upper=tuple(self.box_upper), scale_bits=self.scale_bits,
+                eps_bits=self.eps_bits, eps_cap=self.eps_cap, weight_bits=tuple(self.weight_bits),
+                bias_bits=tuple(self.bias_bits), region_slots=1, farkas_slots=1, farkas_bits=1, boundary_bits=1)
+        except StatementShapeError as exc:
+            raise BoundRadiusError(str(exc)) from None
+
+    @classmethod
+    def of(cls, shape: StatementShape) -> "BoundRadiusShape":
+        return cls(n_inputs=shape.n_inputs, hidden_sizes=shape.hidden_sizes, n_classes=shape.n_classes,
+                   sensitive_columns=shape.sensitive_columns, slices=shape.slices, box_lower=shape.box_lower,
+                   box_upper=shape.box_upper, scale_bits=shape.scale_bits, weight_bits=shape.weight_bits,
+                   bias_bits=shape.bias_bits, eps_bits=shape.eps_bits, eps_cap=shape.eps_cap)
+
+    @property
+    def free_columns(self) -> tuple[int, ...]:
+        return tuple(j for j in range(self.n_inputs) if j not in self.sensitive_columns)
+
+    @property
+    def n_public(self) -> int:
+        return 3 + self.n_inputs
+
+    @property
+    def name(self) -> str:
+        return "bound"
+
+    def model_part(self) -> dict:
+        return self.statement_shape().model_part()
+
+    def model_digest(self) -> int:
+        return model_part_digest(self.model_part())
+
+    def to_json(self) -> dict:
+        return json.loads(json.dumps(asdict(self)))
+
+    def digest(self) -> str:
+        return hashlib.sha256(json.dumps(self.to_json(), sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class BoundRadiusPublic:
+    commitment: int
+    decision: int
+    eps: int
+    query: tuple[int, ...]
+
+    def field_elements(self) -> list[int]:
+        from circuits.field import R
+
+        return [self.commitment, self.decision, self.eps, *(v % R for v in self.query)]
+
+
+@dataclass(frozen=True)
+class BoundRadiusWitness:
+    weights: tuple
+    biases: tuple
+    salt: int
+
+
+# ----------------------------------------------------------------------------- widths
+
+
+@dataclass(frozen=True)
+class FormWidths:
+    """Bounds of a back-substituted form that starts at some layer: |coefficient| per layer on its way
+    down (index k: on h_k's pre-activation side), then on the input, and its constant."""
+
+    coefficient: tuple[int, ...]
+    input_coefficient: int
+    constant: int
+
+
+@dataclass(frozen=True)
+class BoundWidths:
+    box: int  # |x_j|
+    neuron: tuple[FormWidths, ...]  # per hidden layer: the forms of its neurons' bounds
+    margin: FormWidths
+    pre_activation: tuple[int, ...]  # per hidden layer: |l|, |u|
+    quantities: tuple[tuple[str, int], ...]
+
+
+def _form_widths(shape: BoundRadiusShape, top: int, start_coef: int, start_const: int, bound_l: Sequence[int]) -> FormWidths:
+    WB = [1 << b for b in shape.weight_bits]
+    BB = [1 << b for b in shape.bias_bits]
+    lam, const = start_coef, start_const
+    coef = [0] * top
+    for k in range(top - 1, -1, -1):
+        coef[k] = lam
+        mu = lam * 2 * SLOPE_ONE
+        const = const * SLOPE_ONE + shape.hidden_sizes[k] * (mu * bound_l[k] + mu * BB[k])
+        lam = shape.hidden_sizes[k] * mu * WB[k]
+    return FormWidths(tuple(coef), lam, const)
+
+
+def _minimum_width(shape: BoundRadiusShape, form: FormWidths, box: int) -> int:
+    """|LB 2^t| of the set minimum of a form with these widths."""
+    a = form.input_coefficient
+    d = shape.n_inputs
+    reduced = 3 * a + 2
+    norm = math.isqrt(d * reduced * reduced << (2 * NORM_BITS)) + 2
+    value = form.constant + d * a * box + d * (reduced + 2 * (a + 1)) * box
+    radius = ((shape.eps_cap * norm) << shape.scale_bits >> NORM_BITS) + 1
+    return (value << shape.eps_bits) + radius
+
+
+def bound_widths(shape: BoundRadiusShape) -> BoundWidths:
+    WB = [1 << b for b in shape.weight_bits]
+    BB = [1 << b for b in shape.bias_bits]
+    box = max(max(abs(v) for v in shape.box_lower), max(abs(v) for v in shape.box_upper))
+    neuron, pre = [], []
+    for k in range(len(shape.hidden_sizes)):
+        form = _form_widths(shape, k, WB[k], BB[k], pre)
+        neuron.append(form)
+        scale = shape.eps_bits + SLOPE_BITS * k
+        pre.append((_minimum_width(shape, form, box) >> scale) + 1)
+    margin = _form_widths(shape, len(shape.hidden_sizes), 2 * WB[-1], 2 * BB[-1], pre)
+    q = [("bound pre-activation", max(pre)), ("bound margin", _minimum_width(shape, margin, box)),
+         ("bound input coefficient", margin.input_coefficient),
+         ("bound norm check", (3 * margin.input_coefficient + 2) ** 2 * shape.n_inputs << (2 * NORM_BITS))]
+    q += [(f"bound layer {k} minimum", _minimum_width(shape, f, box)) for k, f in enumerate(neuron)]
+    q += [("bound slope check", (4 * max(pre)) << (SLOPE_BITS + 2))]
+    bad = [(name, b) for name, b in q if bits(b) >= MAX_SIGNED_BITS]
+    if bad:
+        raise BoundRadiusError("the bound radius could wrap around the field: "
+                               + "; ".join(f"{name}: {bits(b)} bits" for name, b in bad))
+    return BoundWidths(box, tuple(neuron), margin, tuple(pre), tuple(q))
+
+
+# ----------------------------------------------------------------------------- hints
+# The prover's choices, as module functions (a test swaps in a dishonest prover's and watches the
+# constraints refuse it). Each returns what fairness.bound_radius chooses.
+
+
+def floor_hint(scale: int):
+    def floor_scaled(v: int) -> list[int]:
+        return [to_signed(v) >> scale]
+    return floor_scaled
+
+
+def mode_hint(l: int, u: int) -> list[int]:
+    """(on, off, alpha, T): the relaxation fairness.bound_radius.LayerBounds.slopes takes."""
+    l, u = to_signed(l), to_signed(u)
+    if l >= 0:
+        return [1, 0, 0, 0]
+    if u <= 0:
+        return [0, 1, 0, 0]
+    return [0, 0, int(u >= -l), -((-u * SLOPE_ONE) // (u - l))]
+
+
+def multiplier_hint(q: Sequence[int], lo: Sequence[int], hi: Sequence[int], eps: float):
+    def multipliers(*a: int) -> list[int]:
+        nu_lo, nu_hi = box_multipliers([to_signed(v) for v in a], q, lo, hi, eps)
+        return [*nu_lo, *nu_hi]
+    return multipliers
+
+
+def norm_hint(*reduced: int) -> list[int]:
+    total = sum(to_signed(v) ** 2 for v in reduced) << (2 * NORM_BITS)
+    r = math.isqrt(total)
+    return [r if r * r == total else r + 1]
+
+
+def radius_hint(scale_bits: int):
+    def radius(eps: int, norm: int) -> list[int]:
+        return [-((-(to_signed(eps) * to_signed(norm)) << scale_bits) >> NORM_BITS)]
+    return radius
+
+
+# ----------------------------------------------------------------------------- gadgets
+
+
+@dataclass(frozen=True)
+class Relaxation:
+    """A neuron's relaxation, slopes at 2^16: h >= lower z / 2^16 and h <= upper (z - offset) / 2^16."""
+
+    lower: object
+    upper: object
+    offset: object
+
+
+def neuron_relaxation(cs, lower_bound, upper_bound_neg, scale: int, bound: int) -> Relaxation:
+    """Bounds l, u from the scaled lower bounds of z and of -z (both * 2^scale), then the relaxation.
+    |l|, |u| <= bound; the scaled inputs are at most `wide` in absolute value."""
+    wide = (bound + 1) << scale
+    (l,) = cs.hint("floor", floor_hint(scale), [lower_bound], 1)
+    (minus_u,) = cs.hint("floor", floor_hint(scale), [upper_bound_neg], 1)
+    u = -minus_u
+    for v in (l, u):
+        assert_nonnegative(cs, v + bound, 2 * bound)
+        assert_nonnegative(cs, bound - v, 2 * bound)
+    assert_nonnegative(cs, lower_bound - l * (1 << scale), 2 * wide)  # l 2^sc <= LB(z)
+    assert_nonnegative(cs, upper_bound_neg + u * (1 << scale), 2 * wide)  # u 2^sc >= -LB(-z)
+    on, off, alpha, t = cs.hint("mode", mode_hint, [l, u], 4)
+    for b in (on, off, alpha):
+        cs.assert_is_bool(b)
+    unstable = 1 - on - off
+    cs.assert_is_bool(unstable)  # not both
+    assert_nonnegative(cs, cs.mul(on, l), bound)  # on => l >= 0
+    assert_nonnegative(cs, cs.mul(off, -u), bound)  # off => u <= 0
+    assert_nonnegative(cs, cs.mul(unstable, -l), bound)  # unstable => l <= 0
+    cs.assert_range(t, SLOPE_BITS + 1)
+    cs.assert_equal(cs.mul(1 - unstable, t), 0)
+    excess = cs.mul(t, u - l) - u * SLOPE_ONE  # T (u - l) - 2^16 u >= 0: the line lies above ReLU
+    assert_nonnegative(cs, cs.mul(unstable, excess), (4 * bound) << (SLOPE_BITS + 2))
+    lower = SLOPE_ONE * on + SLOPE_ONE * cs.mul(unstable, alpha)
+    upper = SLOPE_ONE * on + t
+    return Relaxation(lower, upper, cs.mul(unstable, l))
+
+
+def back_substitute(cs, shape: BoundRadiusShape, form: FormWidths, weights, biases, row, const, top: int,
+                    layers: Sequence[Sequence[Relaxation]]):
+    """A form on h_{top-1} to a form on the input, each layer's inequality scaled by 2^16."""
+    for k in range(top - 1, -1, -1):
+        mu, extra = [], []
+        for j, r in enumerate(layers[k]):
+            pos, neg = sign_split(cs, row[j], form.coefficient[k])
+            mu.append(cs.mul(pos, r.lower) + cs.mul(neg, r.upper))
+            extra.append(cs.mul(cs.mul(neg, r.upper), r.offset))
+        const = const * SLOPE_ONE - cs.sum(extra) + cs.inner_product(mu, biases[k])
+        n_in = shape.n_inputs if k == 0 else shape.hidden_sizes[k - 1]
+        row = [cs.sum([cs.mul(mu[i], weights[k][i][j]) for i in range(len(mu))]) for j in range(n_in)]
+    return row, const
+
+
+def set_minimum(cs, shape: BoundRadiusShape, form: FormWidths, widths: BoundWidths, a, const, x, eps,
+                eps_float: float, query_free: Sequence[int] | None):
+    """2^t * (a lower bound of a.x + const over the input set around x), by the box multipliers."""
+    free = shape.free_columns
+    fixed = const + cs.sum([cs.mul(a[k], x[k]) for k in shape.sensitive_columns])
+    lo = [shape.box_lower[k] for k in free]
+    hi = [shape.box_upper[k] for k in free]
+    A = form.input_coefficient + 1
+    hint = multiplier_hint(query_free or [0] * len(free), lo, hi, eps_float)
+    nus = cs.hint("multipliers", hint, [a[k] for k in free], 2 * len(free))
+    nu_lo, nu_hi = nus[:len(free)], nus[len(free):]
+    for v in nus:
+        assert_nonnegative(cs, v, A)
+        assert_nonnegative(cs, A - v, A)
+    reduced = [a[k] - nl + nh for k, nl, nh in zip(free, nu_lo, nu_hi)]
+    (norm,) = cs.hint("norm", norm_hint, reduced, 1)
+    norm_bound = math.isqrt(len(free) * (3 * A) ** 2 << (2 * NORM_BITS)) + 2
+    assert_nonnegative(cs, norm, norm_bound)
+    square = cs.sum([cs.square(v) for v in reduced])
+    assert_nonnegative(cs, cs.square(norm) - square * (1 << (2 * NORM_BITS)), norm_bound ** 2)
+    (radius,) = cs.hint("radius", radius_hint(shape.scale_bits), [eps, norm], 1)
+    radius_bound = ((shape.eps_cap * norm_bound) << shape.scale_bits >> NORM_BITS) + 2
+    assert_nonnegative(cs, radius, radius_bound)
+    assert_nonnegative(cs, radius * (1 << NORM_BITS) - cs.mul(eps, norm) * (1 << shape.scale_bits),
+                       radius_bound << (NORM_BITS + 1))
+    value = fixed + cs.sum([cs.mul(r, x[k]) for r, k in zip(reduced, free)]) + \
+        cs.sum([nl * l - nh * h for nl, l, nh, h in zip(nu_lo, lo, nu_hi, hi)])
+    return value * (1 << shape.eps_bits) - radius
+
+
+def build_bound_radius(cs, shape: BoundRadiusShape, public: BoundRadiusPublic | None = None,
+                       witness: BoundRadiusWitness | None = None) -> None:
+    """Declare the statement's public inputs, witness and constraints (values when cs.with_values)."""
+    if cs.with_values and (public is None or witness is None):
+        raise BoundRadiusError("building with values needs both the public inputs and the witness")
+    if not cs.with_values:
+        public = witness = None
+    pub = public.field_elements() if public is not None else [None] * shape.n_public
+    widths = bound_widths(shape)
+    commitment = cs.public_input("commitment", pub[0])
+    decision = cs.public_input("decision", pub[1])
+    eps = cs.public_input("eps", pub[2])
+    query = [cs.public_input(f"query[{j}]", pub[3 + j]) for j in range(shape.n_inputs)]
+    weights, biases = committed_parameters(cs, shape, commitment, *(
+        (None, None, None) if witness is None else (witness.weights, witness.biases, witness.salt)))
+    with cs.scope("public"):
+        assert_nonnegative(cs, eps, shape.eps_cap)
+        assert_nonnegative(cs, shape.eps_cap - eps, shape.eps_cap)
+        for j, v in enumerate(query):
+            assert_nonnegative(cs, v - shape.box_lower[j], shape.box_upper[j] - shape.box_lower[j])
+            assert_nonnegative(cs, shape.box_upper[j] - v, shape.box_upper[j] - shape.box_lower[j])
+        onehot = [cs.is_equal(decision, c) for c in range(shape.n_classes)]
+        cs.assert_equal(cs.sum(onehot), 1)  # the decision is a class
+    eps_float = 0.0 if public is None else (public.eps << shape.scale_bits) / (1 << shape.eps_bits)
+    query_free = None if public is None else [public.query[k] for k in shape.free_columns]
+    L = len(shape.hidden_sizes)
+    for s, values in enumerate(shape.slices):
+        x = list(query)
+        for c, v in zip(shape.sensitive_columns, values):
+            x[c] = cs.constant(v)
+        layers: list[list[Relaxation]] = []
+        for k in range(L):
+            with cs.scope(f"slice{s}/layer{k}"):
+                form, rels = widths.neuron[k], []
+                for i in range(shape.hidden_sizes[k]):
+                    with cs.scope(f"neuron{i}"):
+                        scaled = []
+                        for sign in (1, -1):
+                            row, const = back_substitute(cs, shape, form, weights, biases,
+                                                         [sign * w for w in weights[k][i]], sign * biases[k][i], k, layers)
+                            scaled.append(set_minimum(cs, shape, form, widths, row, const, x, eps, eps_float, query_free))
+                        rels.append(neuron_relaxation(cs, scaled[0], scaled[1], shape.eps_bits + SLOPE_BITS * k,
+                                                      widths.pre_activation[k]))
+                layers.append(rels)
+        with cs.scope(f"slice{s}/margins"):
+            for c in range(shape.n_classes):
+                # The margin against class c, for the public decision y: sum over y of [y = decision] (...).
+                row = [cs.sum([cs.mul(onehot[y], weights[L][y][j] - weights[L][c][j]) for y in range(shape.n_classes)])
+                       for j in range(shape.hidden_sizes[-1])]
+                const = cs.sum([cs.mul(onehot[y], biases[L][y] - biases[L][c]) for y in range(shape.n_classes)])
+                row, const = back_substitute(cs, shape, widths.margin, weights, biases, row, const, L, layers)
+                low = set_minimum(cs, shape, widths.margin, widths, row, const, x, eps, eps_float, query_free)
+                bound = _minimum_width(shape, widths.margin, widths.box)
+                # positive unless c is the decision itself (then the margin is 0 and nothing is asked)
+                assert_nonnegative(cs, low - 1 + onehot[c] * (bound + 1), 2 * bound + 2)
+
+
+def bound_radius_relation(shape: BoundRadiusShape) -> R1CS:
+    from circuits.builder import ConstraintSystem
+
+    cs = ConstraintSystem(with_values=False)
+    build_bound_radius(cs, shape)
+    return cs.compile(wire_names=False)
