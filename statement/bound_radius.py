@@ -269,8 +269,7 @@ def neuron_relaxation(cs, lower_bound, upper_bound_neg, scale: int, bound: int) 
     (minus_u,) = cs.hint("floor", floor_hint(scale), [upper_bound_neg], 1)
     u = -minus_u
     for v in (l, u):
-        assert_nonnegative(cs, v + bound, 2 * bound)
-        assert_nonnegative(cs, bound - v, 2 * bound)
+        cs.assert_range(v + bound, bits(2 * bound))  # |l|, |u| bounded: nothing below can wrap
     assert_nonnegative(cs, lower_bound - l * (1 << scale), 2 * wide)  # l 2^sc <= LB(z)
     assert_nonnegative(cs, upper_bound_neg + u * (1 << scale), 2 * wide)  # u 2^sc >= -LB(-z)
     on, off, alpha, t = cs.hint("mode", mode_hint, [l, u], 4)
@@ -305,11 +304,12 @@ def back_substitute(cs, shape: BoundRadiusShape, form: FormWidths, weights, bias
     return row, const
 
 
-def set_minimum(cs, shape: BoundRadiusShape, form: FormWidths, widths: BoundWidths, a, const, x, eps,
-                eps_float: float, query_free: Sequence[int] | None):
-    """2^t * (a lower bound of a.x + const over the input set around x), by the box multipliers."""
+def free_minimum(cs, shape: BoundRadiusShape, form: FormWidths, a, query, eps, eps_float: float,
+                 query_free: Sequence[int] | None):
+    """2^t * a lower bound of sum over the free columns of a_k x_k on the ball around the query inside the
+    box, by the box multipliers; a form's constant and sensitive columns are added by the caller
+    (`fixed_part`), so one free minimum serves every slice whose form has these free coefficients."""
     free = shape.free_columns
-    fixed = const + cs.sum([cs.mul(a[k], x[k]) for k in shape.sensitive_columns])
     lo = [shape.box_lower[k] for k in free]
     hi = [shape.box_upper[k] for k in free]
     A = form.input_coefficient + 1
@@ -317,22 +317,26 @@ def set_minimum(cs, shape: BoundRadiusShape, form: FormWidths, widths: BoundWidt
     nus = cs.hint("multipliers", hint, [a[k] for k in free], 2 * len(free))
     nu_lo, nu_hi = nus[:len(free)], nus[len(free):]
     for v in nus:
-        assert_nonnegative(cs, v, A)
-        assert_nonnegative(cs, A - v, A)
+        cs.assert_range(v, bits(A))  # 0 <= nu < 2^bits(A)
     reduced = [a[k] - nl + nh for k, nl, nh in zip(free, nu_lo, nu_hi)]
     (norm,) = cs.hint("norm", norm_hint, reduced, 1)
     norm_bound = math.isqrt(len(free) * (3 * A) ** 2 << (2 * NORM_BITS)) + 2
-    assert_nonnegative(cs, norm, norm_bound)
+    cs.assert_range(norm, bits(norm_bound))
     square = cs.sum([cs.square(v) for v in reduced])
-    assert_nonnegative(cs, cs.square(norm) - square * (1 << (2 * NORM_BITS)), norm_bound ** 2)
+    assert_nonnegative(cs, cs.square(norm) - square * (1 << (2 * NORM_BITS)), 4 * norm_bound ** 2)
     (radius,) = cs.hint("radius", radius_hint(shape.scale_bits), [eps, norm], 1)
-    radius_bound = ((shape.eps_cap * norm_bound) << shape.scale_bits >> NORM_BITS) + 2
-    assert_nonnegative(cs, radius, radius_bound)
+    radius_bound = ((shape.eps_cap << bits(norm_bound)) << shape.scale_bits >> NORM_BITS) + 2
+    cs.assert_range(radius, bits(radius_bound))
     assert_nonnegative(cs, radius * (1 << NORM_BITS) - cs.mul(eps, norm) * (1 << shape.scale_bits),
-                       radius_bound << (NORM_BITS + 1))
-    value = fixed + cs.sum([cs.mul(r, x[k]) for r, k in zip(reduced, free)]) + \
+                       radius_bound << (NORM_BITS + 2))
+    value = cs.sum([cs.mul(r, query[k]) for r, k in zip(reduced, free)]) + \
         cs.sum([nl * l - nh * h for nl, l, nh, h in zip(nu_lo, lo, nu_hi, hi)])
     return value * (1 << shape.eps_bits) - radius
+
+
+def fixed_part(cs, shape: BoundRadiusShape, a, const, x):
+    """2^t * (the form's constant and its sensitive columns at the slice's values)."""
+    return (const + cs.sum([cs.mul(a[k], x[k]) for k in shape.sensitive_columns])) * (1 << shape.eps_bits)
 
 
 def build_bound_radius(cs, shape: BoundRadiusShape, public: BoundRadiusPublic | None = None,
@@ -361,6 +365,10 @@ def build_bound_radius(cs, shape: BoundRadiusShape, public: BoundRadiusPublic | 
     eps_float = 0.0 if public is None else (public.eps << shape.scale_bits) / (1 << shape.eps_bits)
     query_free = None if public is None else [public.query[k] for k in shape.free_columns]
     L = len(shape.hidden_sizes)
+    # Layer 0's forms are the weights themselves: their free minima are the same on every slice.
+    with cs.scope("layer0/free"):
+        first = [[free_minimum(cs, shape, widths.neuron[0], [sign * w for w in weights[0][i]], query, eps, eps_float,
+                               query_free) for sign in (1, -1)] for i in range(shape.hidden_sizes[0])]
     for s, values in enumerate(shape.slices):
         x = list(query)
         for c, v in zip(shape.sensitive_columns, values):
@@ -372,10 +380,12 @@ def build_bound_radius(cs, shape: BoundRadiusShape, public: BoundRadiusPublic | 
                 for i in range(shape.hidden_sizes[k]):
                     with cs.scope(f"neuron{i}"):
                         scaled = []
-                        for sign in (1, -1):
+                        for n_sign, sign in enumerate((1, -1)):
                             row, const = back_substitute(cs, shape, form, weights, biases,
                                                          [sign * w for w in weights[k][i]], sign * biases[k][i], k, layers)
-                            scaled.append(set_minimum(cs, shape, form, widths, row, const, x, eps, eps_float, query_free))
+                            free = first[i][n_sign] if k == 0 else \
+                                free_minimum(cs, shape, form, row, query, eps, eps_float, query_free)
+                            scaled.append(fixed_part(cs, shape, row, const, x) + free)
                         rels.append(neuron_relaxation(cs, scaled[0], scaled[1], shape.eps_bits + SLOPE_BITS * k,
                                                       widths.pre_activation[k]))
                 layers.append(rels)
@@ -386,7 +396,8 @@ def build_bound_radius(cs, shape: BoundRadiusShape, public: BoundRadiusPublic | 
                        for j in range(shape.hidden_sizes[-1])]
                 const = cs.sum([cs.mul(onehot[y], biases[L][y] - biases[L][c]) for y in range(shape.n_classes)])
                 row, const = back_substitute(cs, shape, widths.margin, weights, biases, row, const, L, layers)
-                low = set_minimum(cs, shape, widths.margin, widths, row, const, x, eps, eps_float, query_free)
+                low = fixed_part(cs, shape, row, const, x) + \
+                    free_minimum(cs, shape, widths.margin, row, query, eps, eps_float, query_free)
                 bound = _minimum_width(shape, widths.margin, widths.box)
                 # positive unless c is the decision itself (then the margin is 0 and nothing is asked)
                 assert_nonnegative(cs, low - 1 + onehot[c] * (bound + 1), 2 * bound + 2)
