@@ -1,0 +1,164 @@
+"""The bound radius's circuit (statement/bound_radius.py) against its plaintext twin, and every dishonest
+prover's choice refused: an unsound slope, a bound rounded the wrong way, a stable neuron that is not,
+negative or missing box multipliers, a norm or radius term too small, an eps beyond the bound, other
+weights, another decision. A Groth16 proof of it verifies, and with eps + 1 it does not."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+import statement.bound_radius as circuit
+from circuits.backends import get_backend
+from circuits.builder import ConstraintSystem
+from circuits.groth16 import check_proof, prove, r1cs_digest, setup
+from fairness.bound_radius import CERTIFIED, bound_certificate, certifies, layer_bounds, _InputSet
+from statement.adapter import model_commitment, statement_shape
+from statement.bound_radius import (BoundRadiusPublic, BoundRadiusShape, BoundRadiusWitness, bound_radius_relation,
+                                    build_bound_radius)
+from tests.fairness_toy_models import random_model, random_query
+from statement_cases import unsatisfied_labels
+
+SALT = 0xB0D
+
+
+def case(seed: int, hidden=(4, 2), n_classes: int = 2, n_queries: int = 6, need_unstable: bool = False):
+    """(model, shape, [(public, witness)]) of certified queries (with an unstable neuron at eps, if asked)."""
+    model = random_model(seed, n_inputs=5, hidden=hidden, n_classes=n_classes)
+    shape = BoundRadiusShape.of(statement_shape(model, region_slots=1, farkas_slots=1, eps_bits=16))
+    commitment = model_commitment(model, SALT, shape.statement_shape())
+    witness = BoundRadiusWitness(model.net.weights, model.net.biases, SALT)
+    rng = random.Random(seed)
+    out = []
+    while len(out) < n_queries:
+        q = random_query(model, rng)
+        cert = bound_certificate(model, q, eps_bits=16)
+        if cert.status != CERTIFIED or cert.capped:
+            continue
+        if need_unstable:
+            bounds = layer_bounds(model, _InputSet(model, q, cert.eps, 16))
+            if not any(l < 0 < u for b in bounds for l, u in zip(b.lower, b.upper)):
+                continue
+        out.append((BoundRadiusPublic(commitment, cert.decision, cert.eps, tuple(q)), witness))
+    return model, shape, out
+
+
+def build(shape, public, witness) -> ConstraintSystem:
+    cs = ConstraintSystem(with_values=True, strict=False)
+    build_bound_radius(cs, shape, public, witness)
+    return cs
+
+
+def satisfied(cs) -> bool:
+    return cs.compile(wire_names=False).is_satisfied(cs.witness())
+
+
+def with_eps(public: BoundRadiusPublic, eps: int) -> BoundRadiusPublic:
+    return BoundRadiusPublic(public.commitment, public.decision, eps, public.query)
+
+
+@pytest.mark.parametrize("seed, hidden, n_classes", [(23, (4, 2), 2), (8, (6, 4), 3), (4, (8, 4), 2)])
+def test_the_circuit_proves_exactly_what_the_plaintext_bound_proves(seed, hidden, n_classes):
+    model, shape, cases = case(seed, hidden, n_classes, n_queries=4)
+    relation = bound_radius_relation(shape)
+    for public, witness in cases:
+        cs = build(shape, public, witness)
+        assert satisfied(cs)
+        assert r1cs_digest(cs.compile(wire_names=False)) == r1cs_digest(relation)  # anyone rebuilds it from the shape
+        for eps in (public.eps + 1, public.eps + 64, public.eps * 2):
+            plain = certifies(model, public.query, public.decision, eps, 16)
+            assert satisfied(build(shape, with_eps(public, eps), witness)) == plain
+            assert not plain or eps <= public.eps  # the search's eps is the largest the bound proves, here
+
+
+def _dishonest(monkeypatch, name, fn):
+    monkeypatch.setattr(circuit, name, fn)
+
+
+def _refused_with(monkeypatch, shape, public, witness, name, fn, where: str):
+    _dishonest(monkeypatch, name, fn)
+    cs = build(shape, public, witness)
+    assert not satisfied(cs)
+    labels = unsatisfied_labels(cs)
+    assert any(where in label for label in labels), labels
+    monkeypatch.undo()
+
+
+def test_unsound_slopes_and_relaxations_are_refused(monkeypatch):
+    model, shape, cases = case(23, n_queries=2, need_unstable=True)
+    public, witness = cases[0]
+    honest = circuit.mode_hint
+
+    def shallow_slope(l, u):  # the upper line one step too flat: below ReLU at u
+        on, off, alpha, t = honest(l, u)
+        return [on, off, alpha, t - 1 if t else t]
+
+    def always_on(l, u):  # "active" whatever l: h = z, which is wrong where z < 0
+        return [1, 0, 0, 0]
+
+    def always_off(l, u):  # "dead" whatever u: h = 0, wrong where z > 0
+        return [0, 1, 0, 0]
+
+    for fn in (shallow_slope, always_on, always_off):
+        _refused_with(monkeypatch, shape, public, witness, "mode_hint", fn, "neuron")
+
+
+def test_bounds_rounded_the_wrong_way_are_refused(monkeypatch):
+    model, shape, cases = case(23, n_queries=1)
+    public, witness = cases[0]
+    honest = circuit.floor_hint
+
+    def ceiling(scale):  # l one above the floor (and u one below the ceiling): no longer bounds
+        floor = honest(scale)
+        return lambda v: [floor(v)[0] + 1]
+
+    _refused_with(monkeypatch, shape, public, witness, "floor_hint", ceiling, "neuron")
+
+
+def test_bad_multipliers_norms_and_radius_terms_are_refused(monkeypatch):
+    model, shape, cases = case(23, n_queries=1)
+    public, witness = cases[0]
+    honest_multipliers, honest_norm, honest_radius = circuit.multiplier_hint, circuit.norm_hint, circuit.radius_hint
+
+    def negative(q, lo, hi, eps):  # a negative multiplier turns the box's inequality around
+        fn = honest_multipliers(q, lo, hi, eps)
+        return lambda *a: [v - 5 for v in fn(*a)]
+
+    def short_norm(*reduced):
+        return [honest_norm(*reduced)[0] - 1]
+
+    def short_radius(scale_bits):
+        fn = honest_radius(scale_bits)
+        return lambda eps, norm: [fn(eps, norm)[0] - 1]
+
+    _refused_with(monkeypatch, shape, public, witness, "multiplier_hint", negative, "")
+    _refused_with(monkeypatch, shape, public, witness, "norm_hint", short_norm, "")
+    _refused_with(monkeypatch, shape, public, witness, "radius_hint", short_radius, "")
+
+
+def test_other_weights_another_decision_and_an_eps_beyond_the_cap_are_refused():
+    model, shape, cases = case(23, n_queries=1)
+    public, witness = cases[0]
+    weights = [list(map(list, layer)) for layer in witness.weights]
+    weights[-1][public.decision][0] += 1
+    other = BoundRadiusWitness(tuple(tuple(map(tuple, layer)) for layer in weights), witness.biases, witness.salt)
+    cs = build(shape, public, other)
+    assert not satisfied(cs) and any("commitment" in label for label in unsatisfied_labels(cs))
+    n = model.net.n_classes
+    lying = BoundRadiusPublic(public.commitment, (public.decision + 1) % n, public.eps, public.query)
+    assert not satisfied(build(shape, lying, witness))
+    assert not satisfied(build(shape, with_eps(public, shape.eps_cap + 1), witness))
+
+
+def test_a_groth16_proof_verifies_and_eps_plus_one_does_not():
+    backend = get_backend()
+    model, shape, cases = case(23, n_queries=1)
+    public, witness = cases[0]
+    relation = bound_radius_relation(shape)
+    pk, vk = setup(relation, backend)
+    cs = build(shape, public, witness)
+    proof = prove(pk, relation, cs.witness(), backend)
+    signals = public.field_elements()
+    assert check_proof(vk, signals, proof, backend).ok
+    assert not check_proof(vk, [*signals[:2], signals[2] + 1, *signals[3:]], proof, backend).ok
+    assert not check_proof(vk, [signals[0], (signals[1] + 1) % 2, *signals[2:]], proof, backend).ok
