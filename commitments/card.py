@@ -38,16 +38,17 @@ CARD_VERSION: Final = 2  # Final: its type is Literal[2], the field's
 Blake2bHex: TypeAlias = Annotated[str, hex_validator(128, "BLAKE2b-512 hash")]
 
 # Which radius a bucket's statement proves (statement.shape: FAST_RADIUS, EXACT_RADIUS).
-RadiusKind = Literal["fast", "exact"]
+RadiusKind = Literal["fast", "exact", "bound"]
 FAST_RADIUS: RadiusKind = "fast"
 EXACT_RADIUS: RadiusKind = "exact"
+BOUND_RADIUS: RadiusKind = "bound"  # linear bound propagation: a lower bound, no regions (K = F = 1)
 
 
 def bucket_name(region_slots: int, farkas_slots: int, radius: RadiusKind = FAST_RADIUS, per_slice: bool = False) -> str:
     """A bucket's name: k<K>-f<F>, with -exact for an exact-radius statement and -slice for a per-slice
     one (as statement.StatementShape.bucket)."""
     return (f"k{region_slots}-f{farkas_slots}" + ("-exact" if radius == EXACT_RADIUS else "")
-            + ("-slice" if per_slice else ""))
+            + ("-bound" if radius == BOUND_RADIUS else "") + ("-slice" if per_slice else ""))
 
 
 class _Frozen(BaseModel):
@@ -210,7 +211,7 @@ class SetupRecord(_Frozen):
 class CircuitBucket(_Frozen):
     """One circuit shape, its constraint system's digest, its verifying key and where the key came from."""
 
-    bucket: str = Field(pattern=r"^k[0-9]{1,6}-f[0-9]{1,6}(-exact(-slice)?)?$")  # "k<K>-f<F>[-exact[-slice]]"
+    bucket: str = Field(pattern=r"^k[0-9]{1,6}-f[0-9]{1,6}(-exact(-slice)?|-bound)?$")  # k<K>-f<F>[-exact[-slice]|-bound]
     shape: BucketShape
     n_constraints: int = Field(ge=0)
     n_public: int = Field(ge=0)

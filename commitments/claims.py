@@ -40,7 +40,7 @@ from circuits.field import R
 from .bundle import (STATUS_CERTIFIED, STATUS_FLIP, STATUS_NAMES, CertificateBundle, CounterfactualSpread, FlipSlice,
                      PersistenceBound, PersistenceStatus, PersistentBias, radius_decimal)
 from .canonical import NonCanonical, parse_decimal
-from .card import EXACT_RADIUS, CircuitBucket, ModelCard, PersistenceLensCard, RadiusKind, SpreadLensCard
+from .card import BOUND_RADIUS, EXACT_RADIUS, CircuitBucket, ModelCard, PersistenceLensCard, RadiusKind, SpreadLensCard
 
 HEAD_SIGNALS = 5  # commitment, decision, E, status, flip index
 _HALF_R = (R - 1) // 2
@@ -155,6 +155,8 @@ class Claims:
             return f"eps >= {self.eps_decimal}, the whole input domain (the cap; {self.radius} statement)"
         if self.eps_exact:
             return f"eps = {self.eps_decimal} (exact: the true radius rounded down to 2^-{t})"
+        if self.radius == BOUND_RADIUS:
+            return f"eps >= {self.eps_decimal} is a lower bound (bound: linear bound propagation; the true radius may be larger)"
         return f"eps >= {self.eps_decimal} is a lower bound (fast: the true radius may be larger)"
 
     @property

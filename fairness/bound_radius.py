@@ -43,6 +43,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from .certificate import Certificate
 from .errors import CertificationError
 from .fixed_point import FixedPointModel
 from .multipliers import RELAXATION_SLOPE_BITS
@@ -90,6 +91,21 @@ class BoundCertificate:
     @property
     def eps_value(self) -> float:
         return self.eps / (1 << self.eps_bits)
+
+    def certificate(self, model: FixedPointModel) -> Certificate:
+        """The same claims as a `fairness.certificate.Certificate` with no covering sets (what a proof of
+        the bound statement states; the region checker does not apply to it)."""
+        from .certificate import CERTIFIED as REGION_CERTIFIED, FLIP as REGION_FLIP, Flip
+
+        if self.status == FLIP:
+            assert self.flip_slice is not None
+            values = tuple(model.slices()[self.flip_slice])
+            z = model.net.logits(model.with_slice(self.query, values))
+            tie = sum(1 for v in z if v == max(z)) > 1
+            return Certificate(query=self.query, decision=self.decision, eps=0, eps_bits=self.eps_bits,
+                               status=REGION_FLIP, flip=Flip(self.flip_slice, values, tie))
+        return Certificate(query=self.query, decision=self.decision, eps=self.eps, eps_bits=self.eps_bits,
+                           status=REGION_CERTIFIED)
 
 
 # ------------------------------------------------------------------------------------ exact propagation

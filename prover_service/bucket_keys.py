@@ -70,13 +70,15 @@ def card_shape(card: ModelCard, model: FixedPointModel, region_slots: int, farka
 
 
 def parse_bucket(name: str) -> tuple[int, int, str]:
-    """(K, F, radius) of a bucket name: "k<K>-f<F>" (fast radius), "k<K>-f<F>-exact", or
-    "k<K>-f<F>-exact-slice" (exact, one slice per proof: `is_per_slice_bucket`)."""
-    match = re.fullmatch(r"k([1-9][0-9]{0,5})-f([1-9][0-9]{0,5})(-exact(-slice)?)?", name)
+    """(K, F, radius) of a bucket name: "k<K>-f<F>" (fast radius), "k<K>-f<F>-exact",
+    "k<K>-f<F>-exact-slice" (exact, one slice per proof: `is_per_slice_bucket`) or "k1-f1-bound"."""
+    match = re.fullmatch(r"k([1-9][0-9]{0,5})-f([1-9][0-9]{0,5})(-exact(-slice)?|-bound)?", name)
     if not match:
         raise ModelError(f"{name!r} is not a bucket name (k<regions>-f<entries>, e.g. k4-f4, k4-f4-exact for the "
-                         "exact-radius statement, k4-f4-exact-slice for its per-slice form)")
-    return int(match.group(1)), int(match.group(2)), "exact" if match.group(3) else "fast"
+                         "exact-radius statement, k4-f4-exact-slice for its per-slice form, k1-f1-bound for the "
+                         "bound radius)")
+    suffix = match.group(3) or ""
+    return int(match.group(1)), int(match.group(2)), "bound" if suffix == "-bound" else "exact" if suffix else "fast"
 
 
 def is_per_slice_bucket(name: str) -> bool:

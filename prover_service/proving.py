@@ -42,6 +42,7 @@ from commitments.bundle import (CertificateBundle, CounterfactualSpread, FlipSli
 from commitments.claims import ClaimError, bundle_claims
 from commitments.card import BucketShape, CircuitBucket, SetupRecord
 from fairness.certificate import CAP, CERTIFIED, COUNTEREXAMPLE, EXACT, FAST, FLIP, RADIUS_MODES, Certificate
+from fairness.bound_radius import bound_certificate
 from fairness.checker import check_certificate
 from fairness.errors import CertificationError, ModelError
 from fairness.fixed_point import FixedPointModel, IntVector
@@ -51,6 +52,7 @@ from statement import StatementShape, build_statement, statement_relation
 from statement.adapter import (BUCKET_GROWTHS, DEFAULT_BUCKET_GROWTH, bucket_level, bucket_sizes, required_slots,
                                slice_slots, statement_inputs)
 from statement.proof_system import Groth16, RelationKey
+from statement.shape import BOUND_RADIUS as BOUND
 
 from .bucket_keys import (ZKEY_FILE, InstalledKeys, KeySetup, NoKeySetup, card_shape, ceremony_shape, keys_from_ceremony,
                           load_keys, save_keys)
@@ -123,7 +125,7 @@ class Prover:
     backend: object = None
     progress: Progress = _quiet
     key_setup: KeySetup = field(default_factory=NoKeySetup)  # for buckets nobody has set up yet
-    radius: str = FAST  # "fast" or "exact": how this model's certificates are certified and proved
+    radius: str = FAST  # "fast", "exact" or "bound": how this model's certificates are certified and proved
     # Bucket keys kept in memory, least recently used dropped first: the largest keys take gigabytes.
     max_hot_keys: int = DEFAULT_MAX_HOT_KEYS
     # Each bucket size is this many times the last (2 or 4) for buckets the card does not publish yet.
@@ -138,8 +140,8 @@ class Prover:
     def __post_init__(self) -> None:
         if self.max_hot_keys < 1:
             raise ModelError(f"max_hot_keys must be at least 1, not {self.max_hot_keys}")
-        if self.radius not in RADIUS_MODES:
-            raise ModelError(f"radius must be one of {', '.join(RADIUS_MODES)}, not {self.radius!r}")
+        if self.radius not in (*RADIUS_MODES, BOUND):
+            raise ModelError(f"radius must be one of {', '.join((*RADIUS_MODES, BOUND))}, not {self.radius!r}")
         if self.per_slice is not False and (self.per_slice is not True or self.radius != EXACT):
             raise ModelError("per-slice proofs need the exact radius (--radius exact)")
         if self.bucket_growth not in BUCKET_GROWTHS:
@@ -187,6 +189,8 @@ class Prover:
 
     def shapes_for_certificate(self, certificate: Certificate) -> list[StatementShape]:
         """Every shape that proves `certificate`: one per slice, or the one whole statement."""
+        if self.radius == BOUND:
+            return [self.shape_for(1, 1, BOUND)]
         if self.proves_per_slice(certificate):
             return [self.shape_for_slice(certificate, si) for si in range(len(self.model.slices()))]
         return [self.shape_for_certificate(certificate)]
@@ -336,6 +340,8 @@ class Prover:
 
     # ----------------------------------------------------------------- online
     def certify(self, query: Sequence[int]) -> Certificate:
+        if self.radius == BOUND:  # no regions: the bound radius, its eps confirmed in exact integers
+            return bound_certificate(self.model, query, eps_bits=self.card.eps_scale_bits).certificate(self.model)
         certificate = self.certifier.certify(query).certificate
         try:
             check_certificate(self.model, certificate)

@@ -36,7 +36,7 @@ from fairness.persistence import proved_bounds
 from fairness.spread import SpreadLens, spread
 
 from .commitment import commit
-from .shape import StatementShape
+from .shape import BOUND_RADIUS, StatementShape
 from .widths import widths
 from .witness import (STATUS_CERTIFIED, STATUS_FLIP, Counterexample, Designation, FarkasEntry, SliceWitness,
                       StatementPublic,
@@ -254,6 +254,8 @@ def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate, shape
     per-slice shape, those of slice `part`'s proof; `persistence_delta` (at 2^s) when the shape has
     the persistence lens."""
     _check_model(model, shape)
+    if shape.radius == BOUND_RADIUS:
+        return bound_statement_inputs(model, salt, cert, shape, persistence_delta=persistence_delta)
     if shape.per_slice != (part is not None):
         raise StatementWitnessError("a per-slice statement needs the slice it covers, a whole statement none")
     if part is not None and not (type(part) is int and 0 <= part < shape.n_slices):
@@ -372,3 +374,25 @@ def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate, shape
     public = StatementPublic(commitment, y, cert.eps, STATUS_CERTIFIED, 0, tuple(cert.query), part,
                              **spread_inputs(model, shape, cert.query), **lenses)
     return public, StatementWitness(net.weights, net.biases, salt, tuple(slices), designation)
+
+
+def bound_statement_inputs(model: FixedPointModel, salt: int, cert: Certificate, shape: StatementShape, *,
+                           persistence_delta: int | None = None) -> tuple[StatementPublic, StatementWitness]:
+    """Public inputs and witness of a bound-radius statement: the certificate's decision, eps (certified by
+    fairness.bound_radius, whose choices the circuit's hints make) or flip, and the lenses; no regions."""
+    _check_model(model, shape)
+    if cert.eps_bits != shape.eps_bits:
+        raise StatementWitnessError(f"certificate eps scale 2^{cert.eps_bits} differs from the shape's 2^{shape.eps_bits}")
+    if not 0 <= salt < R:
+        raise StatementWitnessError("salt must be a field element")
+    lenses = {**spread_inputs(model, shape, cert.query), **persistence_inputs(model, shape, cert.query, persistence_delta)}
+    commitment = model_commitment(model, salt, shape)
+    if cert.status == FLIP:
+        if cert.flip is None:
+            raise StatementWitnessError("FLIP certificate without a flip slice")
+        public = StatementPublic(commitment, cert.decision, 0, STATUS_FLIP, cert.flip.slice_index, tuple(cert.query),
+                                 None, **lenses)
+    else:
+        public = StatementPublic(commitment, cert.decision, cert.eps, STATUS_CERTIFIED, 0, tuple(cert.query), None,
+                                 **lenses)
+    return public, StatementWitness(model.net.weights, model.net.biases, salt, (), None)

@@ -1,9 +1,16 @@
 """The bound radius in the circuit (fairness.bound_radius is its plaintext twin, value for value).
 
-Public inputs: the weight commitment C, the decision y, E (eps = E / 2^t) and the query x*. The
-circuit proves, from the committed weights, that for every sensitive slice s and every input x with
-x's sensitive columns at s, its free columns within l2 distance eps of x*'s and x in the domain box,
-every class j != y has z_j(x) < z_y(x): eps is a certified radius (a lower bound on the true one).
+The statement of a bucket whose shape says radius "bound" (`k1-f1-bound`). Its public inputs are the
+certificate statement's, in the same order (commitment C, decision y, E, status, flip slice, query x*,
+then the card's lenses), so a bundle, the claims and every verifier read it as they read the others.
+The circuit proves, from the committed weights:
+
+- y is the model's decision at x* (exact forward pass, lowest index on a tie);
+- status 0 (certified): for every sensitive slice s and every input x with x's sensitive columns at s,
+  its free columns within l2 distance eps = E / 2^t of x*'s and x in the domain box, every class
+  j != y has z_j(x) < z_y(x): eps is a certified radius, a lower bound on the true one;
+- status 1 (a counterfactual flip): E = 0 and at slice f another class at least ties y;
+- the lenses the shape has, by the certificate statement's own gadgets.
 
 It never runs a solver; it checks CROWN's linear bound propagation, every choice a private input
 checked only in the direction that keeps the bound sound, so any accepted witness gives a valid bound:
@@ -30,10 +37,8 @@ Widths (`bound_widths`): every private value is range-checked against a bound de
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Sequence
 
 from circuits.errors import CircuitError
@@ -44,9 +49,11 @@ from fairness.multipliers import RELAXATION_SLOPE_BITS as SLOPE_BITS
 
 from .checks import assert_nonnegative
 from .commitment import committed_parameters
-from .persistence import sign_split
-from .shape import StatementShape, StatementShapeError, model_part_digest
-from .widths import bits
+from .persistence import persistence_lens, relu_of, sign_split
+from .shape import BOUND_RADIUS, StatementShape
+from .spread import argmax, spread_lens
+from .widths import StatementWidths, bits, widths as shape_widths
+from .witness import StatementPublic, StatementWitness
 
 SLOPE_ONE = 1 << SLOPE_BITS
 
@@ -55,89 +62,8 @@ class BoundRadiusError(CircuitError):
     """A bound-radius shape or witness that cannot be proved."""
 
 
-@dataclass(frozen=True)
-class BoundRadiusShape:
-    """Every constant of a bound-radius circuit: the model part (what the commitment binds), the declared
-    weight and bias bounds, and eps's scale and cap."""
-
-    n_inputs: int
-    hidden_sizes: tuple[int, ...]
-    n_classes: int
-    sensitive_columns: tuple[int, ...]
-    slices: tuple[tuple[int, ...], ...]
-    box_lower: tuple[int, ...]
-    box_upper: tuple[int, ...]
-    scale_bits: int
-    weight_bits: tuple[int, ...]
-    bias_bits: tuple[int, ...]
-    eps_bits: int
-    eps_cap: int
-
-    def __post_init__(self) -> None:
-        self.statement_shape()
-        bound_widths(self)
-
-    def statement_shape(self) -> StatementShape:
-        try:
-            return StatementShape(
-                n_inputs=self.n_inputs, hidden_sizes=tuple(self.hidden_sizes), n_classes=self.n_classes,
-                sensitive_columns=tuple(self.sensitive_columns), slices=tuple(tuple(s) for s in self.slices),
-                box_lower=tuple(self.box_lower), box_upper=tuple(self.box_upper), scale_bits=self.scale_bits,
-                eps_bits=self.eps_bits, eps_cap=self.eps_cap, weight_bits=tuple(self.weight_bits),
-                bias_bits=tuple(self.bias_bits), region_slots=1, farkas_slots=1, farkas_bits=1, boundary_bits=1)
-        except StatementShapeError as exc:
-            raise BoundRadiusError(str(exc)) from None
-
-    @classmethod
-    def of(cls, shape: StatementShape) -> "BoundRadiusShape":
-        return cls(n_inputs=shape.n_inputs, hidden_sizes=shape.hidden_sizes, n_classes=shape.n_classes,
-                   sensitive_columns=shape.sensitive_columns, slices=shape.slices, box_lower=shape.box_lower,
-                   box_upper=shape.box_upper, scale_bits=shape.scale_bits, weight_bits=shape.weight_bits,
-                   bias_bits=shape.bias_bits, eps_bits=shape.eps_bits, eps_cap=shape.eps_cap)
-
-    @property
-    def free_columns(self) -> tuple[int, ...]:
-        return tuple(j for j in range(self.n_inputs) if j not in self.sensitive_columns)
-
-    @property
-    def n_public(self) -> int:
-        return 3 + self.n_inputs
-
-    @property
-    def name(self) -> str:
-        return "bound"
-
-    def model_part(self) -> dict:
-        return self.statement_shape().model_part()
-
-    def model_digest(self) -> int:
-        return model_part_digest(self.model_part())
-
-    def to_json(self) -> dict:
-        return json.loads(json.dumps(asdict(self)))
-
-    def digest(self) -> str:
-        return hashlib.sha256(json.dumps(self.to_json(), sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
-
-@dataclass(frozen=True)
-class BoundRadiusPublic:
-    commitment: int
-    decision: int
-    eps: int
-    query: tuple[int, ...]
-
-    def field_elements(self) -> list[int]:
-        from circuits.field import R
-
-        return [self.commitment, self.decision, self.eps, *(v % R for v in self.query)]
-
-
-@dataclass(frozen=True)
-class BoundRadiusWitness:
-    weights: tuple
-    biases: tuple
-    salt: int
+def free_columns(shape: StatementShape) -> tuple[int, ...]:
+    return tuple(j for j in range(shape.n_inputs) if j not in shape.sensitive_columns)
 
 
 # ----------------------------------------------------------------------------- widths
@@ -162,7 +88,7 @@ class BoundWidths:
     quantities: tuple[tuple[str, int], ...]
 
 
-def _form_widths(shape: BoundRadiusShape, top: int, start_coef: int, start_const: int, bound_l: Sequence[int]) -> FormWidths:
+def _form_widths(shape: StatementShape, top: int, start_coef: int, start_const: int, bound_l: Sequence[int]) -> FormWidths:
     WB = [1 << b for b in shape.weight_bits]
     BB = [1 << b for b in shape.bias_bits]
     lam, const = start_coef, start_const
@@ -175,7 +101,7 @@ def _form_widths(shape: BoundRadiusShape, top: int, start_coef: int, start_const
     return FormWidths(tuple(coef), lam, const)
 
 
-def _minimum_width(shape: BoundRadiusShape, form: FormWidths, box: int) -> int:
+def _minimum_width(shape: StatementShape, form: FormWidths, box: int) -> int:
     """|LB 2^t| of the set minimum of a form with these widths."""
     a = form.input_coefficient
     d = shape.n_inputs
@@ -186,7 +112,7 @@ def _minimum_width(shape: BoundRadiusShape, form: FormWidths, box: int) -> int:
     return (value << shape.eps_bits) + radius
 
 
-def bound_widths(shape: BoundRadiusShape) -> BoundWidths:
+def bound_widths(shape: StatementShape) -> BoundWidths:
     WB = [1 << b for b in shape.weight_bits]
     BB = [1 << b for b in shape.bias_bits]
     box = max(max(abs(v) for v in shape.box_lower), max(abs(v) for v in shape.box_upper))
@@ -289,7 +215,7 @@ def neuron_relaxation(cs, lower_bound, upper_bound_neg, scale: int, bound: int) 
     return Relaxation(lower, upper, cs.mul(unstable, l))
 
 
-def back_substitute(cs, shape: BoundRadiusShape, form: FormWidths, weights, biases, row, const, top: int,
+def back_substitute(cs, shape: StatementShape, form: FormWidths, weights, biases, row, const, top: int,
                     layers: Sequence[Sequence[Relaxation]]):
     """A form on h_{top-1} to a form on the input, each layer's inequality scaled by 2^16."""
     for k in range(top - 1, -1, -1):
@@ -304,12 +230,12 @@ def back_substitute(cs, shape: BoundRadiusShape, form: FormWidths, weights, bias
     return row, const
 
 
-def free_minimum(cs, shape: BoundRadiusShape, form: FormWidths, a, query, eps, eps_float: float,
+def free_minimum(cs, shape: StatementShape, form: FormWidths, a, query, eps, eps_float: float,
                  query_free: Sequence[int] | None):
     """2^t * a lower bound of sum over the free columns of a_k x_k on the ball around the query inside the
     box, by the box multipliers; a form's constant and sensitive columns are added by the caller
     (`fixed_part`), so one free minimum serves every slice whose form has these free coefficients."""
-    free = shape.free_columns
+    free = free_columns(shape)
     lo = [shape.box_lower[k] for k in free]
     hi = [shape.box_upper[k] for k in free]
     A = form.input_coefficient + 1
@@ -334,45 +260,121 @@ def free_minimum(cs, shape: BoundRadiusShape, form: FormWidths, a, query, eps, e
     return value * (1 << shape.eps_bits) - radius
 
 
-def fixed_part(cs, shape: BoundRadiusShape, a, const, x):
+def fixed_part(cs, shape: StatementShape, a, const, x):
     """2^t * (the form's constant and its sensitive columns at the slice's values)."""
     return (const + cs.sum([cs.mul(a[k], x[k]) for k in shape.sensitive_columns])) * (1 << shape.eps_bits)
 
 
-def build_bound_radius(cs, shape: BoundRadiusShape, public: BoundRadiusPublic | None = None,
-                       witness: BoundRadiusWitness | None = None) -> None:
+def flip_class_hint(*values: int) -> list[int]:
+    """A class other than y that at least ties it at the flip slice (values: y's one-hot, then z_f)."""
+    n = len(values) // 2
+    y = max(range(n), key=lambda j: values[j])
+    z = [to_signed(v) for v in values[n:]]
+    others = [j for j in range(n) if j != y]
+    best = max(others, key=lambda j: (z[j], -j))
+    return [int(j == best) for j in range(n)]
+
+
+def _slice_logits(cs, shape: StatementShape, wd: StatementWidths, weights, biases, x):
+    """The committed model's logits at x, exactly (each ReLU by an exact sign comparison)."""
+    a = x
+    for l in range(len(shape.hidden_sizes)):
+        z = [cs.inner_product(w_row, a) + b for w_row, b in zip(weights[l], biases[l])]
+        a = [relu_of(cs, v, wd.layers[l].value) for v in z]
+    return [cs.inner_product(w_row, a) + b for w_row, b in zip(weights[-1], biases[-1])]
+
+
+def build_bound_statement(cs, shape: StatementShape, public: StatementPublic | None = None,
+                          witness: StatementWitness | None = None) -> None:
     """Declare the statement's public inputs, witness and constraints (values when cs.with_values)."""
+    if shape.radius != BOUND_RADIUS or shape.per_slice:
+        raise BoundRadiusError("the bound statement is for whole bound-radius shapes")
     if cs.with_values and (public is None or witness is None):
         raise BoundRadiusError("building with values needs both the public inputs and the witness")
     if not cs.with_values:
         public = witness = None
     pub = public.field_elements() if public is not None else [None] * shape.n_public
-    widths = bound_widths(shape)
+    wd, widths = shape_widths(shape), bound_widths(shape)
+    S, C, L = shape.n_slices, shape.n_classes, len(shape.hidden_sizes)
+
     commitment = cs.public_input("commitment", pub[0])
-    decision = cs.public_input("decision", pub[1])
+    y = cs.public_input("decision", pub[1])
     eps = cs.public_input("eps", pub[2])
-    query = [cs.public_input(f"query[{j}]", pub[3 + j]) for j in range(shape.n_inputs)]
+    status = cs.public_input("status", pub[3])
+    flip_index = cs.public_input("flip_slice", pub[4])
+    query = [cs.public_input(f"query[{i}]", pub[5 + i]) for i in range(shape.n_inputs)]
+    at = 5 + shape.n_inputs
+    spread_decisions = [cs.public_input(f"spread_decision[{s}]", pub[at + s]) for s in range(S)] if shape.spread else []
+    spread_buckets = cs.public_input("spread_buckets", pub[at + S]) if shape.spread else None
+    at += shape.n_spread_public
+    delta, persistence_bounds = None, []
+    if shape.persistence:
+        delta = cs.public_input("persistence_delta", pub[at])
+        persistence_bounds = [cs.public_input(f"persistence_bound[{i}]", pub[at + 1 + i])
+                              for i in range(2 * len(shape.persistence_pairs))]
+
     weights, biases = committed_parameters(cs, shape, commitment, *(
         (None, None, None) if witness is None else (witness.weights, witness.biases, witness.salt)))
-    with cs.scope("public"):
+
+    with cs.scope("query"):
+        for j in free_columns(shape):
+            span = shape.box_upper[j] - shape.box_lower[j]
+            assert_nonnegative(cs, query[j] - shape.box_lower[j], span)
+            assert_nonnegative(cs, shape.box_upper[j] - query[j], span)
+        own = []
+        for values in shape.slices:
+            ind = None
+            for c, v in zip(shape.sensitive_columns, values):
+                e = cs.is_equal(query[c], v)
+                ind = e if ind is None else cs.and_(ind, e)
+            own.append(ind)
+        cs.assert_equal(cs.sum(own), 1)  # the query's sensitive values are a slice
+    points = []
+    for values in shape.slices:
+        x = list(query)
+        for c, v in zip(shape.sensitive_columns, values):
+            x[c] = cs.constant(v)
+        points.append(x)
+    with cs.scope("logits"):
+        logits = [_slice_logits(cs, shape, wd, weights, biases, x) for x in points]
+    with cs.scope("decision"):
+        (y_bits) = cs.hint("decision", lambda v: [int(v == c) for c in range(C)], [y], C)
+        for b in y_bits:
+            cs.assert_is_bool(b)
+        cs.assert_equal(cs.sum(y_bits), 1)
+        cs.assert_equal(cs.lin_comb([(c, b) for c, b in enumerate(y_bits)]), y)
+        at_query = [cs.sum([cs.mul(own[s], logits[s][j]) for s in range(S)]) for j in range(C)]
+        chosen, _ = argmax(cs, at_query, wd.decision.value)
+        for a, b in zip(chosen, y_bits):
+            cs.assert_equal(a, b)  # y is the model's decision at the query
+    with cs.scope("status"):
+        cs.assert_is_bool(status)
         assert_nonnegative(cs, eps, shape.eps_cap)
         assert_nonnegative(cs, shape.eps_cap - eps, shape.eps_cap)
-        for j, v in enumerate(query):
-            assert_nonnegative(cs, v - shape.box_lower[j], shape.box_upper[j] - shape.box_lower[j])
-            assert_nonnegative(cs, shape.box_upper[j] - v, shape.box_upper[j] - shape.box_lower[j])
-        onehot = [cs.is_equal(decision, c) for c in range(shape.n_classes)]
-        cs.assert_equal(cs.sum(onehot), 1)  # the decision is a class
+        cs.assert_equal(cs.mul(status, eps), 0)  # a flip certifies radius 0
+        cs.assert_equal(cs.mul(1 - status, flip_index), 0)
+        f_bits = cs.hint("flip", lambda st, f: [int(st == 1 and f == s) for s in range(S)], [status, flip_index], S)
+        for b in f_bits:
+            cs.assert_is_bool(b)
+        cs.assert_equal(cs.sum(f_bits), status)
+        cs.assert_equal(cs.lin_comb([(s, b) for s, b in enumerate(f_bits)]), flip_index)
+        at_flip = [cs.sum([cs.mul(f_bits[s], logits[s][j]) for s in range(S)]) for j in range(C)]
+        j_bits = cs.hint("flip_class", flip_class_hint, [*y_bits, *at_flip], C)
+        for b in j_bits:
+            cs.assert_is_bool(b)
+        cs.assert_equal(cs.sum(j_bits), 1)
+        cs.assert_equal(cs.sum([cs.mul(a, b) for a, b in zip(j_bits, y_bits)]), 0)  # another class than y
+        tie = cs.sum([cs.mul(b, v) for b, v in zip(j_bits, at_flip)]) - cs.sum([cs.mul(b, v) for b, v in zip(y_bits, at_flip)])
+        assert_nonnegative(cs, tie, wd.decision.value)  # z_j >= z_y at the flip slice (0 >= 0 when certified)
+
     eps_float = 0.0 if public is None else (public.eps << shape.scale_bits) / (1 << shape.eps_bits)
-    query_free = None if public is None else [public.query[k] for k in shape.free_columns]
-    L = len(shape.hidden_sizes)
+    query_free = None if public is None else [public.query[k] for k in free_columns(shape)]
     # Layer 0's forms are the weights themselves: their free minima are the same on every slice.
     with cs.scope("layer0/free"):
         first = [[free_minimum(cs, shape, widths.neuron[0], [sign * w for w in weights[0][i]], query, eps, eps_float,
                                query_free) for sign in (1, -1)] for i in range(shape.hidden_sizes[0])]
-    for s, values in enumerate(shape.slices):
-        x = list(query)
-        for c, v in zip(shape.sensitive_columns, values):
-            x[c] = cs.constant(v)
+    margin_bound = _minimum_width(shape, widths.margin, widths.box)
+    for s, x in enumerate(points):
         layers: list[list[Relaxation]] = []
         for k in range(L):
             with cs.scope(f"slice{s}/layer{k}"):
@@ -390,22 +392,30 @@ def build_bound_radius(cs, shape: BoundRadiusShape, public: BoundRadiusPublic | 
                                                       widths.pre_activation[k]))
                 layers.append(rels)
         with cs.scope(f"slice{s}/margins"):
-            for c in range(shape.n_classes):
-                # The margin against class c, for the public decision y: sum over y of [y = decision] (...).
-                row = [cs.sum([cs.mul(onehot[y], weights[L][y][j] - weights[L][c][j]) for y in range(shape.n_classes)])
+            for c in range(C):
+                # The margin against class c for the public decision: sum over y of [y = decision] (...).
+                row = [cs.sum([cs.mul(y_bits[d], weights[L][d][j] - weights[L][c][j]) for d in range(C)])
                        for j in range(shape.hidden_sizes[-1])]
-                const = cs.sum([cs.mul(onehot[y], biases[L][y] - biases[L][c]) for y in range(shape.n_classes)])
+                const = cs.sum([cs.mul(y_bits[d], biases[L][d] - biases[L][c]) for d in range(C)])
                 row, const = back_substitute(cs, shape, widths.margin, weights, biases, row, const, L, layers)
                 low = fixed_part(cs, shape, row, const, x) + \
                     free_minimum(cs, shape, widths.margin, row, query, eps, eps_float, query_free)
-                bound = _minimum_width(shape, widths.margin, widths.box)
-                # positive unless c is the decision itself (then the margin is 0 and nothing is asked)
-                assert_nonnegative(cs, low - 1 + onehot[c] * (bound + 1), 2 * bound + 2)
+                # positive, unless c is the decision itself (its margin is 0) or the status is a flip
+                excuse = (margin_bound + 1) * (y_bits[c] + status)
+                assert_nonnegative(cs, low - 1 + excuse, 3 * margin_bound + 3)
+
+    if shape.spread:
+        with cs.scope("spread"):
+            spread_lens(cs, logits, spread_decisions, spread_buckets, favourable_class=shape.favourable_class,
+                        width=shape.spread_width, bound=wd.decision.value)
+    if shape.persistence:
+        with cs.scope("persistence"):
+            persistence_lens(cs, shape, wd, weights, biases, query, delta, persistence_bounds)
 
 
-def bound_radius_relation(shape: BoundRadiusShape) -> R1CS:
+def bound_statement_relation(shape: StatementShape) -> R1CS:
     from circuits.builder import ConstraintSystem
 
     cs = ConstraintSystem(with_values=False)
-    build_bound_radius(cs, shape)
+    build_bound_statement(cs, shape)
     return cs.compile(wire_names=False)

@@ -80,7 +80,7 @@ from .commitment import committed_parameters
 from .distance import assert_below_next_if, assert_distance_if, distance_at_least
 from .farkas import check_farkas_entry, farkas_key
 from .membership import assert_lookup, challenge, multiplicities
-from .shape import StatementShape
+from .shape import BOUND_RADIUS, StatementShape
 from .persistence import persistence_lens
 from .spread import spread_lens
 from .widths import StatementWidths, bits, widths as shape_widths
@@ -110,7 +110,13 @@ def build_statement(cs, shape: StatementShape, public: StatementPublic | None = 
                     progress: Callable[[str], None] | None = None) -> StatementHandles:
     """Declare the statement's inputs and constraints on `cs` (values when cs.with_values).
 
-    progress, if given, is called with a short message after each stage (slices take the time)."""
+    progress, if given, is called with a short message after each stage (slices take the time).
+    A bound-radius shape's statement is statement.bound_radius's (same public inputs, no regions)."""
+    if shape.radius == BOUND_RADIUS:
+        from .bound_radius import build_bound_statement
+
+        build_bound_statement(cs, shape, public, witness)
+        return StatementHandles([], shape_widths(shape))
     report = progress or (lambda message: None)
     wd = shape_widths(shape)
     if cs.with_values:

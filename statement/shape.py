@@ -17,7 +17,9 @@ Conventions (all ints):
   counterexample in exact ones) has 1 <= D <= 2^boundary_bits;
 - `radius` is "fast" (minimality by a projection-distance row: GeoCert's
   lower bound) or "exact" (minimality by a counterexample: E is the floor of
-  the true radius); exact statements also accept far-class covers;
+  the true radius); exact statements also accept far-class covers; "bound"
+  proves eps by linear bound propagation instead of regions (a lower bound, no
+  minimality; statement.bound_radius), its K and F are 1 and unused;
 - `per_slice` (exact statements only): the statement covers ONE slice, named
   by one more public input, and K, F size that slice alone; a certificate is
   then proved by one such proof per slice, each in the bucket its slice needs,
@@ -49,7 +51,8 @@ from fairness.multipliers import exact_multiplier_bits
 
 FAST_RADIUS = "fast"
 EXACT_RADIUS = "exact"
-RADIUS_KINDS = (FAST_RADIUS, EXACT_RADIUS)
+BOUND_RADIUS = "bound"  # linear bound propagation (statement.bound_radius): no regions, K = F = 1
+RADIUS_KINDS = (FAST_RADIUS, EXACT_RADIUS, BOUND_RADIUS)
 
 
 class StatementShapeError(CircuitError):
@@ -213,7 +216,7 @@ class StatementShape:
     @property
     def bucket(self) -> str:
         return (f"k{self.region_slots}-f{self.farkas_slots}" + ("-exact" if self.exact else "")
-                + ("-slice" if self.per_slice else ""))
+                + ("-bound" if self.radius == BOUND_RADIUS else "") + ("-slice" if self.per_slice else ""))
 
     @property
     def spread(self) -> bool:
@@ -257,7 +260,7 @@ class StatementShape:
     def to_json(self) -> dict:
         d = asdict(self)
         d.pop("free_columns")
-        if not self.exact:
+        if self.radius == FAST_RADIUS:
             d.pop("radius")  # fast shapes keep the digests they had before exact statements existed
         if not self.per_slice:
             d.pop("per_slice")  # and whole statements the digests they had before per-slice ones

@@ -4,6 +4,7 @@ negative or missing box multipliers, a norm or radius term too small, an eps bey
 weights, another decision. A Groth16 proof of it verifies, and with eps + 1 it does not."""
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -12,10 +13,10 @@ import statement.bound_radius as circuit
 from circuits.backends import get_backend
 from circuits.builder import ConstraintSystem
 from circuits.groth16 import check_proof, prove, r1cs_digest, setup
-from fairness.bound_radius import CERTIFIED, bound_certificate, certifies, layer_bounds, _InputSet
+from fairness.bound_radius import CERTIFIED, FLIP, bound_certificate, certifies, layer_bounds, _InputSet
 from statement.adapter import model_commitment, statement_shape
-from statement.bound_radius import (BoundRadiusPublic, BoundRadiusShape, BoundRadiusWitness, bound_radius_relation,
-                                    build_bound_radius)
+from statement.circuit import build_statement, statement_relation
+from statement.witness import STATUS_CERTIFIED, STATUS_FLIP, StatementPublic, StatementWitness
 from tests.fairness_toy_models import random_model, random_query
 from statement_cases import unsatisfied_labels
 
@@ -25,9 +26,9 @@ SALT = 0xB0D
 def case(seed: int, hidden=(4, 2), n_classes: int = 2, n_queries: int = 6, need_unstable: bool = False):
     """(model, shape, [(public, witness)]) of certified queries (with an unstable neuron at eps, if asked)."""
     model = random_model(seed, n_inputs=5, hidden=hidden, n_classes=n_classes)
-    shape = BoundRadiusShape.of(statement_shape(model, region_slots=1, farkas_slots=1, eps_bits=16))
-    commitment = model_commitment(model, SALT, shape.statement_shape())
-    witness = BoundRadiusWitness(model.net.weights, model.net.biases, SALT)
+    shape = statement_shape(model, region_slots=1, farkas_slots=1, eps_bits=16, radius="bound")
+    commitment = model_commitment(model, SALT, shape)
+    witness = StatementWitness(model.net.weights, model.net.biases, SALT, (), None)
     rng = random.Random(seed)
     out = []
     while len(out) < n_queries:
@@ -39,13 +40,13 @@ def case(seed: int, hidden=(4, 2), n_classes: int = 2, n_queries: int = 6, need_
             bounds = layer_bounds(model, _InputSet(model, q, cert.eps, 16))
             if not any(l < 0 < u for b in bounds for l, u in zip(b.lower, b.upper)):
                 continue
-        out.append((BoundRadiusPublic(commitment, cert.decision, cert.eps, tuple(q)), witness))
+        out.append((StatementPublic(commitment, cert.decision, cert.eps, STATUS_CERTIFIED, 0, tuple(q)), witness))
     return model, shape, out
 
 
 def build(shape, public, witness) -> ConstraintSystem:
     cs = ConstraintSystem(with_values=True, strict=False)
-    build_bound_radius(cs, shape, public, witness)
+    build_statement(cs, shape, public, witness)
     return cs
 
 
@@ -53,14 +54,14 @@ def satisfied(cs) -> bool:
     return cs.compile(wire_names=False).is_satisfied(cs.witness())
 
 
-def with_eps(public: BoundRadiusPublic, eps: int) -> BoundRadiusPublic:
-    return BoundRadiusPublic(public.commitment, public.decision, eps, public.query)
+def with_eps(public: StatementPublic, eps: int) -> StatementPublic:
+    return dataclasses.replace(public, eps=eps)
 
 
 @pytest.mark.parametrize("seed, hidden, n_classes", [(23, (4, 2), 2), (8, (6, 4), 3), (4, (8, 4), 2)])
 def test_the_circuit_proves_exactly_what_the_plaintext_bound_proves(seed, hidden, n_classes):
     model, shape, cases = case(seed, hidden, n_classes, n_queries=4)
-    relation = bound_radius_relation(shape)
+    relation = statement_relation(shape)
     for public, witness in cases:
         cs = build(shape, public, witness)
         assert satisfied(cs)
@@ -141,11 +142,11 @@ def test_other_weights_another_decision_and_an_eps_beyond_the_cap_are_refused():
     public, witness = cases[0]
     weights = [list(map(list, layer)) for layer in witness.weights]
     weights[-1][public.decision][0] += 1
-    other = BoundRadiusWitness(tuple(tuple(map(tuple, layer)) for layer in weights), witness.biases, witness.salt)
+    other = dataclasses.replace(witness, weights=tuple(tuple(map(tuple, layer)) for layer in weights))
     cs = build(shape, public, other)
     assert not satisfied(cs) and any("commitment" in label for label in unsatisfied_labels(cs))
     n = model.net.n_classes
-    lying = BoundRadiusPublic(public.commitment, (public.decision + 1) % n, public.eps, public.query)
+    lying = dataclasses.replace(public, decision=(public.decision + 1) % n)
     assert not satisfied(build(shape, lying, witness))
     assert not satisfied(build(shape, with_eps(public, shape.eps_cap + 1), witness))
 
@@ -154,7 +155,7 @@ def test_a_groth16_proof_verifies_and_eps_plus_one_does_not():
     backend = get_backend()
     model, shape, cases = case(23, n_queries=1)
     public, witness = cases[0]
-    relation = bound_radius_relation(shape)
+    relation = statement_relation(shape)
     pk, vk = setup(relation, backend)
     cs = build(shape, public, witness)
     proof = prove(pk, relation, cs.witness(), backend)
@@ -162,3 +163,27 @@ def test_a_groth16_proof_verifies_and_eps_plus_one_does_not():
     assert check_proof(vk, signals, proof, backend).ok
     assert not check_proof(vk, [*signals[:2], signals[2] + 1, *signals[3:]], proof, backend).ok
     assert not check_proof(vk, [signals[0], (signals[1] + 1) % 2, *signals[2:]], proof, backend).ok
+    assert not check_proof(vk, [*signals[:3], 1, 1, *signals[5:]], proof, backend).ok  # a flip instead
+
+
+def test_flips_are_proved_and_a_flip_the_model_does_not_make_is_refused():
+    model = random_model(23, n_inputs=5, hidden=(4, 2))
+    shape = statement_shape(model, region_slots=1, farkas_slots=1, eps_bits=16, radius="bound")
+    witness = StatementWitness(model.net.weights, model.net.biases, SALT, (), None)
+    commitment = model_commitment(model, SALT, shape)
+    rng = random.Random(5)
+    flips = certified = 0
+    for _ in range(12):
+        q = random_query(model, rng)
+        cert = bound_certificate(model, q, eps_bits=16)
+        if cert.status == FLIP:
+            public = StatementPublic(commitment, cert.decision, 0, STATUS_FLIP, cert.flip_slice, tuple(q))
+            assert satisfied(build(shape, public, witness))
+            assert not satisfied(build(shape, dataclasses.replace(public, eps=1), witness))  # a flip is radius 0
+            flips += 1
+        else:
+            for s in range(len(model.slices())):  # no slice of a certified query flips
+                assert not satisfied(build(shape, StatementPublic(commitment, cert.decision, 0, STATUS_FLIP, s,
+                                                                  tuple(q)), witness))
+            certified += 1
+    assert flips and certified

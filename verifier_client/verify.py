@@ -44,8 +44,8 @@ class Verdict:
 
     @property
     def radius(self) -> RadiusKind | None:
-        """On a valid verdict, "exact" (eps is the true radius rounded down to 2^-t) or "fast" (a lower
-        bound): the statement of the bucket whose key verified the proof. None on an invalid one."""
+        """On a valid verdict, "exact" (eps is the true radius rounded down to 2^-t), "fast" or "bound"
+        (lower bounds): the statement of the bucket whose key verified the proof. None on an invalid one."""
         return None if self.claims is None else self.claims.radius
 
 
@@ -250,6 +250,9 @@ def explain(claims: Claims, card: ModelCard) -> str:
             lines.append(f"This eps is exact (the true radius rounded down to 2^-{claims.eps_scale_bits}): the proof "
                          f"also exhibits a change of {sensitive} and of your other features by less than "
                          f"eps + 2^-{claims.eps_scale_bits} at which another decision at least ties yours.")
+        elif claims.radius == "bound":
+            lines.append("This eps is a lower bound (bound radius: linear bound propagation through the network): "
+                         "the decision may stay the same for larger changes too.")
         else:
             lines.append("This eps is a lower bound (fast radius): the decision may stay the same for larger "
                          "changes too.")

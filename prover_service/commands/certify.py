@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--data-dir", metavar="DIR", help="dataset directory for --index (default: $FAIRPROOF_DATA_DIR)")
     p.add_argument("--data", metavar="FILE.csv", dest="data_dir",
                    help="an imported model's data (rows read through its schema), for --index")
-    add_radius_argument(p, bound=True)
+    add_radius_argument(p, extra=("bound", "hybrid"))
     p.add_argument("--exact-budget", type=float, default=60.0, metavar="S",
                    help="with --radius hybrid: seconds region enumeration may take before the bound radius is used "
                         "instead (default 60)")

@@ -32,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--delta", type=float, default=None, metavar="D",
                    help="the persistence lens's box: numeric features moved by up to D standard deviations "
                         "(default: the card's)")
-    add_radius_argument(p)
+    add_radius_argument(p, extra=("bound",))
     add_bucket_growth_argument(p)
     add_per_slice_argument(p)
     add_key_setup_arguments(p)
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
                           kind="flip" if bundle.status != "certified" else "cap" if bundle.eps.capped else radius),
             online_seconds=t.online, certify_seconds=t.certify, witness_seconds=t.witness, prove_seconds=t.prove))
         return 0
-    kind = "cap" if bundle.eps.capped else ("exact" if radius == "exact" else "fast: a lower bound")
+    kind = "cap" if bundle.eps.capped else ("exact" if radius == "exact" else f"{radius}: a lower bound")
     print(f"decision: {bundle.decision_label}   status: {bundle.status}   eps: {bundle.eps.decimal}"
           + ("" if bundle.status != "certified" else f" ({kind})"))
     print(f"bucket {bundle.bucket}: {result.n_constraints} constraints; online {t.online:.2f} s "

@@ -10,18 +10,20 @@ RADIUS_HELP = ("fast: GeoCert's projection-distance radius, a lower bound on the
                "about twice the constraints)")
 
 
-BOUND_RADIUS_HELP = ("; bound: linear bound propagation (CROWN) of the l2 ball through the network, no region "
-                     "enumeration: polynomial in the network's size, a lower bound usually below the exact radius; "
-                     "hybrid: the exact radius when enumeration finishes within --exact-budget seconds, else bound")
+EXTRA_RADIUS_HELP = {
+    "bound": "; bound: linear bound propagation (CROWN) of the l2 ball through the network, no region enumeration: "
+             "polynomial in the network's size, a lower bound usually below the exact radius (its own circuit "
+             "bucket, k1-f1-bound)",
+    "hybrid": "; hybrid: the exact radius when enumeration finishes within --exact-budget seconds, else bound",
+}
 
 
 def add_radius_argument(parser: argparse.ArgumentParser, *, default: str | None = "fast", env: str | None = None,
-                        bound: bool = False) -> None:
-    """`bound`: the command also offers the bound radius (plaintext certification)."""
+                        extra: tuple[str, ...] = ()) -> None:
+    """`extra`: the modes the command offers beyond fast and exact ("bound", "hybrid")."""
     where = f"default ${env}, else fast" if env else f"default {default}"
-    choices = RADIUS_CHOICES + (("bound", "hybrid") if bound else ())
-    parser.add_argument("--radius", choices=choices, default=default,
-                        help=f"{RADIUS_HELP}{BOUND_RADIUS_HELP if bound else ''} ({where})")
+    parser.add_argument("--radius", choices=RADIUS_CHOICES + extra, default=default,
+                        help=RADIUS_HELP + "".join(EXTRA_RADIUS_HELP[m] for m in extra) + f" ({where})")
 
 
 BUCKET_GROWTH_CHOICES = (2, 4)

@@ -74,6 +74,7 @@ function epsStatement(claims) {
   const eps = radiusDecimal(claims.eps_numerator, t);
   if (claims.capped) return `eps >= ${eps}, the whole input domain (the cap; ${claims.radius} statement)`;
   if (claims.radius === "exact") return `eps = ${eps} (exact: the true radius rounded down to 2^-${t})`;
+  if (claims.radius === "bound") return `eps >= ${eps} is a lower bound (bound: linear bound propagation; the true radius may be larger)`;
   return `eps >= ${eps} is a lower bound (fast: the true radius may be larger)`;
 }
 
@@ -100,6 +101,9 @@ function explain(claims, card) {
       lines.push(`This eps is exact (the true radius rounded down to 2^-${t}): the proof `
         + `also exhibits a change of ${sensitive} and of your other features by less than `
         + `eps + 2^-${t} at which another decision at least ties yours.`);
+    } else if (!claims.capped && claims.radius === "bound") {
+      lines.push("This eps is a lower bound (bound radius: linear bound propagation through the network): "
+        + "the decision may stay the same for larger changes too.");
     } else if (!claims.capped) {
       lines.push("This eps is a lower bound (fast radius): the decision may stay the same for larger "
         + "changes too.");

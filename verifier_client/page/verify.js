@@ -52,7 +52,8 @@ function readDocument(text, schema, what) {
 }
 
 function bucketName(shape) {
-  return `k${shape.region_slots}-f${shape.farkas_slots}${shape.radius === "exact" ? "-exact" : ""}${shape.per_slice === true ? "-slice" : ""}`;
+  const radius = shape.radius === "exact" ? "-exact" : shape.radius === "bound" ? "-bound" : "";
+  return `k${shape.region_slots}-f${shape.farkas_slots}${radius}${shape.per_slice === true ? "-slice" : ""}`;
 }
 
 // ModelCard's validators (commitments/card.py), but for binding a feature schema to the box: a card the
