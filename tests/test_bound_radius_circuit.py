@@ -187,3 +187,48 @@ def test_flips_are_proved_and_a_flip_the_model_does_not_make_is_refused():
                                                                   tuple(q)), witness))
             certified += 1
     assert flips and certified
+
+
+@pytest.fixture(scope="module")
+def bound_bank(bank, tmp_path_factory):
+    """The bank's German (4,2) model (both lenses) proving bound-radius certificates, on a copy of its model."""
+    from bank_fixtures import copy_of_bank_model
+    from prover_service.bucket_keys import SinglePartyKeySetup
+    from prover_service.proving import Prover
+
+    root, workspace, db = copy_of_bank_model(bank, tmp_path_factory, "bound")
+    prover = Prover(workspace, db, get_backend(), key_setup=SinglePartyKeySetup(), radius="bound")
+    from offline_precompute.certify import query_from_record
+
+    bundles = [prover.prove(query_from_record(workspace.artifact, prover.model, r)).bundle for r in bank.records]
+    yield prover, bundles
+    db.dispose()
+
+
+def test_bound_certificates_are_proved_verified_and_said_to_be_bounds(bank, bound_bank, tmp_path, capsys):
+    from bank_fixtures import forged
+    from commitments.bundle import Radius
+    from verifier_client.cli import main as verify_main
+    from verifier_client.verify import verify_bundle
+
+    prover, bundles = bound_bank
+    card = prover.card
+    assert [b.bucket for b in card.circuits if b.shape.radius == "bound"] == ["k1-f1-bound"]
+    for bundle, record in zip(bundles, bank.records):
+        verdict = verify_bundle(bundle, card)
+        assert verdict and verdict.radius == "bound" and bundle.bucket == "k1-f1-bound"
+        assert bundle.spread is not None and bundle.persistence is not None  # the card's lenses, proved too
+        region = next(b for b in bank.bundles if b.query == bundle.query)
+        assert bundle.decision == region.decision and bundle.spread == region.spread  # the same model's claims
+        bigger = forged(bundle, eps=Radius(numerator=bundle.eps.numerator + 1, scale_bits=bundle.eps.scale_bits))
+        assert not verify_bundle(bigger, card)
+    (tmp_path / "b.json").write_text(bundles[0].model_dump_json())
+    (tmp_path / "c.json").write_text(card.model_dump_json())
+    assert verify_main([str(tmp_path / "b.json"), "--card", str(tmp_path / "c.json"),
+                        "--pin-file", str(tmp_path / "pins")]) == 0
+    out = capsys.readouterr().out
+    assert "lower bound (bound: linear bound propagation" in out and "Keys of bucket k1-f1-bound" in out
+    # The region statement's key cannot verify a bound proof, nor the other way round.
+    fast = next(b.bucket for b in card.circuits if b.shape.radius == "fast")
+    relabelled = bundles[0].model_copy(update={"bucket": fast})
+    assert not verify_bundle(relabelled, card)
