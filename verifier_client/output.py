@@ -48,7 +48,7 @@ class Radius(_Frozen):
     numerator: int
     scale_bits: int
     value: Rational
-    kind: Literal["fast", "exact"]  # the verified bucket's statement: a lower bound, or the true radius rounded down
+    kind: Literal["fast", "exact", "bound"]  # the verified bucket's statement: a lower bound (fast, bound), or the true radius rounded down
     capped: bool  # the whole input domain
 
 
