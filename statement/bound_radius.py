@@ -287,6 +287,8 @@ def _slice_logits(cs, shape: StatementShape, wd: StatementWidths, weights, biase
 def build_bound_statement(cs, shape: StatementShape, public: StatementPublic | None = None,
                           witness: StatementWitness | None = None) -> None:
     """Declare the statement's public inputs, witness and constraints (values when cs.with_values)."""
+    from .circuit import declare_public_inputs  # the certificate statement's own order (it dispatches here)
+
     if shape.radius != BOUND_RADIUS or shape.per_slice:
         raise BoundRadiusError("the bound statement is for whole bound-radius shapes")
     if cs.with_values and (public is None or witness is None):
@@ -297,21 +299,9 @@ def build_bound_statement(cs, shape: StatementShape, public: StatementPublic | N
     wd, widths = shape_widths(shape), bound_widths(shape)
     S, C, L = shape.n_slices, shape.n_classes, len(shape.hidden_sizes)
 
-    commitment = cs.public_input("commitment", pub[0])
-    y = cs.public_input("decision", pub[1])
-    eps = cs.public_input("eps", pub[2])
-    status = cs.public_input("status", pub[3])
-    flip_index = cs.public_input("flip_slice", pub[4])
-    query = [cs.public_input(f"query[{i}]", pub[5 + i]) for i in range(shape.n_inputs)]
-    at = 5 + shape.n_inputs
-    spread_decisions = [cs.public_input(f"spread_decision[{s}]", pub[at + s]) for s in range(S)] if shape.spread else []
-    spread_buckets = cs.public_input("spread_buckets", pub[at + S]) if shape.spread else None
-    at += shape.n_spread_public
-    delta, persistence_bounds = None, []
-    if shape.persistence:
-        delta = cs.public_input("persistence_delta", pub[at])
-        persistence_bounds = [cs.public_input(f"persistence_bound[{i}]", pub[at + 1 + i])
-                              for i in range(2 * len(shape.persistence_pairs))]
+    inputs = declare_public_inputs(cs, shape, pub)
+    commitment, y, eps, status, flip_index, query = (inputs.commitment, inputs.decision, inputs.eps, inputs.status,
+                                                     inputs.flip_index, inputs.query)
 
     weights, biases = committed_parameters(cs, shape, commitment, *(
         (None, None, None) if witness is None else (witness.weights, witness.biases, witness.salt)))
@@ -406,11 +396,11 @@ def build_bound_statement(cs, shape: StatementShape, public: StatementPublic | N
 
     if shape.spread:
         with cs.scope("spread"):
-            spread_lens(cs, logits, spread_decisions, spread_buckets, favourable_class=shape.favourable_class,
+            spread_lens(cs, logits, inputs.spread_decisions, inputs.spread_buckets, favourable_class=shape.favourable_class,
                         width=shape.spread_width, bound=wd.decision.value)
     if shape.persistence:
         with cs.scope("persistence"):
-            persistence_lens(cs, shape, wd, weights, biases, query, delta, persistence_bounds)
+            persistence_lens(cs, shape, wd, weights, biases, query, inputs.delta, inputs.persistence_bounds)
 
 
 def bound_statement_relation(shape: StatementShape) -> R1CS:

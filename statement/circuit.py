@@ -95,6 +95,48 @@ class StatementHandles:
     widths: StatementWidths
 
 
+@dataclass
+class PublicInputs:
+    """The statement's public inputs as circuit values, in the order every certificate statement declares them."""
+
+    commitment: object
+    decision: object
+    eps: object
+    status: object
+    flip_index: object
+    query: list
+    spread_decisions: list
+    spread_buckets: object
+    delta: object
+    persistence_bounds: list
+    part: object
+
+
+def declare_public_inputs(cs, shape: StatementShape, values: list) -> PublicInputs:
+    """Declare the public inputs of `shape` (values: the field elements, or Nones without values)."""
+    S = shape.n_slices
+    commitment = cs.public_input("commitment", values[0])
+    y = cs.public_input("decision", values[1])
+    eps = cs.public_input("eps", values[2])
+    status = cs.public_input("status", values[3])
+    flip_index = cs.public_input("flip_slice", values[4])
+    query = [cs.public_input(f"query[{i}]", values[5 + i]) for i in range(shape.n_inputs)]
+    at = 5 + shape.n_inputs
+    spread_decisions = [cs.public_input(f"spread_decision[{s}]", values[at + s]) for s in range(S)
+                        ] if shape.spread else []
+    spread_buckets = cs.public_input("spread_buckets", values[at + S]) if shape.spread else None
+    at += shape.n_spread_public
+    delta, persistence_bounds = None, []
+    if shape.persistence:
+        delta = cs.public_input("persistence_delta", values[at])
+        persistence_bounds = [cs.public_input(f"persistence_bound[{i}]", values[at + 1 + i])
+                              for i in range(2 * len(shape.persistence_pairs))]
+    at += shape.n_persistence_public
+    part = cs.public_input("part_slice", values[at]) if shape.per_slice else None
+    return PublicInputs(commitment, y, eps, status, flip_index, query, spread_decisions, spread_buckets, delta,
+                        persistence_bounds, part)
+
+
 class _Values:
     """Witness accessors that return None when building without values."""
 
@@ -134,25 +176,11 @@ def build_statement(cs, shape: StatementShape, public: StatementPublic | None = 
     box_hi_free = [shape.box_upper[j] for j in free]
 
     # ------------------------------------------------------------ public inputs
-    commitment = cs.public_input("commitment", pub_vals[0])
-    y = cs.public_input("decision", pub_vals[1])
-    eps = cs.public_input("eps", pub_vals[2])
-    status = cs.public_input("status", pub_vals[3])
-    flip_index = cs.public_input("flip_slice", pub_vals[4])
-    query = [cs.public_input(f"query[{i}]", pub_vals[5 + i]) for i in range(shape.n_inputs)]
-    at = 5 + shape.n_inputs
-    spread_decisions = [cs.public_input(f"spread_decision[{s}]", pub_vals[at + s]) for s in range(S)
-                        ] if shape.spread else []
-    spread_buckets = cs.public_input("spread_buckets", pub_vals[at + S]) if shape.spread else None
-    at += shape.n_spread_public
-    if shape.persistence:
-        delta = cs.public_input("persistence_delta", pub_vals[at])
-        n_bounds = 2 * len(shape.persistence_pairs)
-        persistence_bounds = [cs.public_input(f"persistence_bound[{i}]", pub_vals[at + 1 + i]) for i in range(n_bounds)]
-    else:
-        delta, persistence_bounds = None, []
-    at += shape.n_persistence_public
-    part = cs.public_input("part_slice", pub_vals[at]) if shape.per_slice else None
+    inputs = declare_public_inputs(cs, shape, pub_vals)
+    commitment, y, eps, status, flip_index, query = (inputs.commitment, inputs.decision, inputs.eps, inputs.status,
+                                                     inputs.flip_index, inputs.query)
+    spread_decisions, spread_buckets = inputs.spread_decisions, inputs.spread_buckets
+    delta, persistence_bounds, part = inputs.delta, inputs.persistence_bounds, inputs.part
 
     # ------------------------------------------------------------ parameters
     weights, biases = committed_parameters(cs, shape, commitment, val(lambda x: x.weights), val(lambda x: x.biases),

@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
 from pathlib import Path
 
 
@@ -23,35 +21,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from circuits.errors import MalformedArtifact
-    from commitments.canonical import NonCanonical
-    from commitments.card import ModelCard
     from fairness.errors import ModelError
+    from prover_service.workspace import write_atomically
     from verifier_client.page import PageError, build_page
 
-    card = None
-    if args.card is not None:
-        try:
-            card = ModelCard.from_json(Path(args.card).read_bytes())
-        except OSError as exc:
-            raise ModelError(f"cannot read the card {args.card}: {exc.strerror or exc}") from None
-        except NonCanonical as exc:
-            raise MalformedArtifact(f"{args.card} is not a model card: {exc}") from None
+    from .card_file import read_card
+
+    card = read_card(args.card) if args.card is not None else None
     try:
         page = build_page(card)
     except PageError as exc:
         raise ModelError(str(exc)) from None
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    # Written aside and renamed: an existing page is replaced whole or not at all.
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(page.html)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomically(out, page.html)  # an existing page is replaced whole or not at all
     bound = f"bound to model {card.model_id} (card {card.digest()})" if card else "for any card the customer gives"
     print(f"wrote {out}: the verification page, {bound}")
     print(f"SHA-256 {page.digest}  ({len(page.html.encode()):,} bytes)")

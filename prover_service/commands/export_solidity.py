@@ -23,18 +23,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from circuits.errors import MalformedArtifact
-    from commitments.canonical import NonCanonical
-    from commitments.card import ModelCard
     from fairness.errors import ModelError
     from verifier_client.solidity import REGISTRY_SOURCE, SolidityError, card_verifiers, compile_contracts
 
-    try:
-        card = ModelCard.from_json(Path(args.card).read_bytes())
-    except OSError as exc:
-        raise ModelError(f"cannot read the card {args.card}: {exc.strerror or exc}") from None
-    except NonCanonical as exc:
-        raise MalformedArtifact(f"{args.card} is not a model card: {exc}") from None
+    from .card_file import read_card
+
+    card = read_card(args.card)
     verifiers = card_verifiers(card)
     if not verifiers:
         raise ModelError(f"the card of {card.model_id} publishes no circuit bucket yet: nothing to verify")
