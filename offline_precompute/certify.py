@@ -219,3 +219,59 @@ def certificate_summary(cert: Certificate, model: FixedPointModel, class_labels:
         lines.append(f"counterfactual flip: setting {', '.join(parts)} (slice {f.slice_index}) "
                      f"{'ties' if f.tie else 'changes'} the decision, so eps = 0")
     return lines
+
+
+@dataclass(frozen=True)
+class TimedCertificate:
+    """A certificate from `certify_within`, with what the store did for it."""
+
+    certificate: Certificate
+    seconds: float
+    hits: int
+    misses: int
+    rejected: int
+    cached_rows: int
+    model_digest: str
+
+
+def _certify_child(conn, store_url: str, model: FixedPointModel, query, eps_bits: int, radius: str) -> None:
+    from offline_precompute.db import open_database
+
+    db = open_database(store_url)
+    try:
+        certifier = Certifier(db, model, eps_bits=eps_bits, radius=radius)
+        result = certifier.certify(query)
+        s = result.stats
+        conn.send((result.certificate.to_json(), result.seconds, s.hits, s.misses, s.rejected, result.cached_rows,
+                   certifier.digest))
+    finally:
+        db.dispose()
+        conn.close()
+
+
+def certify_within(store_url: str, model: FixedPointModel, query: Sequence[int], budget: float, *,
+                   eps_bits: int = DEFAULT_EPS_BITS, radius: str = "exact") -> TimedCertificate | None:
+    """Region enumeration of one query in a child process, stopped at `budget` seconds: the certificate if
+    it finished (or None past the deadline, or if the child failed: its error is on stderr). For the
+    hybrid mode, which falls back to the bound radius."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    receiver, sender = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_certify_child, args=(sender, store_url, model, tuple(query), eps_bits, radius),
+                        daemon=True)
+    child.start()
+    sender.close()
+    try:
+        if not receiver.poll(budget):
+            return None
+        try:
+            cert, seconds, hits, misses, rejected, cached, digest = receiver.recv()
+        except EOFError:
+            return None
+        return TimedCertificate(Certificate.from_json(cert), seconds, hits, misses, rejected, cached, digest)
+    finally:
+        if child.is_alive():
+            child.terminate()
+        child.join()
+        receiver.close()

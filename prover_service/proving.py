@@ -46,7 +46,7 @@ from fairness.bound_radius import bound_certificate
 from fairness.checker import check_certificate
 from fairness.errors import CertificationError, ModelError
 from fairness.fixed_point import FixedPointModel, IntVector
-from offline_precompute.certify import Certifier
+from offline_precompute.certify import Certifier, certify_within
 from offline_precompute.db import Database
 from statement import StatementShape, build_statement, statement_relation
 from statement.adapter import (BUCKET_GROWTHS, DEFAULT_BUCKET_GROWTH, bucket_level, bucket_sizes, required_slots,
@@ -57,6 +57,9 @@ from statement.shape import BOUND_RADIUS as BOUND
 from .bucket_keys import (ZKEY_FILE, InstalledKeys, KeySetup, NoKeySetup, card_shape, ceremony_shape, keys_from_ceremony,
                           load_keys, save_keys)
 from .workspace import ModelWorkspace
+
+HYBRID = "hybrid"  # the exact radius within a budget, else the bound radius
+DEFAULT_EXACT_BUDGET = 60.0
 
 Progress = Callable[[str], None]
 StageCallback = Callable[[str, float], None]
@@ -125,7 +128,10 @@ class Prover:
     backend: object = None
     progress: Progress = _quiet
     key_setup: KeySetup = field(default_factory=NoKeySetup)  # for buckets nobody has set up yet
-    radius: str = FAST  # "fast", "exact" or "bound": how this model's certificates are certified and proved
+    # "fast", "exact" or "bound": how this model's certificates are certified and proved; "hybrid": exact when
+    # region enumeration finishes within `exact_budget` seconds, else bound.
+    radius: str = FAST
+    exact_budget: float = DEFAULT_EXACT_BUDGET
     # Bucket keys kept in memory, least recently used dropped first: the largest keys take gigabytes.
     max_hot_keys: int = DEFAULT_MAX_HOT_KEYS
     # Each bucket size is this many times the last (2 or 4) for buckets the card does not publish yet.
@@ -140,8 +146,10 @@ class Prover:
     def __post_init__(self) -> None:
         if self.max_hot_keys < 1:
             raise ModelError(f"max_hot_keys must be at least 1, not {self.max_hot_keys}")
-        if self.radius not in (*RADIUS_MODES, BOUND):
-            raise ModelError(f"radius must be one of {', '.join((*RADIUS_MODES, BOUND))}, not {self.radius!r}")
+        if self.radius not in (*RADIUS_MODES, BOUND, HYBRID):
+            raise ModelError(f"radius must be one of {', '.join((*RADIUS_MODES, BOUND, HYBRID))}, not {self.radius!r}")
+        if not self.exact_budget > 0:
+            raise ModelError("the exact radius's budget must be a positive number of seconds")
         if self.per_slice is not False and (self.per_slice is not True or self.radius != EXACT):
             raise ModelError("per-slice proofs need the exact radius (--radius exact)")
         if self.bucket_growth not in BUCKET_GROWTHS:
@@ -189,8 +197,8 @@ class Prover:
 
     def shapes_for_certificate(self, certificate: Certificate) -> list[StatementShape]:
         """Every shape that proves `certificate`: one per slice, or the one whole statement."""
-        if self.radius == BOUND:
-            return [self.shape_for(1, 1, BOUND)]
+        if self.radius == BOUND or (self.radius == HYBRID and not certificate.slices):
+            return [self.shape_for(1, 1, BOUND)]  # hybrid: the bound certificate, or a flip (no regions)
         if self.proves_per_slice(certificate):
             return [self.shape_for_slice(certificate, si) for si in range(len(self.model.slices()))]
         return [self.shape_for_certificate(certificate)]
@@ -198,7 +206,10 @@ class Prover:
     def statement_radius(self, certificate: Certificate) -> str:
         """The statement that proves `certificate`: the prover's radius, except a fast certificate
         from exact certification (its fallback), which the fast statement proves if the card
-        publishes fast buckets; ExactRadiusUnavailable otherwise."""
+        publishes fast buckets; ExactRadiusUnavailable otherwise. Hybrid provers prove the exact
+        certificates they keep with the exact statement."""
+        if self.radius == HYBRID:
+            return EXACT
         if self.radius == FAST or not needs_fast_statement(certificate):
             return self.radius
         if any(b.shape.radius == FAST for b in self.card.circuits):
@@ -340,7 +351,14 @@ class Prover:
 
     # ----------------------------------------------------------------- online
     def certify(self, query: Sequence[int]) -> Certificate:
-        if self.radius == BOUND:  # no regions: the bound radius, its eps confirmed in exact integers
+        if self.radius == HYBRID:
+            exact = certify_within(self.db.url, self.model, query, self.exact_budget, eps_bits=self.card.eps_scale_bits)
+            if exact is not None and exact.certificate.status == CERTIFIED and not needs_fast_statement(exact.certificate):
+                check_certificate(self.model, exact.certificate)
+                return exact.certificate
+            self.progress(f"region enumeration did not give the exact radius within {self.exact_budget:g} s: "
+                          "the bound radius instead")
+        if self.radius in (BOUND, HYBRID):  # no regions: the bound radius, its eps confirmed in exact integers
             return bound_certificate(self.model, query, eps_bits=self.card.eps_scale_bits).certificate(self.model)
         certificate = self.certifier.certify(query).certificate
         try:

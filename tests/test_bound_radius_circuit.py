@@ -232,3 +232,24 @@ def test_bound_certificates_are_proved_verified_and_said_to_be_bounds(bank, boun
     fast = next(b.bucket for b in card.circuits if b.shape.radius == "fast")
     relabelled = bundles[0].model_copy(update={"bucket": fast})
     assert not verify_bundle(relabelled, card)
+
+
+def test_hybrid_proves_the_exact_radius_within_its_budget_and_the_bound_beyond(bank, bound_bank):
+    from offline_precompute.certify import query_from_record
+    from prover_service.bucket_keys import SinglePartyKeySetup
+    from prover_service.proving import Prover
+    from verifier_client.verify import verify_bundle
+
+    bound_prover, _ = bound_bank
+    radii = {}
+    for budget in (120.0, 0.001):
+        prover = Prover(bound_prover.workspace, bound_prover.db, get_backend(), key_setup=SinglePartyKeySetup(),
+                        radius="hybrid", exact_budget=budget)
+        query = query_from_record(prover.workspace.artifact, prover.model, bank.records[0])
+        bundle = prover.prove(query).bundle
+        verdict = verify_bundle(bundle, prover.card)
+        assert verdict
+        radii[budget] = (verdict.radius, bundle.eps.numerator, bundle.bucket)
+    assert radii[120.0][0] == "exact" and radii[120.0][2].endswith("-exact")
+    assert radii[0.001][0] == "bound" and radii[0.001][2] == "k1-f1-bound"
+    assert radii[0.001][1] <= radii[120.0][1]  # the bound radius never exceeds the exact one

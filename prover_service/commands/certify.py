@@ -59,13 +59,16 @@ def run(args: argparse.Namespace) -> int:
     if args.radius == "hybrid":
         if not args.exact_budget > 0:
             raise ModelError("--exact-budget must be a positive number of seconds")
-        exact = _exact_within(args, model, query)
+        from offline_precompute.certify import certify_within
+
+        exact = certify_within(resolve_store_url(args.store, args.model), model, query, args.exact_budget)
         if exact is None:
             print(f"region enumeration did not finish within {args.exact_budget:g} s: the bound radius instead",
                   file=sys.stderr)
             return _bound(args, artifact, model, query)
         print("region enumeration finished within the budget: the exact radius", file=sys.stderr)
-        cert, seconds, (hits, misses, rejected), cached, digest = exact
+        cert, seconds, cached, digest = exact.certificate, exact.seconds, exact.cached_rows, exact.model_digest
+        hits, misses, rejected = exact.hits, exact.misses, exact.rejected
     else:
         db = open_database(resolve_store_url(args.store, args.model))
         try:
@@ -152,45 +155,3 @@ def _bound(args: argparse.Namespace, artifact, model, query) -> int:
                            certificate_file=str(args.out) if args.out else None))
     return 0
 
-
-def _exact_child(conn, args: argparse.Namespace, model, query) -> None:
-    from offline_precompute.certify import Certifier
-    from offline_precompute.db import open_database, resolve_store_url
-
-    db = open_database(resolve_store_url(args.store, args.model))
-    try:
-        certifier = Certifier(db, model, radius="exact")
-        result = certifier.certify(query)
-        s = result.stats
-        conn.send((result.certificate.to_json(), result.seconds, (s.hits, s.misses, s.rejected), result.cached_rows,
-                   certifier.digest))
-    finally:
-        db.dispose()
-        conn.close()
-
-
-def _exact_within(args: argparse.Namespace, model, query):
-    """(certificate, seconds, (hits, misses, rejected), cached rows, model digest) of the exact certificate
-    if region enumeration finishes within the budget (in a child process, stopped at the deadline), else None."""
-    import multiprocessing
-
-    from fairness.certificate import Certificate
-
-    ctx = multiprocessing.get_context("fork")
-    receiver, sender = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_exact_child, args=(sender, args, model, query), daemon=True)
-    child.start()
-    sender.close()
-    try:
-        if not receiver.poll(args.exact_budget):
-            return None
-        try:
-            cert, *rest = receiver.recv()
-        except EOFError:  # the child failed: its error is on stderr; the bound radius still answers
-            return None
-        return (Certificate.from_json(cert), *rest)
-    finally:
-        if child.is_alive():
-            child.terminate()
-        child.join()
-        receiver.close()

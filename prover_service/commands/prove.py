@@ -32,7 +32,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--delta", type=float, default=None, metavar="D",
                    help="the persistence lens's box: numeric features moved by up to D standard deviations "
                         "(default: the card's)")
-    add_radius_argument(p, extra=("bound",))
+    add_radius_argument(p, extra=("bound", "hybrid"))
+    p.add_argument("--exact-budget", type=float, default=60.0, metavar="S",
+                   help="with --radius hybrid: seconds region enumeration may take before the bound radius is proved "
+                        "instead (default 60)")
     add_bucket_growth_argument(p)
     add_per_slice_argument(p)
     add_key_setup_arguments(p)
@@ -55,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         prover = Prover(workspace, db, get_backend(args.backend),
                         progress=lambda m: print(m, file=sys.stderr, flush=True), key_setup=key_setup_from_args(args),
                         radius=args.radius, bucket_growth=args.bucket_growth,
-                        per_slice=args.per_slice)
+                        per_slice=args.per_slice, exact_budget=args.exact_budget)
         model = prover.model
         if args.index is not None:
             query = query_from_index(workspace.artifact, model, args.index, args.data_dir)
