@@ -5,7 +5,12 @@ that too, so the page is compared with the verifier, never with an expectation w
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
 
 from bank_fixtures import forged
 from circuits.backends import get_backend
@@ -17,7 +22,10 @@ from circuits.snarkjs.json_formats import proof_from_json
 from commitments.bundle import CertificateBundle, FlipSlice, Radius
 from test_forgeries import (LIES, SPELLINGS, WRAPS, _card_with_key, _delta_is_gamma_forgery, _edited, _forged_claim,
                             _public, _trivial_circuit_key)
+from verifier_client.page import PAGE_DIR, page_schemas
 from verifier_client.verify import read_proof
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 @dataclass(frozen=True)
@@ -133,3 +141,44 @@ def page_cases(bank) -> list[PageCase]:
     cases.append(PageCase("eps + 1 in fields and signals", bigger.model_dump_json(), card_text, reason="proof rejected"))
     assert proof_from_json(genuine.proof.model_dump(mode="json")) == proof  # the honest proof reads back
     return cases
+
+
+# ------------------------------------------------------------------------ the page's verifier in node
+
+NODE_RUNNER = """
+const page = process.argv[1] + '/';
+const verify = require(page + 'verify.js');
+const canonical = require(page + 'canonical.js');
+const snarkjs = require(process.argv[2]);
+let input = ''; process.stdin.on('data', d => input += d).on('end', async () => {
+  const job = JSON.parse(input);
+  const env = { snarkjs, schemas: canonical.parseJson(job.schemas) };
+  const out = [];
+  for (const c of job.cases) {
+    const r = await verify.verifyBundle({ bundleText: c.bundle, cardText: c.card, recordText: c.record,
+      pinnedDigest: c.pinned, trusted: c.trusted }, env);
+    out.push({ verdict: r.valid ? 'VALID' : r.kind === 'unusable' ? 'UNUSABLE' : 'INVALID',
+               reason: r.reason || '', report: r.report || '' });
+  }
+  process.stdout.write(JSON.stringify(out));
+  process.exit(0);
+});
+"""
+
+
+def _snarkjs_node() -> Path:
+    path = REPO / "node_modules" / "snarkjs"
+    if shutil.which("node") is None or not path.is_dir():
+        pytest.skip("node or snarkjs (npm ci) is not installed")
+    return path
+
+
+def node_verdicts(cases: list[PageCase]) -> list[dict]:
+    snarkjs = _snarkjs_node()
+    job = {"schemas": json.dumps(page_schemas()), "cases": [
+        {"bundle": c.bundle, "card": c.card, "record": c.record, "pinned": c.pinned, "trusted": list(c.trusted)}
+        for c in cases]}
+    done = subprocess.run(["node", "-e", NODE_RUNNER, str(PAGE_DIR), str(snarkjs)], input=json.dumps(job),
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)

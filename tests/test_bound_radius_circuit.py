@@ -5,6 +5,7 @@ weights, another decision. A Groth16 proof of it verifies, and with eps + 1 it d
 from __future__ import annotations
 
 import dataclasses
+import json
 import random
 
 import pytest
@@ -253,3 +254,25 @@ def test_hybrid_proves_the_exact_radius_within_its_budget_and_the_bound_beyond(b
     assert radii[120.0][0] == "exact" and radii[120.0][2].endswith("-exact")
     assert radii[0.001][0] == "bound" and radii[0.001][2] == "k1-f1-bound"
     assert radii[0.001][1] <= radii[120.0][1]  # the bound radius never exceeds the exact one
+
+
+def test_the_page_verifies_bound_certificates_in_the_verifiers_words(bound_bank, tmp_path, capsys):
+    from page_cases import PageCase, node_verdicts
+    from verifier_client.cli import main as verify_main
+
+    prover, bundles = bound_bank
+    card_text = prover.card.model_dump_json()
+    (tmp_path / "b.json").write_text(bundles[0].model_dump_json())
+    (tmp_path / "c.json").write_text(card_text)
+    assert verify_main([str(tmp_path / "b.json"), "--card", str(tmp_path / "c.json"), "--pin-file",
+                        str(tmp_path / "pins")]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    data = bundles[0].model_dump(mode="json")
+    data["eps"]["numerator"] += 1
+    data["public_signals"][2] = str(int(data["public_signals"][2]) + 1)
+    honest, tampered = node_verdicts([PageCase("bound", bundles[0].model_dump_json(), card_text),
+                                      PageCase("bound, eps + 1", json.dumps(data), card_text)])
+    report = honest["report"].splitlines()
+    assert honest["verdict"] == "VALID" and report == printed[:len(report)]
+    assert any("bound radius: linear bound propagation" in line for line in report)
+    assert tampered["verdict"] == "INVALID" and "proof rejected" in tampered["reason"]

@@ -7,42 +7,19 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from commitments.card import ModelCard
 from browser_fixtures import chromium, verify_in_page
-from page_cases import PageCase, page_cases
+from page_cases import PageCase, node_verdicts, page_cases
 from verifier_client.cli import main as verify_main
-from verifier_client.page import MODULES, PAGE_DIR, PageError, build_page, page_schemas
+from verifier_client.page import MODULES, PageError, build_page
 
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = Path(os.environ.get("FAIRPROOF_TEST_ARTIFACTS", REPO / "artifacts")) / "page"
 EXIT_VERDICTS = {0: "VALID", 1: "INVALID", 2: "UNUSABLE"}
-
-NODE_RUNNER = """
-const page = process.argv[1] + '/';
-const verify = require(page + 'verify.js');
-const canonical = require(page + 'canonical.js');
-const snarkjs = require(process.argv[2]);
-let input = ''; process.stdin.on('data', d => input += d).on('end', async () => {
-  const job = JSON.parse(input);
-  const env = { snarkjs, schemas: canonical.parseJson(job.schemas) };
-  const out = [];
-  for (const c of job.cases) {
-    const r = await verify.verifyBundle({ bundleText: c.bundle, cardText: c.card, recordText: c.record,
-      pinnedDigest: c.pinned, trusted: c.trusted }, env);
-    out.push({ verdict: r.valid ? 'VALID' : r.kind === 'unusable' ? 'UNUSABLE' : 'INVALID',
-               reason: r.reason || '', report: r.report || '' });
-  }
-  process.stdout.write(JSON.stringify(out));
-  process.exit(0);
-});
-"""
-
 
 @pytest.fixture(scope="module")
 def cases(bank) -> list[PageCase]:
@@ -65,24 +42,6 @@ def cli_run(case: PageCase, tmp_path: Path, capsys) -> tuple[str, str]:
         args += ["--trust-contributor", h]
     code = verify_main(args)
     return EXIT_VERDICTS[code], capsys.readouterr().out
-
-
-def _snarkjs_node() -> Path:
-    path = REPO / "node_modules" / "snarkjs"
-    if shutil.which("node") is None or not path.is_dir():
-        pytest.skip("node or snarkjs (npm ci) is not installed")
-    return path
-
-
-def node_verdicts(cases: list[PageCase]) -> list[dict]:
-    snarkjs = _snarkjs_node()
-    job = {"schemas": json.dumps(page_schemas()), "cases": [
-        {"bundle": c.bundle, "card": c.card, "record": c.record, "pinned": c.pinned, "trusted": list(c.trusted)}
-        for c in cases]}
-    done = subprocess.run(["node", "-e", NODE_RUNNER, str(PAGE_DIR), str(snarkjs)], input=json.dumps(job),
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
 
 
 def test_the_corpus_is_what_the_verifier_says(cases, tmp_path, capsys):
