@@ -287,7 +287,7 @@ def _slice_logits(cs, shape: StatementShape, wd: StatementWidths, weights, biase
 def build_bound_statement(cs, shape: StatementShape, public: StatementPublic | None = None,
                           witness: StatementWitness | None = None) -> None:
     """Declare the statement's public inputs, witness and constraints (values when cs.with_values)."""
-    from .circuit import declare_public_inputs  # the certificate statement's own order (it dispatches here)
+    from .circuit import declare_public_inputs, query_in_domain  # the certificate statement's (it dispatches here)
 
     if shape.radius != BOUND_RADIUS or shape.per_slice:
         raise BoundRadiusError("the bound statement is for whole bound-radius shapes")
@@ -307,18 +307,7 @@ def build_bound_statement(cs, shape: StatementShape, public: StatementPublic | N
         (None, None, None) if witness is None else (witness.weights, witness.biases, witness.salt)))
 
     with cs.scope("query"):
-        for j in free_columns(shape):
-            span = shape.box_upper[j] - shape.box_lower[j]
-            assert_nonnegative(cs, query[j] - shape.box_lower[j], span)
-            assert_nonnegative(cs, shape.box_upper[j] - query[j], span)
-        own = []
-        for values in shape.slices:
-            ind = None
-            for c, v in zip(shape.sensitive_columns, values):
-                e = cs.is_equal(query[c], v)
-                ind = e if ind is None else cs.and_(ind, e)
-            own.append(ind)
-        cs.assert_equal(cs.sum(own), 1)  # the query's sensitive values are a slice
+        own = query_in_domain(cs, shape, query)  # free columns in the box, sensitive values a slice
     points = []
     for values in shape.slices:
         x = list(query)

@@ -137,6 +137,27 @@ def declare_public_inputs(cs, shape: StatementShape, values: list) -> PublicInpu
                         persistence_bounds, part)
 
 
+def query_in_domain(cs, shape: StatementShape, query) -> list:
+    """Assert the query's free columns lie in the box and its sensitive values form a slice; return the
+    slice indicators (one-hot: [the query's sensitive values are slice s])."""
+    sens = set(shape.sensitive_columns)
+    for j in range(shape.n_inputs):
+        if j in sens:
+            continue
+        lo, hi = shape.box_lower[j], shape.box_upper[j]
+        assert_nonnegative(cs, query[j] - lo, hi - lo)
+        assert_nonnegative(cs, hi - query[j], hi - lo)
+    q_slice = []
+    for sv in shape.slices:
+        ind = None
+        for c, v in zip(shape.sensitive_columns, sv):
+            e = cs.is_equal(query[c], v)
+            ind = e if ind is None else cs.and_(ind, e)
+        q_slice.append(ind)
+    cs.assert_equal(cs.sum(q_slice), 1)
+    return q_slice
+
+
 class _Values:
     """Witness accessors that return None when building without values."""
 
@@ -188,21 +209,7 @@ def build_statement(cs, shape: StatementShape, public: StatementPublic | None = 
 
     # ------------------------------------------------------------ query, decision, eps, status
     with cs.scope("query"):
-        sens = set(shape.sensitive_columns)
-        for j in range(shape.n_inputs):
-            if j in sens:
-                continue
-            lo, hi = shape.box_lower[j], shape.box_upper[j]
-            assert_nonnegative(cs, query[j] - lo, hi - lo)
-            assert_nonnegative(cs, hi - query[j], hi - lo)
-        q_slice = []
-        for sv in shape.slices:
-            ind = None
-            for c, v in zip(shape.sensitive_columns, sv):
-                e = cs.is_equal(query[c], v)
-                ind = e if ind is None else cs.and_(ind, e)
-            q_slice.append(ind)
-        cs.assert_equal(cs.sum(q_slice), 1)
+        q_slice = query_in_domain(cs, shape, query)
     with cs.scope("decision"):
         y_bits = bool_inputs(cs, "y_bits", val(lambda x: [int(public.decision == c) for c in range(C)]), C)
         cs.assert_equal(cs.sum(y_bits), 1)
