@@ -129,6 +129,7 @@ def main() -> int:
     parser.add_argument("--attack-queries", type=int, default=100, help="queries compared with the attack")
     parser.add_argument("--exact-up-to", type=int, default=24, help="hidden units up to which to enumerate")
     parser.add_argument("--exact-budget", type=float, default=120.0, help="seconds per exact query")
+    parser.add_argument("--out", type=Path, default=RESULTS, help=f"JSON results (default {RESULTS})")
     args = parser.parse_args()
     results = []
     for item in args.models.split(","):
@@ -138,8 +139,8 @@ def main() -> int:
             log(f"{dataset} {hidden} {variant} ...")
             results.append(bench_model(dataset, hidden, variant, args.queries, args.attack_queries,
                                        sum(hidden) <= args.exact_up_to, args.exact_budget))
-            RESULTS.parent.mkdir(parents=True, exist_ok=True)
-            RESULTS.write_text(json.dumps(results, indent=1))
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(results, indent=1))
 
     def fmt(q):
         return "-" if q is None else f"{q[1]:.2f} [{q[0]:.2f}, {q[2]:.2f}]"
@@ -152,7 +153,7 @@ def main() -> int:
               f"{r['compared_with_exact']:>4} {fmt(r['bound_over_attack']):>24} {r['compared_with_attack']:>4} "
               f"{r['bound_seconds_median']:>11.2f} {r['bound_seconds_p95']:>7.2f} {exact_s:>11} "
               f"{len(r['violations']):>5}")
-    print(f"\nwrote {RESULTS}")
+    print(f"\nwrote {args.out}")
     violations = [v for r in results for v in r["violations"]]
     for v in violations:
         print("VIOLATION:", v)
