@@ -12,7 +12,8 @@ import os
 import pytest
 
 # Words that identify a skip caused by a missing peer rather than by design.
-_PEER_SKIP_MARKERS = ("mcl", "snarkjs", "node", "postgres", "PostgreSQL", "chromium", "solc", "eth_tester", "tmux")
+_PEER_SKIP_MARKERS = ("mcl", "snarkjs", "node", "postgres", "PostgreSQL", "chromium", "selenium", "solc", "eth_tester",
+                      "tmux")
 
 
 def _peers_required() -> bool:
