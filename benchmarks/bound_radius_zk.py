@@ -141,6 +141,7 @@ def main() -> int:
     parser.add_argument("--variants", default="fair,unfair")
     parser.add_argument("--customers", type=int, default=20)
     parser.add_argument("--exact-budget", type=float, default=120.0)
+    parser.add_argument("--out", type=Path, default=RESULTS, help=f"JSON results (default {RESULTS})")
     args = parser.parse_args()
     results, failures = [], []
     ctx = multiprocessing.get_context("spawn")
@@ -161,8 +162,8 @@ def main() -> int:
             else:
                 failures.append(f"{dataset} {hidden} {variant}: {value}")
                 log(f"  FAILED: {value}")
-            RESULTS.parent.mkdir(parents=True, exist_ok=True)
-            RESULTS.write_text(json.dumps({"results": results, "failures": failures}, indent=1))
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps({"results": results, "failures": failures}, indent=1))
     print(f"\n{'model':<24} {'S':>3} {'constraints':>11} {'setup s':>8} {'bound s':>8} {'prove s med':>11} "
           f"{'p95':>6} {'online p95':>10} {'verify ms':>9} {'RSS MB':>7} {'regions (1 query)':>18}")
     for r in results:
@@ -174,7 +175,7 @@ def main() -> int:
               f"{r['online_s_p95']:>10.2f} {r['verify_s_median'] * 1000:>9.1f} {r['peak_rss_mb']:>7.0f} {regions:>18}")
     for f in failures:
         print("FAILED:", f)
-    print(f"\nwrote {RESULTS}")
+    print(f"\nwrote {args.out}")
     return 1 if failures else 0
 
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from circuits.field import MAX_SIGNED_BITS
 
-from .shape import StatementShape, StatementShapeError
+from .shape import BOUND_RADIUS, StatementShape, StatementShapeError
 
 
 # Exact statements keep this many bits of a separation value h(u*) when
@@ -86,6 +86,11 @@ class StatementWidths:
 
     def table(self) -> list[tuple[str, int]]:
         return [(name, bits(b)) for name, b in self.quantities]
+
+
+def _forward_quantity(name: str) -> bool:
+    """The quantities of the exact forward pass (inputs, parameters, pre-activations and logit differences)."""
+    return name == "input" or name == "decision value" or name.endswith((" weight", " bias", " value"))
 
 
 def widths(shape: StatementShape, limit_bits: int = MAX_SIGNED_BITS) -> StatementWidths:
@@ -178,7 +183,9 @@ def widths(shape: StatementShape, limit_bits: int = MAX_SIGNED_BITS) -> Statemen
         cx_dist = max((nf * (2 * max(X) * den) ** 2) << (2 * t), e2 * den * den)
         q += [("counterexample distance comparison", cx_dist)]
 
-    bad = [(name, b) for name, b in q if bits(b) >= limit_bits]
+    # A bound-radius statement uses the forward pass's widths only (statement.bound_radius checks its own).
+    checked = q if shape.radius != BOUND_RADIUS else [(name, b) for name, b in q if _forward_quantity(name)]
+    bad = [(name, b) for name, b in checked if bits(b) >= limit_bits]
     if bad:
         listing = "; ".join(f"{name}: {bits(b)} bits" for name, b in bad)
         raise StatementShapeError(f"shape could wrap around the field (limit {limit_bits} bits): {listing}")
