@@ -19,8 +19,9 @@ from .card import (ArchitectureCard, FeatureEncoding, ModelCard, PersistenceLens
 
 
 def model_shape(model: FixedPointModel, eps_bits: int) -> StatementShape:
-    """The smallest-bucket shape: the commitment binds only its model part."""
-    return statement_shape(model, region_slots=1, farkas_slots=1, eps_bits=eps_bits)
+    """A shape of the model (the bound radius's: it asks only the forward pass to fit the field, so a model
+    that only the bound statement can prove is committed too); the commitment binds only its model part."""
+    return statement_shape(model, region_slots=1, farkas_slots=1, eps_bits=eps_bits, radius="bound")
 
 
 def feature_encodings(artifact: ModelArtifact) -> tuple[FeatureEncoding, ...]:
