@@ -29,7 +29,7 @@ checked only in the direction that keeps the bound sound, so any accepted witnes
 
 Minimality: none is stated. The bound depends on the prover's choices (alpha, T, nu), so "the bound
 fails at eps + 2^-t" would only say that one choice fails; eps is a certified lower bound, as the
-exact statement's fast radius is. The honest prover takes fairness.bound_radius's choices, so the
+fast statement's radius is. The honest prover takes fairness.bound_radius's choices, so the
 proved eps is the plaintext's.
 
 Widths (`bound_widths`): every private value is range-checked against a bound derived from the shape
@@ -43,7 +43,6 @@ from typing import Sequence
 
 from circuits.errors import CircuitError
 from circuits.field import MAX_SIGNED_BITS, to_signed
-from circuits.relation import R1CS
 from fairness.bound_radius import NORM_BITS, box_multipliers
 from fairness.multipliers import RELAXATION_SLOPE_BITS as SLOPE_BITS
 
@@ -60,10 +59,6 @@ SLOPE_ONE = 1 << SLOPE_BITS
 
 class BoundRadiusError(CircuitError):
     """A bound-radius shape or witness that cannot be proved."""
-
-
-def free_columns(shape: StatementShape) -> tuple[int, ...]:
-    return tuple(j for j in range(shape.n_inputs) if j not in shape.sensitive_columns)
 
 
 # ----------------------------------------------------------------------------- widths
@@ -235,7 +230,7 @@ def free_minimum(cs, shape: StatementShape, form: FormWidths, a, query, eps, eps
     """2^t * a lower bound of sum over the free columns of a_k x_k on the ball around the query inside the
     box, by the box multipliers; a form's constant and sensitive columns are added by the caller
     (`fixed_part`), so one free minimum serves every slice whose form has these free coefficients."""
-    free = free_columns(shape)
+    free = shape.free_columns
     lo = [shape.box_lower[k] for k in free]
     hi = [shape.box_upper[k] for k in free]
     A = form.input_coefficient + 1
@@ -347,7 +342,7 @@ def build_bound_statement(cs, shape: StatementShape, public: StatementPublic | N
         assert_nonnegative(cs, tie, wd.decision.value)  # z_j >= z_y at the flip slice (0 >= 0 when certified)
 
     eps_float = 0.0 if public is None else (public.eps << shape.scale_bits) / (1 << shape.eps_bits)
-    query_free = None if public is None else [public.query[k] for k in free_columns(shape)]
+    query_free = None if public is None else [public.query[k] for k in shape.free_columns]
     # Layer 0's forms are the weights themselves: their free minima are the same on every slice.
     with cs.scope("layer0/free"):
         first = [[free_minimum(cs, shape, widths.neuron[0], [sign * w for w in weights[0][i]], query, eps, eps_float,
@@ -390,11 +385,3 @@ def build_bound_statement(cs, shape: StatementShape, public: StatementPublic | N
     if shape.persistence:
         with cs.scope("persistence"):
             persistence_lens(cs, shape, wd, weights, biases, query, inputs.delta, inputs.persistence_bounds)
-
-
-def bound_statement_relation(shape: StatementShape) -> R1CS:
-    from circuits.builder import ConstraintSystem
-
-    cs = ConstraintSystem(with_values=False)
-    build_bound_statement(cs, shape)
-    return cs.compile(wire_names=False)
