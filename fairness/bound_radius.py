@@ -65,20 +65,21 @@ class LayerBounds:
         """(A, T, offset) per neuron: lower slope, upper slope (both at 2^16) and the upper line's l."""
         a, t, off = [], [], []
         for l, u in zip(self.lower, self.upper):
-            if l >= 0:
-                a.append(SLOPE_ONE), t.append(SLOPE_ONE), off.append(0)
-            elif u <= 0:
-                a.append(0), t.append(0), off.append(0)
-            else:
-                a.append(SLOPE_ONE if u >= -l else 0)
-                t.append(-((-u * SLOPE_ONE) // (u - l)))  # ceil(2^16 u / (u - l))
-                off.append(l)
+            if l >= 0:  # active: h = z
+                slopes = (SLOPE_ONE, SLOPE_ONE, 0)
+            elif u <= 0:  # dead: h = 0
+                slopes = (0, 0, 0)
+            else:  # unstable: CROWN's lower line, the tightest upper line at 2^-16, ceil(2^16 u / (u - l))
+                slopes = (SLOPE_ONE if u >= -l else 0, -((-u * SLOPE_ONE) // (u - l)), l)
+            a.append(slopes[0])
+            t.append(slopes[1])
+            off.append(slopes[2])
         return tuple(a), tuple(t), tuple(off)
 
 
 @dataclass(frozen=True)
 class BoundCertificate:
-    """A query's bound-radius certificate: eps = eps_numerator / 2^eps_bits (or a flip: eps 0)."""
+    """A query's bound-radius certificate: eps / 2^eps_bits (or a flip: eps 0)."""
 
     query: tuple[int, ...]
     decision: int
@@ -125,7 +126,8 @@ def best_multiplier(a: np.ndarray, x: np.ndarray, lo: np.ndarray, hi: np.ndarray
     af, cf = a[far], corner[far]
     for _ in range(80):
         mid = (low + high) / 2
-        step = np.clip(x - af / (2 * np.exp(mid))[:, None], np.minimum(cf, x), np.maximum(cf, x))
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # tiny mu: the step is the corner
+            step = np.clip(x - af / (2 * np.exp(mid))[:, None], np.minimum(cf, x), np.maximum(cf, x))
         inside = np.linalg.norm(step - x, axis=1) <= eps
         high, low = np.where(inside, mid, high), np.where(inside, low, mid)
     mu[far] = np.exp(high)
