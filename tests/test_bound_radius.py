@@ -175,3 +175,18 @@ def test_hybrid_takes_the_exact_radius_within_the_budget_and_the_bound_beyond(ba
     assert kinds["120"].kind == "exact" and kinds["0.001"].kind == "bound"
     assert kinds["0.001"].numerator <= kinds["120"].numerator
     assert fairproof(["certify", "--model", root, "--index", "2", "--radius", "hybrid", "--exact-budget", "0"]) != 0
+
+
+@pytest.mark.slow
+def test_the_bound_radius_never_exceeds_the_exact_radius_at_16x8():
+    """The (16,8) comparison: exact enumeration takes 5-40 s a query here, so it runs with -m slow."""
+    model = random_model(31, n_inputs=4, hidden=(16, 8))
+    oracle = LPRegionOracle(model)
+    compared = 0
+    for q in _queries(model, 3, 6):
+        bound = bound_certificate(model, q)
+        exact = certify(model, q, oracle, radius=EXACT)
+        assert bound.decision == exact.decision and (bound.status == FLIP) == (exact.status == "flip")
+        assert bound.eps <= exact.eps, (q, bound.eps, exact.eps)
+        compared += bound.status == CERTIFIED
+    assert compared >= 3
