@@ -46,11 +46,10 @@ import numpy as np
 from .certificate import Certificate
 from .errors import CertificationError
 from .fixed_point import FixedPointModel
-from .multipliers import RELAXATION_SLOPE_BITS
+from .multipliers import NORM_BITS, RELAXATION_SLOPE_BITS, best_multiplier, box_multipliers
 from .regions import eps_cap
 
 SLOPE_ONE = 1 << RELAXATION_SLOPE_BITS
-NORM_BITS = 16  # ||a'|| is rounded up to 2^-NORM_BITS
 CERTIFIED, FLIP = "certified", "counterfactual_flip"
 
 
@@ -112,28 +111,6 @@ class BoundCertificate:
 # ------------------------------------------------------------------------------------ exact propagation
 
 
-def best_multiplier(a: np.ndarray, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, eps: float) -> np.ndarray:
-    """Per row of `a` (free columns only), the mu >= 0 maximising the dual bound, in float: 0 when the
-    box's minimising corner lies within eps, else the root of ||clip(x - a / (2 mu)) - x|| = eps, which is
-    at most ||a|| / (2 eps) (found by bisection on log mu). Any mu is sound; this one is tight."""
-    corner = np.where(a > 0, lo, np.where(a < 0, hi, x))  # where a.x is least (x itself where a_k = 0)
-    mu = np.zeros(len(a))
-    far = np.linalg.norm(corner - x, axis=1) > eps
-    if eps <= 0 or not far.any():
-        return mu
-    high = np.log(np.linalg.norm(a[far], axis=1) / (2 * eps) + 1e-300)
-    low = high - 60.0
-    af, cf = a[far], corner[far]
-    for _ in range(80):
-        mid = (low + high) / 2
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # tiny mu: the step is the corner
-            step = np.clip(x - af / (2 * np.exp(mid))[:, None], np.minimum(cf, x), np.maximum(cf, x))
-        inside = np.linalg.norm(step - x, axis=1) <= eps
-        high, low = np.where(inside, mid, high), np.where(inside, low, mid)
-    mu[far] = np.exp(high)
-    return mu
-
-
 def _isqrt_ceil(n: int) -> int:
     r = math.isqrt(n)
     return r if r * r == n else r + 1
@@ -165,28 +142,6 @@ class _InputSet:
         value = fixed + sum(r * qk + nl * lk - nh * hk for r, qk, nl, lk, nh, hk in zip(reduced, q, nu_lo, lo, nu_hi, hi))
         radius_term = -((-(self.eps * norm) << self.scale_bits) >> NORM_BITS)  # ceil(eps ||a'|| 2^t)
         return (value << self.eps_bits) - radius_term
-
-
-def box_multipliers(a: Sequence[int], q: Sequence[int], lo: Sequence[int], hi: Sequence[int],
-                    eps: float) -> tuple[list[int], list[int]]:
-    """Integer box multipliers (nu_lo, nu_hi >= 0) near the optimum's, from the best ball multiplier:
-    where the ball's minimiser q - a / (2 mu) leaves [lo, hi], the multiplier that keeps it on the face."""
-    if eps <= 0:  # the ball is the query: a'.x* is exact, no multiplier helps
-        return [0] * len(a), [0] * len(a)
-    af = np.array([a], dtype=float)
-    qf, lf, hf = (np.array(v, dtype=float) for v in (q, lo, hi))
-    mu = float(best_multiplier(af, qf, lf, hf, eps)[0])
-    nu_lo, nu_hi = [], []
-    for ak, qk, lk, hk in zip(a, q, lo, hi):
-        if mu == 0:  # the box alone: a' = 0
-            nu_lo.append(max(ak, 0))
-            nu_hi.append(max(-ak, 0))
-            continue
-        below = float(ak) + 2 * mu * (lk - qk)  # > 0 when the minimiser lies below lo
-        above = -(float(ak) + 2 * mu * (hk - qk))  # > 0 when it lies above hi
-        nu_lo.append(max(0, int(round(below))))
-        nu_hi.append(max(0, int(round(above))))
-    return nu_lo, nu_hi
 
 
 def _back_substitute(model: FixedPointModel, rows: list[list[int]], consts: list[int], top: int,

@@ -43,12 +43,12 @@ from typing import Sequence
 
 from circuits.errors import CircuitError
 from circuits.field import MAX_SIGNED_BITS, to_signed
-from fairness.bound_radius import NORM_BITS, box_multipliers
-from fairness.multipliers import RELAXATION_SLOPE_BITS as SLOPE_BITS
+from fairness.multipliers import NORM_BITS, RELAXATION_SLOPE_BITS as SLOPE_BITS, box_multipliers
 
 from .checks import assert_nonnegative
 from .commitment import committed_parameters
 from .persistence import persistence_lens, relu_of, sign_split
+from .public_inputs import declare_public_inputs, query_in_domain
 from .shape import BOUND_RADIUS, StatementShape
 from .spread import argmax, spread_lens
 from .widths import StatementWidths, bits, widths as shape_widths
@@ -282,8 +282,6 @@ def _slice_logits(cs, shape: StatementShape, wd: StatementWidths, weights, biase
 def build_bound_statement(cs, shape: StatementShape, public: StatementPublic | None = None,
                           witness: StatementWitness | None = None) -> None:
     """Declare the statement's public inputs, witness and constraints (values when cs.with_values)."""
-    from .circuit import declare_public_inputs, query_in_domain  # the certificate statement's (it dispatches here)
-
     if shape.radius != BOUND_RADIUS or shape.per_slice:
         raise BoundRadiusError("the bound statement is for whole bound-radius shapes")
     if cs.with_values and (public is None or witness is None):
