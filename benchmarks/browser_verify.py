@@ -33,34 +33,13 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from bank_fixtures import Bank  # noqa: E402
 from browser_fixtures import chromium, verify_in_page  # noqa: E402
-from page_cases import PageCase  # noqa: E402
+from page_cases import PageCase, node_verdicts  # noqa: E402
 from circuits.backends import get_backend  # noqa: E402
 from commitments.record import encode_record  # noqa: E402
-from verifier_client.page import PAGE_DIR, build_page, page_schemas  # noqa: E402
+from verifier_client.page import build_page  # noqa: E402
 from verifier_client.verify import verify_bundle  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "browser_verify.json"
-
-NODE_TIMER = """
-const page = process.argv[1] + '/';
-const verify = require(page + 'verify.js');
-const canonical = require(page + 'canonical.js');
-const snarkjs = require(process.argv[2]);
-let input = ''; process.stdin.on('data', d => input += d).on('end', async () => {
-  const job = JSON.parse(input);
-  const env = { snarkjs, schemas: canonical.parseJson(job.schemas) };
-  const out = [];
-  for (let i = 0; i < job.runs + 1; i++) {
-    const t = performance.now();
-    const r = await verify.verifyBundle({ bundleText: job.bundle, cardText: job.card, recordText: job.record }, env);
-    if (!r.valid) throw new Error(r.reason);
-    out.push(performance.now() - t);
-  }
-  process.stdout.write(JSON.stringify(out));
-  process.exit(0);
-});
-"""
-
 
 def summary(samples: list[float]) -> dict:
     return {"median_ms": statistics.median(samples), "min_ms": min(samples), "max_ms": max(samples),
@@ -97,11 +76,9 @@ def main() -> int:
     results["page (Chromium)"] = summary(warm)
 
     print("page in node ...", flush=True)
-    job = {"schemas": json.dumps(page_schemas()), "bundle": bundle_text, "card": card_text, "record": record_text,
-           "runs": args.runs}
-    done = subprocess.run(["node", "-e", NODE_TIMER, str(PAGE_DIR), str(ROOT / "node_modules" / "snarkjs")],
-                          input=json.dumps(job), capture_output=True, text=True, check=True)
-    node = json.loads(done.stdout)
+    verdicts = node_verdicts([PageCase("honest", bundle_text, card_text, record_text)] * (args.runs + 1))
+    assert all(v["verdict"] == "VALID" for v in verdicts), verdicts[0]["reason"]
+    node = [v["ms"] for v in verdicts]
     results["page (node), first"] = summary(node[:1])
     results["page (node)"] = summary(node[1:])
 

@@ -155,10 +155,11 @@ let input = ''; process.stdin.on('data', d => input += d).on('end', async () => 
   const env = { snarkjs, schemas: canonical.parseJson(job.schemas) };
   const out = [];
   for (const c of job.cases) {
+    const started = performance.now();
     const r = await verify.verifyBundle({ bundleText: c.bundle, cardText: c.card, recordText: c.record,
       pinnedDigest: c.pinned, trusted: c.trusted }, env);
     out.push({ verdict: r.valid ? 'VALID' : r.kind === 'unusable' ? 'UNUSABLE' : 'INVALID',
-               reason: r.reason || '', report: r.report || '' });
+               reason: r.reason || '', report: r.report || '', ms: performance.now() - started });
   }
   process.stdout.write(JSON.stringify(out));
   process.exit(0);
