@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from bank_fixtures import forged
+from node_runner import run_node
 from circuits.backends import get_backend
 from circuits.curve import g2_curve_rhs, g2_in_subgroup
 from circuits.field import Q, R
@@ -179,7 +179,4 @@ def node_verdicts(cases: list[PageCase]) -> list[dict]:
     job = {"schemas": json.dumps(page_schemas()), "cases": [
         {"bundle": c.bundle, "card": c.card, "record": c.record, "pinned": c.pinned, "trusted": list(c.trusted)}
         for c in cases]}
-    done = subprocess.run(["node", "-e", NODE_RUNNER, str(PAGE_DIR), str(snarkjs)], input=json.dumps(job),
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return run_node(NODE_RUNNER, job, str(PAGE_DIR), str(snarkjs))

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
-import subprocess
 from decimal import Decimal, localcontext
 
 import pytest
+
+from node_runner import run_node
 
 from circuits.backends import get_backend
 from circuits.curve import g2_curve_rhs, g2_in_subgroup
@@ -56,12 +56,7 @@ let input = ''; process.stdin.on('data', d => input += d).on('end', async () => 
 
 
 def run_js(jobs: list) -> list:
-    if shutil.which("node") is None:
-        pytest.skip("node is not installed")
-    done = subprocess.run(["node", "-e", RUNNER, str(PAGE_DIR)], input=json.dumps(jobs), capture_output=True,
-                          text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return run_node(RUNNER, jobs, str(PAGE_DIR))
 
 
 def _s(v):

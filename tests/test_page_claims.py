@@ -2,12 +2,10 @@
 real signals and on every forgery below, both refuse, or both derive the same claims."""
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 from pathlib import Path
 
-import pytest
+
+from node_runner import run_node
 
 from circuits.field import R
 from commitments.claims import ClaimError, claims_from_signals
@@ -32,12 +30,7 @@ let input = ''; process.stdin.on('data', d => input += d).on('end', () => {
 
 
 def js_claims(card_text: str, cases: list) -> list:
-    if shutil.which("node") is None:
-        pytest.skip("node is not installed")
-    done = subprocess.run(["node", "-e", RUNNER, str(PAGE)], input=json.dumps({"card": card_text, "cases": cases}),
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return run_node(RUNNER, {"card": card_text, "cases": cases}, str(PAGE), timeout=300)
 
 
 def py_claims(signals, card, bucket):

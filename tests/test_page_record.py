@@ -3,11 +3,10 @@ same query for real records, and no record accepted that the Python encoder refu
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 
-import pytest
+
+from node_runner import run_node
 
 from commitments.record import RecordError, encode_record
 
@@ -29,12 +28,7 @@ let input = ''; process.stdin.on('data', d => input += d).on('end', () => {
 
 
 def js_queries(card_text: str, records: list[str]) -> list:
-    if shutil.which("node") is None:
-        pytest.skip("node is not installed")
-    done = subprocess.run(["node", "-e", RUNNER, str(PAGE)], input=json.dumps({"card": card_text, "records": records}),
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return run_node(RUNNER, {"card": card_text, "records": records}, str(PAGE), timeout=300)
 
 
 def py_query(card, text: str):
