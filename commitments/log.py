@@ -7,6 +7,7 @@ keys, no spaces, ASCII):
     card_published      model_id, commitment, card_digest
     decision_requested  model_id, card_digest, request_id, decision
     certificate_issued  model_id, card_digest, bucket, public_signals, request_id
+    card_attested       model_id, card_digest, auditor_key, attestation_digest
 
 A certificate's leaf names its statement (card digest, bucket, public
 signals), never the proof bytes, which anyone can re-randomise into another
@@ -64,20 +65,32 @@ class CertificateIssued(_Frozen):
     request_id: RequestId | None = None
 
 
-LogLeaf = Annotated[Union[CardPublished, DecisionRequested, CertificateIssued], Field(discriminator="kind")]
+class CardAttested(_Frozen):
+    """An auditor's attestation of a published card (commitments.attestation), by the SHA-256 of its note."""
+
+    kind: Literal["card_attested"] = "card_attested"
+    model_id: ModelIdText
+    card_digest: Sha256Hex
+    auditor_key: str = Field(min_length=1, max_length=512)
+    attestation_digest: Sha256Hex
+
+
+Leaf: TypeAlias = CardPublished | DecisionRequested | CertificateIssued | CardAttested
+LogLeaf = Annotated[Union[CardPublished, DecisionRequested, CertificateIssued, CardAttested],
+                    Field(discriminator="kind")]
 
 
 class _LeafDocument(_Frozen):
     leaf: LogLeaf
 
 
-def leaf_bytes(leaf: CardPublished | DecisionRequested | CertificateIssued) -> bytes:
+def leaf_bytes(leaf: Leaf) -> bytes:
     """The leaf's one spelling: the bytes the log hashes."""
     return json.dumps(leaf.model_dump(mode="json"), sort_keys=True, separators=(",", ":"),
                       ensure_ascii=True).encode("ascii")
 
 
-def parse_leaf(data: bytes) -> CardPublished | DecisionRequested | CertificateIssued:
+def parse_leaf(data: bytes) -> Leaf:
     """A leaf from its bytes, refused unless the bytes are its canonical spelling."""
     from .canonical import NonCanonical, parse_strict
 
@@ -95,6 +108,16 @@ def certificate_leaf(model_id: str, card_digest: str, bucket: str, public_signal
                      request_id: str | None) -> CertificateIssued:
     return CertificateIssued(model_id=model_id, card_digest=card_digest, bucket=bucket,
                              public_signals=tuple(public_signals), request_id=request_id)
+
+
+def card_order_problem(card_index: int, event_index: int, what: str = "certificate") -> str | None:
+    """The one rule for the order of leaves, shared by the customer and the monitor: a decision, a
+    certificate or an attestation under a card comes after that card's `card_published` leaf. Why
+    `card_index` (the card's leaf) and `event_index` break it, or None."""
+    if card_index < event_index:
+        return None
+    return (f"the {what} is leaf {event_index} of the log but its card is published only at leaf {card_index}: "
+            "a card is published before anything is issued under it")
 
 
 # ------------------------------------------------------------------ proofs and evidence

@@ -26,7 +26,7 @@ from sqlalchemy import and_, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from commitments.log import (CardPublished, CertificateIssued, ConsistencyProof, DecisionRequested, LogEntry,
+from commitments.log import (CardPublished, CertificateIssued, ConsistencyProof, DecisionRequested, Leaf, LogEntry,
                              LogEvidence, LogInclusion, leaf_bytes)
 from transparency import merkle, note
 from transparency.checkpoint import Checkpoint
@@ -38,7 +38,6 @@ from .schema import LogCheckpoint, LogCosignature, LogHead, LogLeaf, LogNode, Pu
 
 log = logging.getLogger("fairproof.log")
 
-Leaf = CardPublished | DecisionRequested | CertificateIssued
 MAX_ENTRIES = 1000
 
 
