@@ -76,6 +76,7 @@ class DecisionRequest(_Message):
 
 # The header that carries a job's capability token (returned once, in DecisionAccepted.job_token).
 JOB_TOKEN_HEADER = "X-Job-Token"
+ADMIN_KEY_HEADER = "X-API-Key"  # the operator's key, on admin endpoints
 
 
 class DecisionAccepted(_Message):

@@ -37,6 +37,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "prover_service.commands.ceremony",
     "prover_service.commands.audit",
     "prover_service.commands.audit_keys",
+    "prover_service.commands.attest",
     "prover_service.commands.groth16",
     "prover_service.commands.serve",
     "prover_service.commands.worker",

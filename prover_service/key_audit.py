@@ -17,6 +17,10 @@ the bucket's final .zkey (proving keys are public):
 This is what `snarkjs zkey verify` does for one key, plus the binding to the
 card. A bucket set up by the bank alone cannot pass: there is nothing to
 audit but the bank's word.
+
+When every bucket passes, `CardAudit.statement` is what the auditor may sign
+(commitments.attestation): the card, the phase-1 file, and per bucket the
+R1CS digest it rebuilt, the key digest and the contributions it verified.
 """
 from __future__ import annotations
 
@@ -33,6 +37,7 @@ from circuits.snarkjs.ptau import Ptau, read_ptau, verify_ptau
 from circuits.snarkjs.zkey_file import parse_zkey, vk_from_zkey
 from circuits.snarkjs.zkey_mpc import verify_contributions
 from circuits.snarkjs.zkey_new import new_zkey
+from commitments.attestation import AttestationStatement, AttestedCircuit
 from commitments.card import AuditCircuit, CircuitBucket, ContributionRecord, ModelCard
 from statement import statement_relation
 from statement.group_counts import GroupCountsError, GroupCountsShape, group_counts_relation
@@ -54,6 +59,32 @@ class BucketAudit:
 
 class AuditFailure(Exception):
     pass
+
+
+@dataclass(frozen=True)
+class CardAudit:
+    """Every bucket's audit of one card, against the phase-1 file of this SHA-256."""
+
+    card: ModelCard
+    phase1_sha256: str
+    buckets: tuple[BucketAudit, ...]
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.buckets) and all(b.ok for b in self.buckets)
+
+    def statement(self, date: str) -> AttestationStatement:
+        """What an auditor signs for this audit (only when it passed); `date` is YYYY-MM-DD (UTC)."""
+        if not self.ok:
+            raise AuditFailure("only a card whose every key passed the audit can be attested")
+        entries = {circuit_name(e): e for e in (*self.card.circuits, *self.card.audit_circuits)}
+        circuits = tuple(AttestedCircuit(name=b.bucket, r1cs_digest=entries[b.bucket].r1cs_digest,
+                                         verifying_key_digest=entries[b.bucket].verifying_key_digest,
+                                         contributions=tuple(c.hash for c in b.contributors))
+                         for b in self.buckets)
+        return AttestationStatement(model_id=self.card.model_id, card_digest=self.card.digest(),
+                                    commitment=self.card.commitment, phase1_digest=self.phase1_sha256,
+                                    circuits=circuits, lenses=self.card.lenses, date=date)
 
 
 def find_bucket_key(keys_dir: Path, bucket: str) -> Path:
@@ -134,7 +165,7 @@ def _audit(card, bucket, ptau, ptau_sha256, zkey_bytes, backend, say, initial_by
 
 
 def audit_card(card: ModelCard, ptau_path: Path, keys_dir: Path, backend: Any,
-               progress: Progress | None = None) -> list[BucketAudit]:
+               progress: Progress | None = None) -> CardAudit:
     """Audit every bucket and audit circuit of `card` (see the module docstring)."""
     say = progress or (lambda _m: None)
     ptau = read_ptau(ptau_path)
@@ -152,7 +183,7 @@ def audit_card(card: ModelCard, ptau_path: Path, keys_dir: Path, backend: Any,
             results.append(BucketAudit(circuit_name(bucket), bucket.n_constraints, False, str(exc), (), 0.0))
             continue
         results.append(audit_bucket(card, bucket, ptau, ptau_sha256, zkey_bytes, backend, say))
-    return results
+    return CardAudit(card, ptau_sha256, tuple(results))
 
 
 def _powers(bucket: CircuitBucket | AuditCircuit) -> tuple[int, int]:

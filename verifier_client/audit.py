@@ -22,17 +22,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from circuits.backends import CurveBackend, get_backend
 from circuits.errors import MalformedArtifact
 from circuits.groth16 import check_prepared_proof, prepare_verifying_key, vk_digest
 from circuits.snarkjs.json_formats import verifying_key_from_json
+from commitments.attestation import Attestation
 from commitments.audit import AuditDataset, GroupCountsBundle
 from commitments.card import ModelCard
 from statement.dataset import GROUP_COUNT_FIELDS, DatasetError, DatasetLayout, GroupCount
 
-from .verify import card_digest, read_proof, setup_trust_problem
+from .verify import card_attestation_problem, card_digest, read_proof, setup_trust_problem
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,8 @@ def group_metrics(card: ModelCard, counts: Iterable[GroupCount]) -> GroupMetrics
 
 def verify_group_counts(bundle: GroupCountsBundle, card: ModelCard, dataset: AuditDataset,
                         backend: CurveBackend | None = None, *,
-                        trusted_contributors: Iterable[str] = ()) -> AuditVerdict:
+                        trusted_contributors: Iterable[str] = (), trusted_auditors: Sequence[str] = (),
+                        attestations: Iterable[Attestation] = ()) -> AuditVerdict:
     """Every check an auditor needs, in order; the first failure is the reason."""
     if bundle.card_digest != card_digest(card):
         return _refuse("the bundle was issued under another model card than the one you hold")
@@ -151,6 +153,9 @@ def verify_group_counts(bundle: GroupCountsBundle, card: ModelCard, dataset: Aud
                 (c.rows, c.positives, c.selected, c.true_positives):
             return _refuse(f"group {g}: the bundle's counts differ from what its proof's signals say")
 
+    attested = card_attestation_problem(card, card_digest(card), attestations, trusted_auditors)
+    if isinstance(attested, str):
+        return _refuse(attested)
     trust = setup_trust_problem(circuit, trusted_contributors)
     if trust:
         return _refuse(trust)

@@ -16,9 +16,19 @@ customer's record to the service, waits for the certificate (progress on
 stderr), pins the model's card on first use and checks the certificate
 against the pinned card and the customer's own encoding of the record.
 
---trust-contributor HASH (repeatable, or `trusted_contributors` in the pin
-file) requires that the bucket's keys came from a ceremony in which one of
-these contributors took part.
+Trust roots. In every mode the card is pinned by model id on first use (the
+verifier says so) and a card that differs from the pinned one is refused,
+unless an auditor you trust attested it (it is then re-pinned) or you pass
+--accept-card-update and it only ADDS circuit buckets (the changes are
+printed). --trust-auditor VKEY (repeatable, or `trusted_auditors` in the pin
+file) refuses a card that no such auditor attested: an attestation is the
+auditor's signature over what `fairproof audit-keys` checked on exactly this
+card (from --attestation FILE, or from the service). --trust-contributor
+HASH (repeatable, or `trusted_contributors` in the pin file) requires the
+card to list one of these contributions for the bucket's keys: the card's
+own list, which is the bank's word unless a trusted auditor attested the
+card. The log a service (or a model) was first checked with is pinned too:
+another log origin or key from it is refused.
 
 Everything printed about the certificate is derived from the proof's public
 signals and the card, never read from the bundle's own fields; whether eps is
@@ -40,6 +50,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from commitments.api import JobView
+from commitments.attestation import Attestation, AttestationError, parse_auditor_key
 from commitments.bundle import CertificateBundle
 from commitments.canonical import NonCanonical, check_json
 from commitments.card import ModelCard
@@ -47,11 +58,11 @@ from commitments.record import RecordError, describe_query, encode_record
 
 from .log_check import LogRefused, check_log_evidence, parse_witness_key
 from .output import CertificateReport, GroupCountsReport, certificate_report, group_counts_report
-from .pins import PIN_FILE_ENV, PinFileError, PinMismatch, PinStore
+from .pins import PIN_FILE_ENV, PinCheck, PinFileError, PinMismatch, PinStore
 from .service_client import (DEFAULT_TIMEOUT, DEFAULT_WAIT, ServiceClient, ServiceError, box_problem,
                              persistence_delta, request_certificate)
-from .verify import (LENSES, Verdict, explain, lens_problem, persistence_summary, radius_summary, setup_summary,
-                     spread_summary, verify_bundle)
+from .verify import (LENSES, Verdict, card_trust_summary, explain, lens_problem, persistence_summary, radius_summary,
+                     setup_summary, spread_summary, verify_bundle)
 
 if TYPE_CHECKING:  # for annotations only: the backends load when a check needs them
     import httpx
@@ -100,10 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="fairproof-verify",
         description="Verify a FairProof certificate bundle against the bank's public model card, "
                     "or request one from the bank's service and verify it.",
-        usage="%(prog)s BUNDLE --card CARD [--record RECORD] [--require-lens LENS] [--delta D] "
-              "[--trust-contributor HASH] [--backend B]\n"
-              "       %(prog)s --url URL --model ID --record RECORD [--pin-file F] [--timeout S] [--delta D] "
-              "[--accept-card-update] [--trust-contributor HASH] [--backend B]",
+        usage="%(prog)s BUNDLE --card CARD [--record RECORD] [--attestation FILE] [trust and log options]\n"
+              "       %(prog)s --url URL --model ID --record RECORD [--timeout S] [trust and log options]\n"
+              "       %(prog)s GROUPS --card CARD --dataset AUDIT.json [--attestation FILE] [trust options]",
     )
     parser.add_argument("bundle", nargs="?", help="certificate bundle (JSON) received with the decision")
     parser.add_argument("--card", help="the model card (JSON) the bank published (with BUNDLE)")
@@ -111,11 +121,19 @@ def build_parser() -> argparse.ArgumentParser:
                         help="BUNDLE is a proof of group counts on this public audit dataset (an auditor's check)")
     parser.add_argument("--record", help="your record (JSON object: attribute name -> raw value); with BUNDLE, "
                                          "the certificate must be about it")
+    parser.add_argument("--trust-auditor", action="append", default=[], metavar="VKEY",
+                        help="an auditor's verifier key you trust (repeatable): the card must carry that "
+                             "auditor's attestation that it checked every key on exactly this card "
+                             "(fairproof audit-keys --attest)")
+    parser.add_argument("--attestation", action="append", default=[], metavar="FILE",
+                        help="with BUNDLE: an auditor's attestation of the card (JSON, repeatable); with --url "
+                             "the service's attestations are used")
     parser.add_argument("--trust-contributor", action="append", default=[], metavar="HASH",
-                        help="a phase-2 contribution hash you trust (repeatable): the keys must come from a "
-                             "ceremony it took part in")
-    parser.add_argument("--pin-file", help=f"pinned models and trusted contributors (default ${PIN_FILE_ENV} "
-                                           "or ~/.config/fairproof/pins.json)")
+                        help="a phase-2 contribution hash you trust (repeatable): the card must list it among "
+                             "the contributions to the bucket's keys. That list is the bank's word unless an "
+                             "auditor you trust attested the card (--trust-auditor), whose audit ties it to the key")
+    parser.add_argument("--pin-file", help=f"pinned cards and logs, trusted auditors and contributors (default "
+                                           f"${PIN_FILE_ENV} or ~/.config/fairproof/pins.json)")
     parser.add_argument("--require-lens", action="append", default=[], choices=LENSES, metavar="LENS",
                         help="refuse a certificate whose proof does not cover LENS (radius, spread, persistence); "
                              "repeatable")
@@ -129,9 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
                          help="persistent bias: move the numeric features by up to D standard deviations, for you "
                               "and each counterfactual alike (default: the card's); the certificate must prove "
                               "exactly that box")
-    service.add_argument("--accept-card-update", action="store_true",
-                         help="accept a new card for the pinned model if its commitment is unchanged "
-                              "(e.g. the bank added a circuit bucket) and pin it")
+    parser.add_argument("--accept-card-update", action="store_true",
+                        help="accept a card that differs from the pinned one if it only adds circuit buckets "
+                             "(every other field, bucket, key and cap unchanged; the changes are printed) and "
+                             "pin it; any other change needs a trusted auditor's attestation")
     parser.add_argument("--json", action="store_true",
                         help="print the verdict as one JSON document (schemas in docs/schemas/verify-*.schema.json); "
                              "the exit status is the same")
@@ -174,6 +193,8 @@ def _delta(text: str) -> float:
 def _check_mode(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """BUNDLE (with --card) and --url (with --model and --record) are two modes; never mixed."""
     if args.url is not None:
+        if args.attestation:
+            parser.error("--attestation: only with BUNDLE (with --url the service's attestations are checked)")
         if args.bundle is not None or args.card is not None:
             parser.error("give either BUNDLE with --card, or --url with --model and --record, not both "
                          "(with --url the card comes from the service and is checked against the pinned one)")
@@ -181,9 +202,7 @@ def _check_mode(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
         if missing:
             parser.error(f"--url needs {' and '.join(missing)}")
         return
-    service_only = [flag for flag, value in (("--model", args.model), ("--timeout", args.timeout),
-                                             ("--accept-card-update", args.accept_card_update or None))
-                    if value is not None]
+    service_only = [flag for flag, value in (("--model", args.model), ("--timeout", args.timeout)) if value is not None]
     if service_only:
         parser.error(f"{', '.join(service_only)}: only with --url (BUNDLE mode takes --card)")
     if args.bundle is None:
@@ -214,6 +233,21 @@ def _trusted(args: argparse.Namespace, pins: PinStore) -> list[str]:
         if len(h) != 128 or any(c not in "0123456789abcdef" for c in h):
             raise _Unreadable(f"--trust-contributor {h[:20]!r}: a contribution hash is 128 hex digits")
     return trusted + pins.trusted_contributors()
+
+
+def _auditors(args: argparse.Namespace, pins: PinStore) -> list[str]:
+    """Auditors' verifier keys from the command line and the pin file, each well formed."""
+    keys = [k.strip() for k in args.trust_auditor] + pins.trusted_auditors()
+    for key in keys:
+        try:
+            parse_auditor_key(key)
+        except AttestationError as exc:
+            raise _Unreadable(f"--trust-auditor: {exc}") from None
+    return keys
+
+
+def _attestations(args: argparse.Namespace) -> list[Attestation]:
+    return [_load(Attestation, path, "attestation") for path in args.attestation]
 
 
 def main(argv: list[str] | None = None, *, transport: httpx.BaseTransport | None = None) -> int:
@@ -257,38 +291,41 @@ def _from_files(args: argparse.Namespace) -> int:
     try:
         card = _load(ModelCard, args.card, "model card")
         bundle = _load(CertificateBundle, args.bundle, "bundle")
-        trusted = _trusted(args, pins)
+        trusted, auditors, attestations = _trusted(args, pins), _auditors(args, pins), _attestations(args)
         query = encode_record(card, _read_record(args.record)) if args.record else None
-    except _Unreadable as exc:
-        return _fail(str(exc), 2)
-    except PinFileError as exc:
+    except (_Unreadable, PinFileError) as exc:
         return _fail(str(exc), 2)
     except RecordError as exc:
         return _fail(f"your record cannot be used with model {card.model_id!r}: {exc}", 2)
 
     verdict = verify_bundle(bundle, card, _backend(args.backend), query=query, trusted_contributors=trusted,
-                            required_lenses=args.require_lens)
+                            required_lenses=args.require_lens, trusted_auditors=auditors, attestations=attestations)
     if not verdict:
         return _invalid(args, "INVALID certificate: ", "; ".join(verdict.reasons))
     claims = verdict.claims
     assert claims is not None  # verify_bundle sets them on every valid verdict
-    if args.delta is not None:
+    if card.persistence is not None or args.delta is not None:  # the card's default box unless one is asked for
         problem = _box_problem(verdict, card, args.delta)
         if problem:
             return _invalid(args, "INVALID certificate: ", problem)
     try:
+        pin = _pin_file_card(args, pins, card, verdict)
         log_words = _file_log_check(args, bundle, card, pins)
+    except PinMismatch as exc:
+        return _invalid(args, "REFUSED: ", str(exc))
     except LogRefused as exc:
         return _invalid(args, "REFUSED (transparency log): ", str(exc))
-    except (PinFileError, PinMismatch) as exc:
+    except PinFileError as exc:
         return _fail(str(exc), 2)
     except ServiceError as exc:
         return _fail(f"transparency log unreachable: {exc}", 2)
+    trust = card_trust_summary(card, pin, verdict.auditors, bool(auditors))
     if args.json:
         return _print_json(certificate_report(claims, card, _setup_words(verdict, card),
-                                              None if query is None else True, log_words))
+                                              None if query is None else True, log_words, trust))
     _print_valid(verdict, card)
     print(log_words)
+    print(trust.text())
     if query is None:
         print("The certificate is about this record (check that it is yours, or pass --record):")
         for name, value in describe_query(card, claims.query):
@@ -296,6 +333,19 @@ def _from_files(args: argparse.Namespace) -> int:
     else:
         print("The certificate is about your record.")
     return 0
+
+
+def _pin_file_card(args: argparse.Namespace, pins: PinStore, card: ModelCard, verdict: Verdict) -> PinCheck:
+    """The card of a file-mode verdict against the pins of its model id (PinMismatch if it differs)."""
+    pin = pins.check(None, card, accept_update=args.accept_card_update, attested_by=verdict.auditors)
+    _say_pin(args, pin)
+    return pin
+
+
+def _say_pin(args: argparse.Namespace, pin: PinCheck) -> None:
+    """First use and re-pinning are never silent: one line on stderr."""
+    if pin.first_use or pin.updated:
+        print(f"fairproof-verify: {pin.describe()} (in {args.pin_file or 'the default pin file'})", file=sys.stderr)
 
 
 def _group_counts(args: argparse.Namespace) -> int:
@@ -308,15 +358,25 @@ def _group_counts(args: argparse.Namespace) -> int:
         card = _load(ModelCard, args.card, "model card")
         bundle = _load(GroupCountsBundle, args.bundle, "group-counts bundle")
         dataset = _load(AuditDataset, args.dataset, "audit dataset")
-        trusted = _trusted(args, pins)
+        trusted, auditors, attestations = _trusted(args, pins), _auditors(args, pins), _attestations(args)
     except (_Unreadable, PinFileError) as exc:
         return _fail(str(exc), 2)
-    verdict = verify_group_counts(bundle, card, dataset, _backend(args.backend), trusted_contributors=trusted)
-    if not verdict:
+    verdict = verify_group_counts(bundle, card, dataset, _backend(args.backend), trusted_contributors=trusted,
+                                  trusted_auditors=auditors, attestations=attestations)
+    problem = None if verdict else f"INVALID group-counts proof: {verdict.reason}"
+    if problem is None:
+        try:
+            attested = _attested_names(card, auditors, attestations)
+            _say_pin(args, pins.check(None, card, accept_update=args.accept_card_update, attested_by=attested))
+        except PinMismatch as exc:
+            problem = f"REFUSED: {exc}"
+        except PinFileError as exc:
+            return _fail(str(exc), 2)
+    if problem is not None:
         if args.json:
-            _print_json(GroupCountsReport(valid=False, reason=verdict.reason))
+            _print_json(GroupCountsReport(valid=False, reason=problem))
             return 1
-        return _fail(f"INVALID group-counts proof: {verdict.reason}", 1)
+        return _fail(problem, 1)
     assert verdict.metrics is not None  # verify_group_counts sets them on every valid verdict
     circuit = card.audit_circuit(bundle.circuit)
     if args.json:
@@ -330,6 +390,13 @@ def _group_counts(args: argparse.Namespace) -> int:
     return 0
 
 
+def _attested_names(card: ModelCard, auditors: list[str], attestations: list[Attestation]) -> tuple[str, ...]:
+    from .verify import card_attestation_problem
+
+    attested = card_attestation_problem(card, card.digest(), attestations, auditors)
+    return () if isinstance(attested, str) else attested
+
+
 def _file_log_check(args: argparse.Namespace, bundle: CertificateBundle, card: ModelCard, pins: PinStore) -> str:
     """The log evidence of a bundle file: checked when present; required with --require-log or --log-key."""
     if bundle.log is None:
@@ -339,11 +406,12 @@ def _file_log_check(args: argparse.Namespace, bundle: CertificateBundle, card: M
     witnesses = [parse_witness_key(k) for k in args.trust_witness]
     if args.log_url is None:
         return check_log_evidence(bundle, card, bundle.log, pins, log_key=args.log_key,
-                                  witnesses=witnesses).describe()
+                                  witnesses=witnesses, file_mode=True).describe()
     with ServiceClient(args.log_url, timeout=DEFAULT_TIMEOUT) as client:
         return check_log_evidence(bundle, card, bundle.log, pins, log_key=args.log_key,
                                   fetch_log_key=lambda: client.log_key().verifier_key, witnesses=witnesses,
-                                  consistency=client.consistency).describe()
+                                  consistency=client.consistency, service_url=client.base_url,
+                                  file_mode=True).describe()
 
 
 def _invalid(args: argparse.Namespace, prefix: str, reason: str) -> int:
@@ -385,10 +453,8 @@ def _from_service(args: argparse.Namespace, transport: httpx.BaseTransport | Non
     pins = PinStore(args.pin_file)
     try:
         record = _read_record(args.record)
-        trusted = _trusted(args, pins)
-    except _Unreadable as exc:
-        return _fail(str(exc), 2)
-    except PinFileError as exc:
+        trusted, auditors = _trusted(args, pins), _auditors(args, pins)
+    except (_Unreadable, PinFileError) as exc:
         return _fail(str(exc), 2)
     wait = args.timeout if args.timeout is not None else DEFAULT_WAIT
     try:
@@ -397,7 +463,8 @@ def _from_service(args: argparse.Namespace, transport: httpx.BaseTransport | Non
                                          timeout=wait, backend=_backend(args.backend),
                                          trusted_contributors=trusted, accept_card_update=args.accept_card_update,
                                          log_key=args.log_key, delta=args.delta,
-                                         witnesses=[parse_witness_key(k) for k in args.trust_witness])
+                                         witnesses=[parse_witness_key(k) for k in args.trust_witness],
+                                         trusted_auditors=auditors)
     except RecordError as exc:
         return _fail(f"your record cannot be used with model {args.model!r}: {exc}", 2)
     except PinMismatch as exc:
@@ -413,6 +480,8 @@ def _from_service(args: argparse.Namespace, transport: httpx.BaseTransport | Non
         print(f"fairproof-verify: first use of model {args.model!r} at {result.pin.pin.service}: pinned card "
               f"{result.pin.pin.card_digest[:16]}... (commitment {result.pin.pin.commitment[:16]}...) "
               f"in {pins.path}", file=sys.stderr)
+    elif result.pin.updated:
+        _say_pin(args, result.pin)
     if not result.verdict:
         return _invalid(args, "INVALID certificate: ", "; ".join(result.verdict.reasons))
     claims = result.verdict.claims
@@ -420,11 +489,13 @@ def _from_service(args: argparse.Namespace, transport: httpx.BaseTransport | Non
     missing = lens_problem(claims, args.require_lens)
     if missing:
         return _invalid(args, "INVALID certificate: ", missing)
+    trust = card_trust_summary(result.card, result.pin, result.verdict.auditors, bool(auditors))
     if args.json:
-        return _print_json(certificate_report(claims, result.card,
-                                              _setup_words(result.verdict, result.card), True, result.log.describe()))
+        return _print_json(certificate_report(claims, result.card, _setup_words(result.verdict, result.card), True,
+                                              result.log.describe(), trust))
     _print_valid(result.verdict, result.card)
     print(result.log.describe())
+    print(trust.text())
     print(f"Bank's reference: certificate {result.bundle.certificate_id}, issued {result.bundle.issued_at} "
           "(not covered by the proof)")
     print("The certificate is about your record.")

@@ -8,7 +8,12 @@ checkpoint's root, and checks the checkpoint:
 
 - signed by the log key the customer pinned (or named with --log-key); a
   checkpoint under another key for the same origin is refused;
+- the log the service (or, from files, the model) was pinned with: a log is
+  the service's, so another origin or key from the same service or for the
+  same model is refused, never taken as a first use;
 - cosigned by every witness the customer trusts (--trust-witness);
+- the card's leaf before the certificate's (`commitments.log.card_order_problem`,
+  the monitor's rule too);
 - consistent with the last checkpoint the customer kept for this log: same
   size means same root, and a larger or smaller tree needs an RFC 9162
   consistency proof, which is fetched from the log when it can be reached.
@@ -25,7 +30,8 @@ from typing import Callable, Iterable
 
 from commitments.bundle import CertificateBundle
 from commitments.card import ModelCard
-from commitments.log import CardPublished, ConsistencyProof, LogEvidence, LogInclusion, certificate_leaf, leaf_bytes
+from commitments.log import (CardPublished, ConsistencyProof, LogEvidence, LogInclusion, card_order_problem,
+                             certificate_leaf, leaf_bytes)
 from transparency import merkle, note
 from transparency.checkpoint import Checkpoint, CheckpointError
 from transparency.cosignature import CosignatureVerifier
@@ -67,18 +73,26 @@ def parse_witness_key(vkey: str) -> CosignatureVerifier:
 def check_log_evidence(bundle: CertificateBundle, card: ModelCard, evidence: LogEvidence | None, pins: PinStore, *,
                        log_key: str | None = None, fetch_log_key: Callable[[], str] | None = None,
                        witnesses: Iterable[CosignatureVerifier] = (),
-                       consistency: ConsistencySource | None = None, newest: bool = False) -> LogVerdict:
+                       consistency: ConsistencySource | None = None, newest: bool = False,
+                       service_url: str | None = None, file_mode: bool = False) -> LogVerdict:
     """Check `evidence` for a bundle already verified under `card`; LogRefused with the reason if it fails.
 
     `log_key`: the log's verifier key as the customer names it (else the pinned
     one; else, on first use, `fetch_log_key()`, which is then pinned).
     `newest`: the evidence was just served against the log's newest checkpoint,
     so a tree smaller than the one kept means the log was rolled back.
+    `service_url`: the service the certificate (or, with `file_mode`, its log) came from; `file_mode`: the
+    bundle came as a file, so the log is also bound by every pin of the model, whatever the service.
     """
     if evidence is None:
         raise LogRefused("the certificate carries no transparency-log evidence")
     origin = _origin(evidence.checkpoint)
     verifier, first_use = _log_verifier(pins, origin, log_key, fetch_log_key)
+    bindings = [service_url] if not file_mode else [None] + ([service_url] if service_url is not None else [])
+    for service in bindings:
+        bound = pins.log_binding_problem(service, card.model_id, origin, verifier.vkey())
+        if bound:
+            raise LogRefused(bound)
     witnesses = tuple(witnesses)
     try:
         opened = note.open(evidence.checkpoint, [verifier, *witnesses])
@@ -102,12 +116,17 @@ def check_log_evidence(bundle: CertificateBundle, card: ModelCard, evidence: Log
     card_leaf = leaf_bytes(CardPublished(model_id=card.model_id, commitment=card.commitment,
                                          card_digest=card.digest()))
     _check_inclusion("card", card_leaf, evidence.card, checkpoint)
+    order = card_order_problem(evidence.card.leaf_index, evidence.certificate.leaf_index)
+    if order:
+        raise LogRefused(order)
 
     kept = pins.log(origin)
     if newest and kept is not None and kept.checkpoint is not None and checkpoint.size < kept.checkpoint.size:
         raise LogRefused(f"ROLLBACK: the log {origin!r} now shows {checkpoint.size} leaves, but it signed "
                          f"{kept.checkpoint.size} before (kept since)")
     words = _check_consistency(pins, verifier, checkpoint, evidence.checkpoint, consistency)
+    for service in bindings:
+        pins.bind_log(service, card.model_id, origin, verifier.vkey())
     return LogVerdict(origin, checkpoint.size, evidence.certificate.leaf_index, evidence.card.leaf_index,
                       tuple(w.name for w in witnesses), first_use, words)
 

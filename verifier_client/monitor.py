@@ -1,11 +1,23 @@
 """An auditor following the bank's transparency log, run after run.
 
+The log belongs to the service. A bank holds its service and its log key, so
+it could serve, from the same URL, a fresh log under a fresh origin and key
+(a private log holding one customer's certificate) and hope to be taken as a
+new log seen for the first time. So the monitor pins, per service URL (its
+`verifier_client.pins.pin_origin` spelling: localhost and 127.0.0.1 are one
+service), the log's origin and key: the default state directory is named
+after the service, not after the origin the service names, and the state
+records the origin and key. A service presenting another origin or key than
+its state pins, in /v1/log/key or in its checkpoint, is a VIOLATION, never a
+first use.
+
 Each run takes the log's newest checkpoint, checks it against the one kept
 from the run before, downloads only the entries added since, and proves that
 they are exactly the signed tree:
 
-1. The checkpoint must be signed by the pinned log key (pinned on first use
-   from /v1/log/key, or named with `log_key`) for the pinned origin.
+1. The log's origin and key as the service names them (/v1/log/key) must be
+   the pinned ones (pinned on first use from /v1/log/key, or named with
+   `log_key`), and the checkpoint must be signed by that key for that origin.
 2. Against the kept checkpoint: a smaller tree is a ROLLBACK, the same size
    with another root is a FORK, a larger tree needs an RFC 9162 consistency
    proof from the kept size (a proof that fails is a FORK).
@@ -14,31 +26,37 @@ they are exactly the signed tree:
    range kept from the last run; the resulting root must be the checkpoint's.
 4. Every leaf is audited: a published card is fetched, must hash to its
    digest, parse strictly, name the leaf's model and commitment, and be
-   included in a checkpoint consistent with this one; a decision request and
-   a certificate must name a card published earlier in the log for their
-   model; a certificate's decision, radius eps = E / 2^t, status and cap are
-   derived from its public signals and that card (commitments.claims), never
-   read from anywhere else, and must match the decision its request
-   announced.
+   included in a checkpoint consistent with this one; a decision request, a
+   certificate and an auditor's attestation (card_attested) must name a card
+   the log published for their model, at an earlier leaf (the one rule for
+   the order of leaves, `commitments.log.card_order_problem`, which the
+   customer applies too); a certificate's decision, radius eps = E / 2^t,
+   status and cap are derived from its public signals and that card
+   (commitments.claims), never read from anywhere else, and must match the
+   decision its request announced.
 
 Statistics per model: cards published and commitment changes, decision
 requests, certificates and the share of requests answered by one (matched by
-request id), flips, and eps min/median/max as exact rationals. A
-counterfactual flip certifies radius 0 and counts as eps = 0. Each certified
-radius is counted as exact or fast (a lower bound) by the radius of the
-bucket its leaf names on its card, as a customer's verifier labels it.
+request id), flips, eps min/median/max as exact rationals, and the auditors'
+attestations logged for its cards (how many, by which auditor: the name of
+the auditor's key). A counterfactual flip certifies radius 0 and counts as
+eps = 0. Each certified radius is counted as exact or fast (a lower bound) by
+the radius of the bucket its leaf names on its card, as a customer's verifier
+labels it.
 
 What counts as what:
 
 - VIOLATION (exit status 1): the log contradicts itself or its signatures:
+  the service presenting another log origin or key than the state pins,
   rollback, fork, a checkpoint not signed by the pinned key or for another
   origin, entries that do not hash to the signed root, a leaf that is not a
   canonical FairProof event, a published card the log cannot show as
-  published, a decision or certificate under a card the log had not
-  published, public signals no honest certificate under the card can have, a
-  certificate proving another decision than its request announced. A
-  violation never advances the kept checkpoint: the state stays as it was,
-  and the signed checkpoints involved are written under `evidence/`.
+  published, a decision, certificate or attestation under a card the log had
+  not published (or published only at a later leaf), public signals no
+  honest certificate under the card can have, a certificate proving another
+  decision than its request announced. A violation never advances the kept
+  checkpoint: the state stays as it was, and the signed checkpoints involved
+  are written under `evidence/`.
 - FLAG (exit status 0): a model re-committed, i.e. a card published for a
   model id under another commitment than its previous card. The service lets
   an admin do this on purpose, so it is not an integrity failure; but every
@@ -47,11 +65,15 @@ What counts as what:
 - NOTE: a card replaced under the same commitment (new circuit buckets),
   certificates not matched to a logged decision request.
 
-The state directory holds `state.json` (pinned key, kept checkpoint and its
-compact range, per-model statistics), `cards/<digest>.json` (every card the
-log published, checked against its digest on every read), `report.json` and
-`evidence/`. Every file is written atomically; one run at a time holds the
-directory's lock.
+The state directory (default $XDG_STATE_HOME/fairproof/monitor/<service>,
+see `default_state_dir`) holds `state.json` (service, pinned origin and key,
+kept checkpoint and its compact range, per-model statistics),
+`cards/<digest>.json` (every card the log published, checked against its
+digest on every read), `report.json` and `evidence/`. Every file is written
+atomically; one run at a time holds the directory's lock. A default
+directory of the old layout (named after the log's origin) is copied to the
+service's directory on its first run (`adopt_legacy_state_dir`), so nothing
+kept there is lost.
 
 Depends on pydantic and httpx only (matplotlib for plots, imported lazily):
 the auditor installs the verifier client, never the bank's side.

@@ -27,6 +27,7 @@ from commitments.card import ModelCard
 from commitments.claims import Claims
 
 from .audit import GroupMetrics
+from .verify import CardTrust
 
 SCHEMA_DIR = Path(__file__).resolve().parents[1] / "docs" / "schemas"
 
@@ -52,6 +53,16 @@ class Radius(_Frozen):
     capped: bool  # the whole input domain
 
 
+class CardTrustJson(_Frozen):
+    """What rests on the card rather than the proof, and why the card is trusted."""
+
+    card_digest: str
+    pin: str  # how the card was pinned, in words
+    attested_by: list[str]  # trusted auditors whose attestation covers exactly this card
+    proved: list[str]  # what the proof establishes whatever the card says
+    stated_by_card: list[str]  # what is read from the card alone (labels, names, radius kinds, ...)
+
+
 class Certificate(_Frozen):
     model_id: str
     commitment: str
@@ -67,6 +78,7 @@ class Certificate(_Frozen):
     setup: str  # who set up the keys, in words
     about_your_record: bool | None  # None: no record was given
     transparency_log: str | None
+    card: CardTrustJson | None = None
 
 
 class CertificateReport(_Frozen):
@@ -104,7 +116,7 @@ class GroupCountsReport(_Frozen):
 
 
 def certificate_report(claims: Claims, card: ModelCard, setup: str, about_your_record: bool | None,
-                       log: str | None) -> CertificateReport:
+                       log: str | None, trust: CardTrust | None = None) -> CertificateReport:
     return CertificateReport(valid=True, certificate=Certificate(
         model_id=claims.model_id, commitment=str(claims.commitment), bucket=claims.bucket, decision=claims.decision,
         decision_label=claims.decision_label,
@@ -114,7 +126,10 @@ def certificate_report(claims: Claims, card: ModelCard, setup: str, about_your_r
         flip_slice=claims.flip, query=list(claims.query),
         spread=claims.spread.readable() if claims.spread is not None else None,
         persistence=claims.persistence.readable() if claims.persistence is not None else None,
-        setup=setup, about_your_record=about_your_record, transparency_log=log))
+        setup=setup, about_your_record=about_your_record, transparency_log=log,
+        card=None if trust is None else CardTrustJson(
+            card_digest=trust.card_digest, pin=trust.pin, attested_by=list(trust.attested_by),
+            proved=list(trust.PROVED), stated_by_card=list(trust.STATED_BY_CARD))))
 
 
 def group_counts_report(metrics: GroupMetrics, card: ModelCard, circuit: str, dataset_sha256: str, rows: int,

@@ -1,24 +1,32 @@
-"""Trust on first use for model commitments: one model per service and model id.
+"""The customer's trust roots on disk: pinned cards, trusted auditors and contributors, and logs.
 
 A fairness certificate only means something if every customer is judged by
-the same model. The first time a customer sees a model card from a service,
-its commitment is pinned in a local file; from then on a card for the same
-(service, model id) with another commitment is refused, so a bank cannot
-quietly serve different weights to different customers or swap the model
-between two decisions. A card whose commitment is unchanged but whose digest
-differs (other preprocessing, box or scale under the same weights, or other
-circuit keys) is refused too: it would change what the certificate means for
-the same record, or which keys its proofs are checked with. Only the user can
-accept such a card (`accept_update`).
+the same model. The first time a customer sees a model card, from a service
+or as a file, it is pinned in a local file, and the verifier says so; from
+then on a card for the same model id (and, from a service, the same service)
+that differs is refused:
 
-The file also lists the phase-2 contribution hashes the customer trusts, and
-for each transparency log the customer has checked: its pinned verifier key
-and the newest checkpoint seen (kept only once proven consistent with the one
-before, so a fork is detected on the next check).
+- another commitment: the bank serves different weights;
+- the same commitment, another digest: preprocessing, box, labels, a bucket's
+  radius kind or cap, or the keys differ, which changes what a certificate
+  says for the same record.
+
+A differing card is accepted, and re-pinned, only when an auditor the
+customer trusts attested it (commitments.attestation), or when the customer
+accepts it (`accept_update`) and the only change is buckets ADDED to the
+pinned card (verifier_client.card_update); the verifier says which.
+
+The file also lists the auditors (verifier keys) and phase-2 contribution
+hashes the customer trusts, and for the transparency logs: each log's
+pinned verifier key and newest checkpoint seen (kept only once proven
+consistent with the one before), and which log each service, and each
+pinned model, publishes to. The log belongs to the service: a service (or
+model) that later presents another log origin or key is refused, never
+taken as a first use.
 
 The pin file is JSON, written atomically (a temporary file renamed over the
-old one) with mode 0600; a pin is never overwritten. Unreadable or corrupt
-files are reported, never replaced.
+old one) with mode 0600; a pin is never silently overwritten. Unreadable or
+corrupt files are reported, never replaced.
 """
 from __future__ import annotations
 
@@ -34,9 +42,13 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from commitments.canonical import NonCanonical
 from commitments.card import ModelCard
 
+from .card_update import CardChanges, card_changes
+
 PIN_FILE_ENV = "FAIRPROOF_PIN_FILE"
+FILE_MODE = "file"  # the service a card verified from files is pinned under
 PIN_FILE_VERSION: Final = 1  # Final: its type is Literal[1], the version field's
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -61,6 +73,20 @@ class Pin(BaseModel):
     commitment: str
     card_digest: str
     first_seen: str  # ISO 8601, UTC
+    card_json: str | None = None  # the pinned card itself (canonical JSON), to say what a new card changes
+    pinned_by: str = "first use"  # "first use", "attested by NAME[, NAME]" or "accepted: added BUCKET..."
+    updated: str | None = None  # ISO 8601, UTC: when the card was last re-pinned
+    log_origin: str | None = None  # the log this model's certificates are in, once one was checked
+    log_key: str | None = None
+
+    def pinned_card(self) -> ModelCard | None:
+        """The pinned card, if the pin keeps it (pins written before it did keep only the digest)."""
+        if self.card_json is None:
+            return None
+        try:
+            return ModelCard.from_json(self.card_json)
+        except NonCanonical:
+            return None
 
 
 class KeptCheckpoint(BaseModel):
@@ -80,6 +106,17 @@ class PinnedLog(BaseModel):
     checkpoint: KeptCheckpoint | None = None
 
 
+class ServiceLog(BaseModel):
+    """The log a service publishes: pinned on the first log evidence checked from it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    service: str
+    origin: str
+    verifier_key: str
+    first_seen: str
+
+
 class _PinFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -87,15 +124,31 @@ class _PinFile(BaseModel):
     pins: list[Pin] = []
     # Phase-2 contribution hashes the customer trusts (see fairproof-verify --trust-contributor).
     trusted_contributors: list[str] = []
+    # Auditors' verifier keys (C2SP) the customer trusts (see fairproof-verify --trust-auditor).
+    trusted_auditors: list[str] = []
     # Transparency logs: pinned key and newest consistent checkpoint, per origin.
     logs: list[PinnedLog] = []
+    # Which log each service publishes (one per service, for good).
+    services: list[ServiceLog] = []
 
 
 @dataclass(frozen=True)
 class PinCheck:
     pin: Pin
     first_use: bool  # True when this call pinned the model
-    updated: bool = False  # True when this call accepted a new card for the pinned commitment
+    updated: bool = False  # True when this call re-pinned the model's card (attested, or accepted)
+    changes: CardChanges | None = None  # what the re-pinned card changed
+
+    def describe(self) -> str:
+        """How the card the verdict rests on came to be trusted, in one line."""
+        pin = self.pin
+        if self.first_use:
+            return (f"Card {pin.card_digest[:16]}... pinned now, on first use ({pin.pinned_by}); later cards for "
+                    f"model {pin.model_id!r} must match it.")
+        if self.updated:
+            changes = self.changes.describe() if self.changes is not None else "a new card"
+            return f"Card {pin.card_digest[:16]}... re-pinned now ({pin.pinned_by}): {changes}."
+        return f"Card {pin.card_digest[:16]}... matches the card pinned on {pin.first_seen} ({pin.pinned_by})."
 
 
 def default_pin_file() -> Path:
@@ -150,38 +203,92 @@ class PinStore:
 
     def get(self, service_url: str, model_id: str) -> Pin | None:
         service = pin_origin(service_url)
-        return next((p for p in self._read().pins if (pin_origin(p.service), p.model_id) == (service, model_id)),
+        return next((p for p in self._read().pins if (_service_of(p), p.model_id) == (service, model_id)),
                     None)
 
     def trusted_contributors(self) -> list[str]:
         """The contribution hashes this file trusts (none if the file does not exist)."""
         return [h.lower() for h in self._read().trusted_contributors]
 
-    def check(self, service_url: str, card: ModelCard, *, accept_update: bool = False) -> PinCheck:
-        """Pin `card` on first use; refuse a card that differs from the pinned one (PinMismatch).
+    def trusted_auditors(self) -> list[str]:
+        """The auditors' verifier keys this file trusts (none if the file does not exist)."""
+        return list(self._read().trusted_auditors)
 
-        With `accept_update`, a card with the pinned commitment but another
-        digest (for instance a new circuit bucket) replaces the pinned digest;
-        a different commitment is never accepted this way.
+    def check(self, service_url: str | None, card: ModelCard, *, accept_update: bool = False,
+              attested_by: tuple[str, ...] = ()) -> PinCheck:
+        """Pin `card` on first use; refuse a card that differs from the pinned one (PinMismatch) unless
+        `attested_by` names trusted auditors who attested it, or `accept_update` and it only adds buckets.
+
+        `service_url` None is file mode: the card is checked against every pin of its model id, whatever
+        the service, and pinned under FILE_MODE on first use.
         """
-        service = pin_origin(service_url)
+        service = FILE_MODE if service_url is None else pin_origin(service_url)
+        digest = card.digest()
         with self._locked():
             data = self._read()
-            pinned = next((p for p in data.pins if (pin_origin(p.service), p.model_id) == (service, card.model_id)),
-                          None)
-            if pinned is not None:
-                if accept_update and card.commitment == pinned.commitment and card.digest() != pinned.card_digest:
-                    updated = pinned.model_copy(update={"card_digest": card.digest()})
-                    data.pins[data.pins.index(pinned)] = updated
-                    self._write(data)
-                    return PinCheck(updated, first_use=False, updated=True)
-                _check_against(pinned, card, self.path)
-                return PinCheck(pinned, first_use=False)
-            pin = Pin(service=service, model_id=card.model_id, commitment=card.commitment,
-                      card_digest=card.digest(), first_seen=datetime.now(timezone.utc).isoformat(timespec="seconds"))
-            data.pins.append(pin)
+            pinned = [p for p in data.pins if p.model_id == card.model_id
+                      and (service_url is None or _service_of(p) == service)]
+            if not pinned:
+                how = f"attested by {', '.join(attested_by)}" if attested_by else "first use"
+                pin = Pin(service=service, model_id=card.model_id, commitment=card.commitment, card_digest=digest,
+                          first_seen=_now(), card_json=card.canonical_json(), pinned_by=how)
+                data.pins.append(pin)
+                self._write(data)
+                return PinCheck(pin, first_use=True)
+            stale = [p for p in pinned if p.card_digest != digest]
+            if not stale:
+                return PinCheck(pinned[0], first_use=False)
+            changes = [_update_problem(p, card, self.path, accept_update, attested_by) for p in stale]
+            how = (f"attested by {', '.join(attested_by)}" if attested_by
+                   else f"accepted by you: {changes[0].describe()}")
+            repinned = []
+            for p in stale:
+                repinned.append(p.model_copy(update={
+                    "commitment": card.commitment, "card_digest": digest, "card_json": card.canonical_json(),
+                    "pinned_by": how, "updated": _now()}))
+                data.pins[data.pins.index(p)] = repinned[-1]
             self._write(data)
-            return PinCheck(pin, first_use=True)
+            return PinCheck(repinned[0], first_use=False, updated=True, changes=changes[0])
+
+    # -- which log a service (and a model) publishes -------------------------------------
+
+    def log_binding_problem(self, service_url: str | None, model_id: str, origin: str, verifier_key: str) -> str | None:
+        """Why log `origin` (signed by `verifier_key`) is not the log pinned for this service or model, or None.
+
+        Service mode (`service_url` given): the service's log and the model's pin under that service.
+        File mode: every pin of the model id, whatever the service, and each such service's log."""
+        data = self._read()
+        service = None if service_url is None else pin_origin(service_url)
+        pins = [p for p in data.pins if p.model_id == model_id and (service is None or _service_of(p) == service)]
+        services = {service} if service is not None else {_service_of(p) for p in pins}
+        for bound in data.services:
+            if bound.service in services and (bound.origin, bound.verifier_key) != (origin, verifier_key):
+                return (f"the service {bound.service} publishes its log as {bound.origin!r} (key pinned on "
+                        f"{bound.first_seen}), not {origin!r} with key {verifier_key}: a service has one log")
+        for pin in pins:
+            if pin.log_origin is not None and (pin.log_origin, pin.log_key) != (origin, verifier_key):
+                return (f"model {model_id!r} has its certificates in the log {pin.log_origin!r} (pinned with "
+                        f"{pin.service}), not {origin!r} with key {verifier_key}: a model's log never changes")
+        return None
+
+    def bind_log(self, service_url: str | None, model_id: str, origin: str, verifier_key: str) -> None:
+        """Record the log of this service and model where none is recorded yet (callers checked
+        log_binding_problem first)."""
+        with self._locked():
+            data = self._read()
+            service = None if service_url is None else pin_origin(service_url)
+            changed = False
+            if service is not None and not any(b.service == service for b in data.services):
+                data.services.append(ServiceLog(service=service, origin=origin, verifier_key=verifier_key,
+                                                first_seen=_now()))
+                changed = True
+            for i, pin in enumerate(data.pins):
+                if pin.model_id == model_id and pin.log_origin is None and \
+                        (service is None or _service_of(pin) == service):
+                    data.pins[i] = pin.model_copy(update={"log_origin": origin, "log_key": verifier_key})
+                    changed = True
+            if changed:
+                self._write(data)
 
     def log(self, origin: str) -> PinnedLog | None:
         return next((log for log in self._read().logs if log.origin == origin), None)
@@ -197,8 +304,7 @@ class PinStore:
             if pinned is not None and pinned.verifier_key != verifier_key:
                 raise PinMismatch(f"the log {origin!r} is pinned with key {pinned.verifier_key}, not {verifier_key}")
             if pinned is None:
-                pinned = PinnedLog(origin=origin, verifier_key=verifier_key,
-                                   first_seen=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+                pinned = PinnedLog(origin=origin, verifier_key=verifier_key, first_seen=_now())
                 data.logs.append(pinned)
             kept = pinned.checkpoint
             if checkpoint is not None and (kept is None or checkpoint.size > kept.size):
@@ -271,6 +377,34 @@ class PinStore:
             os.close(fd)  # releases the lock
 
 
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _service_of(pin: Pin) -> str:
+    return pin.service if pin.service == FILE_MODE else pin_origin(pin.service)
+
+
+def _update_problem(pinned: Pin, card: ModelCard, path: Path, accept_update: bool,
+                    attested_by: tuple[str, ...]) -> CardChanges | None:
+    """What `card` changes from the pinned one, if the customer's rules let it replace it; PinMismatch if not."""
+    old = pinned.pinned_card()
+    changes = card_changes(old, card) if old is not None else None
+    if attested_by:
+        return changes
+    if not accept_update:
+        _check_against(pinned, card, path)
+    where = f"model {card.model_id!r} at {pinned.service}"
+    if changes is None:
+        raise PinMismatch(f"{where}: the pin (from {pinned.first_seen}) keeps only the card's digest, so what the "
+                          "new card changes cannot be shown; an auditor you trust must attest the new card "
+                          f"(--trust-auditor), or remove the entry from {path}")
+    if not changes.only_added_buckets:
+        raise PinMismatch(f"{where}: --accept-card-update accepts only added circuit buckets, and this card changes "
+                          f"{'; '.join(changes.other)}; an auditor you trust must attest such a card")
+    return changes
+
+
 def _check_against(pinned: Pin, card: ModelCard, path: Path) -> None:
     where = f"model {card.model_id!r} at {pinned.service}"
     if card.commitment != pinned.commitment:
@@ -283,6 +417,7 @@ def _check_against(pinned: Pin, card: ModelCard, path: Path) -> None:
         raise PinMismatch(
             f"{where} keeps commitment {pinned.commitment[:16]}... but its card changed (digest "
             f"{card.digest()} instead of {pinned.card_digest}, pinned on {pinned.first_seen}): preprocessing, "
-            f"input box, scale, sensitive domains or circuit keys differ. If the bank announced this, rerun with "
-            f"--accept-card-update (or remove its entry from {path})."
+            f"input box, scale, labels, sensitive domains or circuit keys differ. If the bank only added circuit "
+            f"buckets, rerun with --accept-card-update; any other change needs an auditor you trust to attest "
+            f"the new card (--trust-auditor)."
         )

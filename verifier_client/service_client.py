@@ -12,15 +12,16 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, TypeVar
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 from urllib.parse import quote
 
 import httpx
 from pydantic import BaseModel, ValidationError
 
 from circuits.backends import CurveBackend
-from commitments.api import (API_PREFIX, FINISHED, JOB_TOKEN_HEADER, DecisionAccepted, DecisionRequest, ErrorBody,
+from commitments.api import (ADMIN_KEY_HEADER, API_PREFIX, FINISHED, JOB_TOKEN_HEADER, DecisionAccepted, DecisionRequest, ErrorBody,
                              JobView, ModelList)
+from commitments.attestation import Attestation, AttestationList
 from commitments.bundle import CertificateBundle
 from commitments.canonical import NonCanonical, parse_strict
 from commitments.card import ModelCard
@@ -31,7 +32,7 @@ from transparency.cosignature import CosignatureVerifier
 
 from .log_check import LogVerdict, check_log_evidence
 from .pins import PinCheck, PinStore, normalise_service_url
-from .verify import Verdict, verify_bundle
+from .verify import Verdict, card_attestation_problem, verify_bundle
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -84,6 +85,16 @@ class ServiceClient:
 
     def card(self, model_id: str) -> ModelCard:
         return self._call("GET", f"/models/{_segment(model_id)}/card", ModelCard)
+
+    def attestations(self, model_id: str) -> AttestationList:
+        """The auditors' attestations the service holds for the model's cards (the customer checks them)."""
+        return self._call("GET", f"/models/{_segment(model_id)}/attestations", AttestationList)
+
+    def publish_attestation(self, model_id: str, attestation: Attestation, admin_key: str | None = None) -> Attestation:
+        """POST an auditor's attestation: the service checks it, logs it and serves it to customers."""
+        headers = {ADMIN_KEY_HEADER: admin_key} if admin_key else {}
+        return self._call("POST", f"/models/{_segment(model_id)}/attestations", Attestation,
+                          json=attestation.model_dump(mode="json"), headers=headers)
 
     def submit(self, model_id: str, record: Mapping[str, Any], delta: float | None = None) -> DecisionAccepted:
         try:
@@ -251,7 +262,8 @@ def request_certificate(client: ServiceClient, pins: PinStore, model_id: str, re
                         poll_interval: float = DEFAULT_POLL_INTERVAL, timeout: float = DEFAULT_WAIT,
                         backend: CurveBackend | None = None, trusted_contributors: Iterable[str] = (),
                         accept_card_update: bool = False, log_key: str | None = None,
-                        witnesses: Iterable[CosignatureVerifier] = (), delta: float | None = None) -> CertificateResult:
+                        witnesses: Iterable[CosignatureVerifier] = (), delta: float | None = None,
+                        trusted_auditors: Sequence[str] = ()) -> CertificateResult:
     """Submit `record` for a decision and check its certificate.
 
     Raises RecordError (commitments.record) before anything is sent if the
@@ -263,11 +275,18 @@ def request_certificate(client: ServiceClient, pins: PinStore, model_id: str, re
     the decision the service announced, and, when the card proves persistent bias, its box is the one
     asked for (`delta`, standard deviations; the card's default otherwise). A valid certificate must then be in
     the service's transparency log with its card, against a checkpoint signed
-    by the pinned log key and consistent with the last one kept; LogRefused
-    (verifier_client.log_check) otherwise.
+    by the pinned log key and consistent with the last one kept, the log this
+    service was pinned with; LogRefused (verifier_client.log_check) otherwise.
+    With `trusted_auditors`, the card must carry an attestation by one of them
+    (served at /v1/models/{id}/attestations); a card such an auditor attested
+    may replace the pinned one, and is re-pinned.
     """
+    attestations: tuple[Attestation, ...] = ()
     card = _card(client, model_id)
-    pin = pins.check(client.base_url, card, accept_update=accept_card_update)  # first: a swapped model matters most
+    if trusted_auditors:
+        attestations = client.attestations(model_id).attestations
+    pin = pins.check(client.base_url, card, accept_update=accept_card_update,  # first: a swapped model matters most
+                     attested_by=_attested(card, attestations, trusted_auditors))
     query = encode_record(card, record)  # before sending: a record the card refuses gets no decision
     persistence_delta(card, delta)  # before sending: a box the card cannot prove is not asked for
     accepted = client.submit(model_id, record, delta)
@@ -284,7 +303,10 @@ def request_certificate(client: ServiceClient, pins: PinStore, model_id: str, re
         # must pass the pin like any other, so an unannounced change is refused unless the user accepts it.
         refreshed = _card(client, model_id)
         if refreshed.digest() == bundle.card_digest:
-            pin = pins.check(client.base_url, refreshed, accept_update=accept_card_update)
+            if trusted_auditors:
+                attestations = client.attestations(model_id).attestations
+            pin = pins.check(client.base_url, refreshed, accept_update=accept_card_update,
+                             attested_by=_attested(refreshed, attestations, trusted_auditors))
             card = refreshed
     try:
         expected = persistence_delta(card, delta)  # under the card the certificate was issued under
@@ -292,13 +314,20 @@ def request_certificate(client: ServiceClient, pins: PinStore, model_id: str, re
         verdict = Verdict(False, (str(exc),))
     else:
         verdict = check_certificate(bundle, card, query, accepted, backend,
-                                    trusted_contributors=trusted_contributors, persistence_delta=expected)
+                                    trusted_contributors=trusted_contributors, persistence_delta=expected,
+                                    trusted_auditors=trusted_auditors, attestations=attestations)
     log = None
     if verdict:
         log = check_log_evidence(bundle, card, bundle.log, pins, log_key=log_key,
                                  fetch_log_key=lambda: _log_key(client), witnesses=witnesses,
-                                 consistency=client.consistency, newest=True)
+                                 consistency=client.consistency, newest=True, service_url=client.base_url)
     return CertificateResult(verdict, card, pin, query, accepted, bundle, log)
+
+
+def _attested(card: ModelCard, attestations: Sequence[Attestation], trusted_auditors: Sequence[str]) -> tuple[str, ...]:
+    """The trusted auditors whose attestation covers `card` (none: the pin decides alone)."""
+    attested = card_attestation_problem(card, card.digest(), attestations, trusted_auditors)
+    return () if isinstance(attested, str) else attested
 
 
 def _log_key(client: ServiceClient) -> str:
@@ -324,12 +353,14 @@ def persistence_delta(card: ModelCard, delta: float | None) -> int | None:
 
 def check_certificate(bundle: CertificateBundle, card: ModelCard, query: tuple[int, ...],
                       accepted: DecisionAccepted | None = None, backend: CurveBackend | None = None, *,
-                      trusted_contributors: Iterable[str] = (), persistence_delta: int | None = None) -> Verdict:
+                      trusted_contributors: Iterable[str] = (), persistence_delta: int | None = None,
+                      trusted_auditors: Sequence[str] = (), attestations: Iterable[Attestation] = ()) -> Verdict:
     """verify_bundle for `query`, and the certificate states the decision the service announced and (when
     given) the persistence box `persistence_delta` the customer asked for."""
     if bundle.model_id != card.model_id or bundle.card_digest != card.digest():
         return Verdict(False, ("the certificate was issued under another model card than the pinned one",))
-    verdict = verify_bundle(bundle, card, backend, query=query, trusted_contributors=trusted_contributors)
+    verdict = verify_bundle(bundle, card, backend, query=query, trusted_contributors=trusted_contributors,
+                            trusted_auditors=trusted_auditors, attestations=attestations)
     if not verdict:
         return verdict
     claims = verdict.claims

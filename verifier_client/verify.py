@@ -5,9 +5,13 @@ scipy. The Groth16 check runs on the fast backend when the native library
 loads, otherwise on the pure-Python reference backend.
 
 What a valid verdict rests on: the pinned card (its digest covers every
-circuit bucket, so no key outside it is used), the bucket's key setup (a
-contributor the customer trusts, when they name one), and the Groth16 proof
-over the public signals. Everything the verdict reports (`Verdict.claims`) is
+circuit bucket, so no key outside it is used), an auditor the customer
+trusts having attested that card (commitments.attestation: the auditor
+rebuilt every bucket's statement and verified its key's ceremony), when the
+customer names one, and the Groth16 proof over the public signals. A trusted
+contributor (`trusted_contributors`) is checked against the card's own list
+of contributions: the bank's word, unless a trusted auditor attested the card,
+whose audit ties that list to the key. Everything the verdict reports (`Verdict.claims`) is
 derived from those signals and the card (commitments/claims.py); the
 bundle's readable fields are only compared with them, never shown. Whether
 eps is exact (`Verdict.radius`, `Claims.radius`) is the radius of the bucket
@@ -18,7 +22,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Iterable, Sequence, TypeVar
+from typing import ClassVar, Iterable, Sequence, TypeVar
 
 import pydantic_core
 from pydantic import BaseModel
@@ -28,9 +32,12 @@ from circuits.errors import MalformedArtifact
 from circuits.groth16 import (PreparedVerifyingKey, Proof, VerifyingKey, check_prepared_proof, prepare_verifying_key,
                               proof_to_bytes, vk_digest)
 from circuits.snarkjs.json_formats import proof_from_json, verifying_key_from_json
+from commitments.attestation import Attestation, AttestationError, check_attestations
 from commitments.bundle import CertificateBundle, SnarkjsProof
 from commitments.card import AuditCircuit, CircuitBucket, ModelCard, RadiusKind
 from commitments.claims import ClaimError, Claims, bundle_claims, part_signals
+
+from .pins import PinCheck
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,7 @@ class Verdict:
     valid: bool
     reasons: tuple[str, ...] = field(default_factory=tuple)
     claims: Claims | None = None  # set on a valid verdict only: what the proof establishes
+    auditors: tuple[str, ...] = ()  # trusted auditors whose attestation covers the card (valid verdicts)
 
     def __bool__(self) -> bool:
         return self.valid
@@ -55,7 +63,8 @@ def _refuse(reason: str) -> Verdict:
 
 def verify_bundle(bundle: CertificateBundle, card: ModelCard, backend: CurveBackend | None = None, *,
                   query: Sequence[int] | None = None, trusted_contributors: Iterable[str] = (),
-                  required_lenses: Iterable[str] = ()) -> Verdict:
+                  required_lenses: Iterable[str] = (), trusted_auditors: Sequence[str] = (),
+                  attestations: Iterable[Attestation] = ()) -> Verdict:
     """Every check a customer needs, in order; the first failure is the reason.
 
     `query`: the customer's own encoding of their record (commitments.record);
@@ -63,9 +72,12 @@ def verify_bundle(bundle: CertificateBundle, card: ModelCard, backend: CurveBack
     phase-2 contribution hashes the customer trusts; when any is given, the
     bucket's key must come from a ceremony whose transcript holds one of them.
     `required_lenses`: lenses the customer requires the proof to cover ("radius", "spread", "persistence").
+    `trusted_auditors`: auditors' verifier keys; when any is given, one of `attestations` must be theirs and
+    cover this very card (card_attestation_problem).
     """
+    digest = card_digest(card)
     try:
-        claims = bundle_claims(bundle, card, card_digest(card))
+        claims = bundle_claims(bundle, card, digest)
     except ClaimError as exc:
         return _refuse(str(exc))
     missing = lens_problem(claims, required_lenses)
@@ -81,6 +93,9 @@ def verify_bundle(bundle: CertificateBundle, card: ModelCard, backend: CurveBack
         (card.bucket(claims.bucket), bundle.proof, bundle.proof_hex, bundle.public_signals, None)]
     proofs += [(card.bucket(p.bucket), p.proof, p.proof_hex, part_signals(bundle, p.slice_index), p.slice_index)
                for p in bundle.parts]
+    attested = card_attestation_problem(card, digest, attestations, trusted_auditors)
+    if isinstance(attested, str):
+        return _refuse(attested)
     for bucket, *_ in proofs:
         trust_problem = setup_trust_problem(bucket, trusted_contributors)
         if trust_problem:
@@ -97,7 +112,17 @@ def verify_bundle(bundle: CertificateBundle, card: ModelCard, backend: CurveBack
         result = check_prepared_proof(pvk, [int(s) for s in signals], proof, backend)
         if not result.ok:
             return _refuse(f"proof rejected{whose}: {result.reason}")
-    return Verdict(True, claims=claims)
+    return Verdict(True, claims=claims, auditors=attested)
+
+
+def card_attestation_problem(card: ModelCard, digest: str, attestations: Iterable[Attestation],
+                             trusted_auditors: Sequence[str]) -> str | tuple[str, ...]:
+    """Why no trusted auditor attested `card` (a str), or the names of those who did (empty: none required)."""
+    try:
+        check = check_attestations(card, digest, attestations, trusted_auditors)
+    except AttestationError as exc:
+        return str(exc)
+    return check.problem if check.problem is not None else check.auditors
 
 
 LENSES = ("radius", "spread", "persistence")
@@ -324,6 +349,42 @@ def radius_summary(claims: Claims) -> str:
     if claims.status == "counterfactual_flip":
         return f"Radius: eps = {claims.eps_decimal} (a counterfactual flip)"
     return f"Radius: {claims.eps_statement} [eps = {fraction}]"
+
+
+@dataclass(frozen=True)
+class CardTrust:
+    """What a verdict's words rest on besides the proof: the card, how it came to be trusted, who attested it."""
+
+    card_digest: str
+    pin: str  # how the card was pinned (PinCheck.describe)
+    attested_by: tuple[str, ...]  # trusted auditors whose attestation covers the card
+    auditors_required: bool  # the customer named trusted auditors
+
+    # What the proof itself establishes, from the public signals, whatever the card says.
+    PROVED: ClassVar[tuple[str, ...]] = ("the decision (as a class index)", "the radius eps and its status", "the flip slice",
+              "the query", "the spread and persistence signals", "that the weights are the committed ones")
+    # What the verifier reads from the card alone: it rests on the pin and the attestations.
+    STATED_BY_CARD: ClassVar[tuple[str, ...]] = ("class and sensitive labels", "feature names, units and standard deviations",
+                      "each bucket's radius kind and cap", "the lenses' parameters", "who set up the keys")
+
+    def text(self) -> str:
+        if self.attested_by:
+            attested = f"attested by {', '.join(self.attested_by)} (an auditor you trust checked every key on it)"
+        elif self.auditors_required:
+            attested = "attested by none of the auditors you trust"  # not reached: such a verdict is invalid
+        else:
+            attested = "attested by no auditor you named (pass --trust-auditor to require one)"
+        return "\n".join([
+            f"The proof shows: {', '.join(self.PROVED)}.",
+            f"The card states (not proved; it rests on your pin and its attestations): "
+            f"{', '.join(self.STATED_BY_CARD)}.",
+            f"{self.pin} The card is {attested}.",
+        ])
+
+
+def card_trust_summary(card: ModelCard, pin: PinCheck, attested_by: tuple[str, ...],
+                       auditors_required: bool) -> CardTrust:
+    return CardTrust(card_digest(card), pin.describe(), attested_by, auditors_required)
 
 
 def setup_summary(bucket: CircuitBucket | AuditCircuit) -> str:
