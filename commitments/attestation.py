@@ -52,6 +52,10 @@ class AttestationError(ValueError):
     """An attestation that cannot be read or does not open (one line)."""
 
 
+class NotSignedBy(AttestationError):
+    """The attestation carries no signature by the key it was opened with (another auditor's, perhaps)."""
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
@@ -146,7 +150,7 @@ def open_attestation(attestation: Attestation, verifier: note.Verifier) -> Opene
     try:
         opened = note.open(attestation.note, [verifier])
     except note.UnverifiedNote:
-        raise AttestationError(f"not signed by {verifier.name}") from None
+        raise NotSignedBy(f"not signed by {verifier.name}") from None
     except note.NoteError as exc:
         raise AttestationError(f"the attestation is malformed or mis-signed: {exc}") from None
     return OpenedAttestation(verifier.name, verifier.vkey(), AttestationStatement.from_text(opened.text))
@@ -201,7 +205,10 @@ def check_attestations(card: ModelCard, card_digest: str, attestations: Iterable
         for attestation in listed:
             try:
                 opened = open_attestation(attestation, verifier)
-            except AttestationError:
+            except NotSignedBy:
+                continue
+            except AttestationError as exc:
+                mismatches.append(f"an attestation under {verifier.name}'s key does not hold: {exc}")
                 continue
             mismatch = statement_mismatch(opened.statement, card, card_digest)
             if mismatch is None:

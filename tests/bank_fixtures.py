@@ -62,8 +62,10 @@ class FakeService:
     """The service's endpoints over MockTransport; each test breaks one thing."""
 
     def __init__(self, card: ModelCard, bundle: CertificateBundle, *, decision: int | None = None,
-                 states=("queued", "running", "succeeded"), overrides=None, log: MemoryLog | None = None):
+                 states=("queued", "running", "succeeded"), overrides=None, log: MemoryLog | None = None,
+                 attestations=()):
         self.card = card
+        self.attestations = tuple(attestations)  # auditors' attestations the service serves for the model
         self.log = log or MemoryLog()  # the bank's transparency log: every bundle is served with its evidence
         self.bundle = bundle if bundle.log is not None else self.log.issue(bundle, card)
         self.decision = bundle.decision if decision is None else decision
@@ -96,6 +98,10 @@ class FakeService:
             return httpx.Response(200, text=ModelList(models=(summary,)).model_dump_json())
         if key == ("GET", f"/v1/models/{MODEL}/card"):
             return httpx.Response(200, text=self.card.model_dump_json())
+        if key == ("GET", f"/v1/models/{MODEL}/attestations"):
+            from commitments.attestation import AttestationList
+
+            return httpx.Response(200, text=AttestationList(attestations=self.attestations).model_dump_json())
         if key == ("POST", f"/v1/models/{MODEL}/decisions"):
             labels = self.card.architecture.class_labels
             accepted = DecisionAccepted(job_id="job-1", model_id=MODEL, decision=self.decision,

@@ -32,6 +32,12 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = f"required peer missing (FAIRPROOF_REQUIRE_PEERS=1): {reason}"
 
 
+@pytest.fixture(autouse=True)
+def _own_pin_file(tmp_path, monkeypatch):
+    """Every test's verifier pins into a file of its own (file mode pins cards too), never the user's."""
+    monkeypatch.setenv("FAIRPROOF_PIN_FILE", str(tmp_path / "default-pins.json"))
+
+
 @pytest.fixture(scope="session")
 def bank(tmp_path_factory):
     """A committed German Credit (4,2) model and two customers' real certificates (tests/bank_fixtures.py)."""

@@ -241,13 +241,14 @@ def test_a_key_with_delta_equal_to_gamma_is_refused(bank, tmp_path, capsys):
     # File mode with the genuine card: another card.
     code, err = _cli_files(tmp_path, capsys, bundle.model_dump_json(), bank.card.model_dump_json())
     assert code == 1 and "another model card" in _one_line(err)
-    # Service mode after the genuine card was pinned: the changed card is refused; accepted, the key is.
+    # Service mode after the genuine card was pinned: the changed card is refused, and a customer who accepts
+    # card updates accepts added buckets only, never a bucket's key changed.
     _pin_genuine(bank, tmp_path)
     service = FakeService(card, bundle)
     assert run_cli(service, bank.records[0], tmp_path) == 1
     assert "card changed" in capsys.readouterr().err
     assert run_cli(FakeService(card, bundle), bank.records[0], tmp_path, "--accept-card-update") == 1
-    assert "degenerate" in capsys.readouterr().err
+    assert "accepts only added circuit buckets" in capsys.readouterr().err
 
 
 def test_keys_with_points_at_infinity_are_refused(bank, tmp_path, capsys):

@@ -298,6 +298,12 @@ def _from_files(args: argparse.Namespace) -> int:
     except RecordError as exc:
         return _fail(f"your record cannot be used with model {card.model_id!r}: {exc}", 2)
 
+    try:  # a card other than the pinned one is refused before anything else; pinned once the verdict is valid
+        _pin_file_card(args, pins, card, _attested_names(card, auditors, attestations), record=False)
+    except PinMismatch as exc:
+        return _invalid(args, "REFUSED: ", str(exc))
+    except PinFileError as exc:
+        return _fail(str(exc), 2)
     verdict = verify_bundle(bundle, card, _backend(args.backend), query=query, trusted_contributors=trusted,
                             required_lenses=args.require_lens, trusted_auditors=auditors, attestations=attestations)
     if not verdict:
@@ -309,7 +315,7 @@ def _from_files(args: argparse.Namespace) -> int:
         if problem:
             return _invalid(args, "INVALID certificate: ", problem)
     try:
-        pin = _pin_file_card(args, pins, card, verdict)
+        pin = _pin_file_card(args, pins, card, verdict.auditors)
         log_words = _file_log_check(args, bundle, card, pins)
     except PinMismatch as exc:
         return _invalid(args, "REFUSED: ", str(exc))
@@ -335,10 +341,13 @@ def _from_files(args: argparse.Namespace) -> int:
     return 0
 
 
-def _pin_file_card(args: argparse.Namespace, pins: PinStore, card: ModelCard, verdict: Verdict) -> PinCheck:
-    """The card of a file-mode verdict against the pins of its model id (PinMismatch if it differs)."""
-    pin = pins.check(None, card, accept_update=args.accept_card_update, attested_by=verdict.auditors)
-    _say_pin(args, pin)
+def _pin_file_card(args: argparse.Namespace, pins: PinStore, card: ModelCard, attested_by: tuple[str, ...], *,
+                   record: bool = True) -> PinCheck:
+    """The card of a file-mode verdict against the pins of its model id (PinMismatch if it differs);
+    pinned (and said so) only with `record`."""
+    pin = pins.check(None, card, accept_update=args.accept_card_update, attested_by=attested_by, record=record)
+    if record:
+        _say_pin(args, pin)
     return pin
 
 
@@ -361,17 +370,18 @@ def _group_counts(args: argparse.Namespace) -> int:
         trusted, auditors, attestations = _trusted(args, pins), _auditors(args, pins), _attestations(args)
     except (_Unreadable, PinFileError) as exc:
         return _fail(str(exc), 2)
-    verdict = verify_group_counts(bundle, card, dataset, _backend(args.backend), trusted_contributors=trusted,
-                                  trusted_auditors=auditors, attestations=attestations)
-    problem = None if verdict else f"INVALID group-counts proof: {verdict.reason}"
-    if problem is None:
-        try:
-            attested = _attested_names(card, auditors, attestations)
-            _say_pin(args, pins.check(None, card, accept_update=args.accept_card_update, attested_by=attested))
-        except PinMismatch as exc:
-            problem = f"REFUSED: {exc}"
-        except PinFileError as exc:
-            return _fail(str(exc), 2)
+    attested = _attested_names(card, auditors, attestations)
+    try:
+        _pin_file_card(args, pins, card, attested, record=False)
+        verdict = verify_group_counts(bundle, card, dataset, _backend(args.backend), trusted_contributors=trusted,
+                                      trusted_auditors=auditors, attestations=attestations)
+        problem = None if verdict else f"INVALID group-counts proof: {verdict.reason}"
+        if problem is None:
+            _pin_file_card(args, pins, card, attested)
+    except PinMismatch as exc:
+        problem = f"REFUSED: {exc}"
+    except PinFileError as exc:
+        return _fail(str(exc), 2)
     if problem is not None:
         if args.json:
             _print_json(GroupCountsReport(valid=False, reason=problem))

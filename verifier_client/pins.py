@@ -215,12 +215,13 @@ class PinStore:
         return list(self._read().trusted_auditors)
 
     def check(self, service_url: str | None, card: ModelCard, *, accept_update: bool = False,
-              attested_by: tuple[str, ...] = ()) -> PinCheck:
+              attested_by: tuple[str, ...] = (), record: bool = True) -> PinCheck:
         """Pin `card` on first use; refuse a card that differs from the pinned one (PinMismatch) unless
         `attested_by` names trusted auditors who attested it, or `accept_update` and it only adds buckets.
 
         `service_url` None is file mode: the card is checked against every pin of its model id, whatever
-        the service, and pinned under FILE_MODE on first use.
+        the service, and pinned under FILE_MODE on first use. `record` False: refuse as usual, write nothing
+        (the verdict is still to come; call again with `record` once it is valid).
         """
         service = FILE_MODE if service_url is None else pin_origin(service_url)
         digest = card.digest()
@@ -232,8 +233,9 @@ class PinStore:
                 how = f"attested by {', '.join(attested_by)}" if attested_by else "first use"
                 pin = Pin(service=service, model_id=card.model_id, commitment=card.commitment, card_digest=digest,
                           first_seen=_now(), card_json=card.canonical_json(), pinned_by=how)
-                data.pins.append(pin)
-                self._write(data)
+                if record:
+                    data.pins.append(pin)
+                    self._write(data)
                 return PinCheck(pin, first_use=True)
             stale = [p for p in pinned if p.card_digest != digest]
             if not stale:
@@ -247,7 +249,8 @@ class PinStore:
                     "commitment": card.commitment, "card_digest": digest, "card_json": card.canonical_json(),
                     "pinned_by": how, "updated": _now()}))
                 data.pins[data.pins.index(p)] = repinned[-1]
-            self._write(data)
+            if record:
+                self._write(data)
             return PinCheck(repinned[0], first_use=False, updated=True, changes=changes[0])
 
     # -- which log a service (and a model) publishes -------------------------------------
