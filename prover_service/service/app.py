@@ -40,7 +40,7 @@ from commitments.card import ModelCard
 from .errors import STORAGE_ERRNOS, BadRequest, NotFound, ServiceError, TooManyRequests, Unavailable
 from .state import JobAccess, token_hash
 from .jobs import CERTIFICATE, PRECOMPUTE, JobRecord, QueueCaps, QueueFull
-from . import log_routes
+from . import attestation_routes, log_routes
 from .page_routes import page_router
 from .limits import BodySizeLimit
 from .schema import AuditEntry
@@ -103,11 +103,13 @@ def create_app(settings: Settings, *, backend=None) -> FastAPI:
         docs_url="/docs" if settings.api_docs else None,
         redoc_url="/redoc" if settings.api_docs else None,
     )
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes,
+                       larger=attestation_routes.body_limits(settings))
     _install_error_handlers(app)
     _install_request_log(app)
     _routes(app)
     app.include_router(log_routes.router, prefix=API_PREFIX)
+    app.include_router(attestation_routes.router, prefix=API_PREFIX)
     app.include_router(page_router())
     return app
 

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import re
+from typing import Sequence
 
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -15,23 +17,34 @@ class BodyTooLarge(HTTPException):
 
 
 class BodySizeLimit:
-    def __init__(self, app: ASGIApp, max_bytes: int):
+    """At most `max_bytes` a request body; a request matching one of `larger` ((method, path pattern,
+    limit): an endpoint whose documents are bigger by nature) gets that limit instead."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int, larger: Sequence[tuple[str, re.Pattern[str], int]] = ()):
         self.app = app
         self.max_bytes = max_bytes
+        self.larger = tuple(larger)
+
+    def limit(self, scope: Scope) -> int:
+        for method, path, max_bytes in self.larger:
+            if scope.get("method") == method and path.fullmatch(scope.get("path", "")):
+                return max_bytes
+        return self.max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        max_bytes = self.limit(scope)
         declared = dict(scope.get("headers") or ()).get(b"content-length")
         if declared is not None:
             try:
-                too_big = int(declared) > self.max_bytes
+                too_big = int(declared) > max_bytes
             except ValueError:
                 await _reply(send, 400, "malformed Content-Length header")
                 return
             if too_big:
-                await _reply(send, 413, f"request body larger than {self.max_bytes} bytes")
+                await _reply(send, 413, f"request body larger than {max_bytes} bytes")
                 return
         seen = 0
         started = False
@@ -41,8 +54,8 @@ class BodySizeLimit:
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    raise BodyTooLarge(self.max_bytes)
+                if seen > max_bytes:
+                    raise BodyTooLarge(max_bytes)
             return message
 
         async def tracking_send(message: Message) -> None:
@@ -55,7 +68,7 @@ class BodySizeLimit:
             await self.app(scope, counting_receive, tracking_send)
         except BodyTooLarge:
             if not started:
-                await _reply(send, 413, f"request body larger than {self.max_bytes} bytes")
+                await _reply(send, 413, f"request body larger than {max_bytes} bytes")
 
 
 async def _reply(send: Send, status: int, detail: str) -> None:

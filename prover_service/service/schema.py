@@ -11,6 +11,7 @@
     service_log_checkpoints  every checkpoint the log signed, append-only
     service_log_cosignatures witnesses' cosignatures of those checkpoints
     service_published_cards  every card the log published, by digest
+    service_card_attestations  auditors' attestations of published cards, by the SHA-256 of their note
 
 Alembic owns the schema (migrations/); these classes must match its head.
 """
@@ -161,3 +162,19 @@ class PublishedCard(Base):
     card_json: Mapped[str] = mapped_column(Text)
     leaf_index: Mapped[int] = mapped_column(BigInteger)
     published_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class CardAttestation(Base):
+    """An auditor's attestation (commitments.attestation) of a published card, with its log leaf."""
+
+    __tablename__ = "service_card_attestations"
+
+    attestation_digest: Mapped[str] = mapped_column(String(64), primary_key=True)  # SHA-256 of the note
+    model_id: Mapped[str] = mapped_column(String(128), index=True)
+    # Named by hand: the naming convention's name exceeds PostgreSQL's 63 characters.
+    card_digest: Mapped[str] = mapped_column(ForeignKey("service_published_cards.card_digest",
+                                                        name="fk_service_card_attestations_card_digest"))
+    auditor_key: Mapped[str] = mapped_column(String(512))  # the signer's verifier key, canonical
+    note: Mapped[str] = mapped_column(Text)  # the signed note, as the auditor signed it
+    leaf_index: Mapped[int] = mapped_column(BigInteger)  # its card_attested leaf
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

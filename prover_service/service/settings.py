@@ -13,6 +13,8 @@ from typing import Annotated, Literal, Mapping
 from pydantic import BeforeValidator, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from commitments.attestation import AttestationError, parse_auditor_key
+
 ENV_PREFIX = "FAIRPROOF_"
 DEFAULT_DATABASE_FILE = "service.sqlite"
 
@@ -87,6 +89,10 @@ class Settings(BaseSettings):
                             pattern=r"^[^\s+]+$")
     # Witnesses whose cosignatures the log keeps and serves: comma-separated cosignature/v1 verifier keys.
     log_witnesses: str = ""
+    # Auditors whose attestations of the model cards the service accepts without the admin key:
+    # comma-separated Ed25519 signed-note verifier keys (name+keyid+base64). Unset: attestations
+    # are posted with the admin key only.
+    auditors: str = ""
 
     @model_validator(mode="after")
     def _consistent(self) -> "Settings":
@@ -103,6 +109,12 @@ class Settings(BaseSettings):
         if self.secrets_dir is not None and self.secrets_dir.resolve().is_relative_to(models):
             raise ValueError("FAIRPROOF_SECRETS_DIR must lie outside the models directory: it keeps the salts "
                              "away from processes that read the models")
+        for key in self.auditor_keys:
+            try:
+                parse_auditor_key(key)
+            except AttestationError as exc:
+                raise ValueError(f"FAIRPROOF_AUDITORS: {exc} (give comma-separated verifier keys, "
+                                 "name+keyid+base64)") from None
         if self.queue == "procrastinate" and not self.resolved_database_url.startswith("postgresql"):
             raise ValueError("FAIRPROOF_QUEUE=procrastinate needs a PostgreSQL FAIRPROOF_DATABASE_URL "
                              "(the queue lives in that database)")
@@ -124,6 +136,11 @@ class Settings(BaseSettings):
     @property
     def witness_keys(self) -> tuple[str, ...]:
         return tuple(k.strip() for k in self.log_witnesses.split(",") if k.strip())
+
+    @property
+    def auditor_keys(self) -> tuple[str, ...]:
+        """The configured auditors' verifier keys (FAIRPROOF_AUDITORS), as given."""
+        return tuple(k.strip() for k in self.auditors.split(",") if k.strip())
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides) -> "Settings":

@@ -26,8 +26,7 @@ from sqlalchemy import and_, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from commitments.log import (CardPublished, CertificateIssued, ConsistencyProof, DecisionRequested, Leaf, LogEntry,
-                             LogEvidence, LogInclusion, leaf_bytes)
+from commitments.log import ConsistencyProof, Leaf, LogEntry, LogEvidence, LogInclusion, leaf_bytes
 from transparency import merkle, note
 from transparency.checkpoint import Checkpoint
 from transparency.cosignature import CosignatureVerifier
