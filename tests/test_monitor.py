@@ -5,7 +5,10 @@ committed German (4,2) model) and issues real certificates through its own
 job runner. The monitor follows it; then a dishonest bank, holding the real
 log key, serves what it likes through `ForgedLog`: a second tree of the same
 size, a rolled-back tree, entries that are not the signed tree, a checkpoint
-under another key, a re-committed model. Every acceptance has its refusal.
+under another key, a re-committed model, a certificate or attestation before
+its card. And it restarts its service over the same URL with a fresh log of
+another origin and key (`private`), which a witness or monitor that pinned
+the service's log must refuse. Every acceptance has its refusal.
 """
 from __future__ import annotations
 
@@ -28,8 +31,9 @@ import pytest
 from bank_fixtures import MODEL
 from commitments.bundle import CertificateBundle
 from commitments.card import ModelCard
-from commitments.log import (CardPublished, ConsistencyProof, DecisionRequested, LogEntries,
-                             LogEntry, LogInclusion, LogKey, PublishedCard, SignedCheckpoint, leaf_bytes, parse_leaf)
+from commitments.log import (CardAttested, CardPublished, ConsistencyProof, DecisionRequested, LogEntries,
+                             LogEntry, LogInclusion, LogKey, PublishedCard, SignedCheckpoint, card_order_problem,
+                             leaf_bytes, parse_leaf)
 from prover_service.cli import build_parser
 from prover_service.commands import monitor as monitor_command
 from prover_service.commands import witness as witness_command
@@ -37,15 +41,17 @@ from transparency import cosignature, merkle, note
 from transparency.checkpoint import Checkpoint
 from verifier_client.monitor import (REPORT_FILE, STATE_FILE, MonitorState, exact_decimal, monitor, plot_groups,
                                      render_report, variant_of)
+from verifier_client.pins import normalise_service_url
 from verifier_client.service_client import ServiceClient, ServiceError
 from verifier_client.verify import verify_bundle
-from verifier_client.witness import Witness, WitnessClient, WitnessRefused
+from verifier_client.witness import CosignedCheckpoint, Witness, WitnessClient, WitnessRefused
 
 with warnings.catch_warnings():  # starlette's note about its httpx dependency
     warnings.simplefilter("ignore")
     from fastapi.testclient import TestClient
 
 URL = "http://bank.test"
+PRIVATE_ORIGIN = "private.bank.test/log"
 ROOT = Path(__file__).resolve().parents[1]
 ADMIN_KEY = "monitor-test-admin-" + uuid.uuid4().hex
 DIRECTORY = "german"
@@ -142,6 +148,26 @@ def live(bank, tmp_path_factory, witness_key):
         yield LiveBank(client, settings.resolved_log_key_file, records)
 
 
+@pytest.fixture(scope="module")
+def private(bank, live, tmp_path_factory, witness_key):
+    """The same bank restarted over the same URL with a fresh log: another FAIRPROOF_LOG_ORIGIN, another log
+    key file, and in it one customer's certificate (a private log). The witness is configured as before."""
+    from prover_service.service.app import create_app
+    from prover_service.service.settings import Settings
+
+    root = tmp_path_factory.mktemp("private-bank")
+    shutil.copytree(bank.prover.workspace.root, root / "models" / DIRECTORY)
+    settings = Settings(models_dir=root / "models", admin_api_key=ADMIN_KEY, workers=0, log_origin=PRIVATE_ORIGIN,
+                        log_key_file=root / "private-log-key" / "log.key", log_witnesses=witness_key[1])
+    with TestClient(create_app(settings), base_url=URL) as client:
+        r = client.post("/v1/admin/models", json={"directory": DIRECTORY}, headers={"X-API-Key": ADMIN_KEY})
+        assert r.status_code == 201, r.text
+        private = LiveBank(client, settings.resolved_log_key_file, live.records)
+        private.issue(live.records[0])
+        assert private.signer().name == PRIVATE_ORIGIN and private.signer().verifier() != live.signer().verifier()
+        yield private
+
+
 def _client(transport: httpx.BaseTransport) -> ServiceClient:
     return ServiceClient(URL, transport=transport)
 
@@ -158,8 +184,10 @@ class ForgedLog:
     """Any leaves and cards, signed as the log with whatever key the bank holds; served like the service."""
 
     def __init__(self, signer: note.Signer, leaves: Sequence[str], cards: Mapping[str, str], *,
-                 origin: str | None = None, served_leaves: Sequence[str] | None = None):
+                 origin: str | None = None, served_leaves: Sequence[str] | None = None,
+                 named: note.Verifier | None = None):
         self.signer, self.origin = signer, origin or signer.name
+        self.named = named or signer.verifier()  # the key /v1/log/key names
         self.leaves, self.cards = list(leaves), dict(cards)
         self.served = list(served_leaves) if served_leaves is not None else self.leaves
         self.nodes: dict[merkle.NodeId, bytes] = {}
@@ -180,7 +208,7 @@ class ForgedLog:
         self.requests.append(request)
         path, query = request.url.path, request.url.params
         if path == "/v1/log/key":
-            return _json(LogKey(origin=self.signer.name, verifier_key=self.signer.verifier().vkey()))
+            return _json(LogKey(origin=self.named.name, verifier_key=self.named.vkey()))
         if path == "/v1/log/checkpoint":
             return _json(SignedCheckpoint(checkpoint=self.note))
         if path == "/v1/log/entries":
@@ -357,13 +385,21 @@ def test_entries_that_are_not_the_signed_tree_are_refused(live, tmp_path):
 def test_a_checkpoint_under_another_key_or_origin_is_refused(live, followed):
     state, kept = followed
     leaves, cards = live.leaves()
+    pinned = f"publishes its log as 'bank.test/log' (pinned since {kept.key_pinned_at} with key {kept.log_key})"
     impostor = note.Signer.from_key(note.generate_key(live.signer().name)[0])  # same origin, another key
     result = _run(ForgedLog(impostor, leaves, cards).transport(), state)
+    assert result.exit_status == 1
+    assert result.violations == [f"the service {URL} {pinned}, not 'bank.test/log' with key "
+                                 f"{impostor.verifier().vkey()}"]
+    # The service still names the pinned key, but its checkpoint is signed by another.
+    result = _run(ForgedLog(impostor, leaves, cards, named=live.signer().verifier()).transport(), state)
     assert result.exit_status == 1 and "not signed by the pinned log key" in result.violations[0]
     elsewhere = ForgedLog(live.signer(), leaves, cards, origin="elsewhere.test/log")
     result = _run(elsewhere.transport(), state)
-    assert result.exit_status == 1 and "names origin 'elsewhere.test/log'" in result.violations[0]
+    assert result.exit_status == 1 and result.violations == [f"the service {URL} {pinned}, not 'elsewhere.test/log'"]
     assert _kept(state) == kept
+    # Rejection twin: the pinned log, under the pinned key and origin.
+    assert _run(ForgedLog(live.signer(), leaves, cards).transport(), state).exit_status == 0
 
 
 def _recommitted(card_json: str, **changes) -> str:
@@ -448,11 +484,73 @@ def test_certificates_the_log_cannot_back_are_violations(live, followed):
     assert _run(ForgedLog(live.signer(), leaves + truth, cards).transport(), state).exit_status == 0
 
 
+def _attestation(card_digest: str, auditor: str, model_id: str = MODEL) -> str:
+    return _data(CardAttested(model_id=model_id, card_digest=card_digest, auditor_key=note.generate_key(auditor)[1],
+                              attestation_digest=uuid.uuid4().hex * 2))
+
+
+def test_attestations_are_counted_per_model_by_auditor(live, followed):
+    state, kept = followed
+    leaves, cards = live.leaves()
+    digest = next(iter(cards))
+    attested = [_attestation(digest, "audit.example"), _attestation(digest, "other.example"),
+                _attestation(digest, "audit.example")]
+    result = _run(ForgedLog(live.signer(), leaves + attested, cards).transport(), state)
+    assert result.exit_status == 0 and result.violations == []
+    m = result.report["models"][MODEL]
+    assert m["attestations"] == 3 and m["attested_by"] == {"audit.example": 2, "other.example": 1}
+    assert result.state.models[MODEL].auditors == {"audit.example": 2, "other.example": 1}
+    assert "3 (audit.example x2, other.example)" in render_report(result.report)
+    # A state.json written before attestations were counted is read, and counting goes on from it.
+    document = json.loads((state / STATE_FILE).read_text())
+    for stats in document["models"].values():
+        del stats["attestations"], stats["auditors"]
+    (state / STATE_FILE).write_text(json.dumps(document))
+    more = ForgedLog(live.signer(), leaves + attested + [_attestation(digest, "third.example")], cards)
+    result = _run(more.transport(), state)
+    assert result.exit_status == 0 and result.report["models"][MODEL]["attested_by"] == {"third.example": 1}
+    # Refusal twins: an attestation of a card the log never published, or of another model's card.
+    size = len(more.leaves)
+    for leaf, reason in [(_attestation("ab" * 32, "audit.example"),
+                          f"an attestation at leaf {size} names card {'ab' * 32}, which the log had not published"),
+                         (_attestation(digest, "audit.example", model_id="another-model"),
+                          f"an attestation at leaf {size} is for model 'another-model' under card {digest}")]:
+        result = _run(ForgedLog(live.signer(), more.leaves + [leaf], cards).transport(), state)
+        assert result.exit_status == 1 and result.violations[0].startswith(reason)
+        assert _kept(state).size == size
+
+
+@pytest.mark.parametrize("what", ["certificate", "decision request", "attestation"])
+def test_a_leaf_before_its_card_breaks_the_one_rule_of_order(live, followed, what):
+    state, kept = followed
+    leaves, cards = live.leaves()
+    card_json = next(iter(cards.values()))
+    new_json = _recommitted(card_json, description="a card published after what is issued under it")
+    new = ModelCard.from_json(new_json)
+    certificate = parse_leaf(next(d for d in leaves if '"certificate_issued"' in d).encode())
+    under_new = {
+        "certificate": _data(certificate.model_copy(update={"card_digest": new.digest()})),
+        "decision request": _data(DecisionRequested(model_id=MODEL, card_digest=new.digest(),
+                                                    request_id=str(uuid.uuid4()), decision=1)),
+        "attestation": _attestation(new.digest(), "audit.example"),
+    }[what]
+    published = _data(CardPublished(model_id=MODEL, commitment=new.commitment, card_digest=new.digest()))
+    n = len(leaves)
+    result = _run(ForgedLog(live.signer(), leaves + [under_new, published], {**cards, new.digest(): new_json})
+                  .transport(), state)
+    assert result.exit_status == 1 and _kept(state) == kept
+    assert result.violations == [card_order_problem(n + 1, n, what)]  # the customer's words, from the same rule
+    assert f"the {what} is leaf {n} of the log but its card is published only at leaf {n + 1}" in result.violations[0]
+    # Rejection twin: the card first, then what is issued under it.
+    honest = ForgedLog(live.signer(), leaves + [published, under_new], {**cards, new.digest(): new_json})
+    assert _run(honest.transport(), state).exit_status == 0 and _kept(state).size == n + 2
+
+
 # -- the command line ------------------------------------------------------------------------------------
 
 
-def _cli(transport, *argv: str) -> int:
-    return monitor_command.run(build_parser().parse_args(["monitor", "--url", URL, *argv]), transport=transport)
+def _cli(transport, *argv: str, url: str = URL) -> int:
+    return monitor_command.run(build_parser().parse_args(["monitor", "--url", url, *argv]), transport=transport)
 
 
 def test_the_command_pages_through_a_long_log_and_plots_fair_against_unfair(live, tmp_path, capsys):
@@ -515,11 +613,105 @@ def test_the_command_exits_1_on_a_violation_and_2_on_unusable_input(live, tmp_pa
     assert "service unreachable" in err and "Traceback" not in err
 
 
-def test_the_default_state_directory_is_per_origin(live, tmp_path, monkeypatch, capsys):
+def _pinned_as(service: str, pinned: MonitorState | CosignedCheckpoint, origin: str, key: str | None = None) -> str:
+    """The one line, monitor's and witness's, for a service presenting `origin` (and `key`) after `pinned`."""
+    since = f"since {pinned.key_pinned_at} " if pinned.key_pinned_at else ""  # unknown in the old witness layout
+    return (f"the service {normalise_service_url(service)} publishes its log as {pinned.origin!r} (pinned "
+            f"{since}with key {pinned.log_key}), not {origin!r}" + (f" with key {key}" if key else ""))
+
+
+def _naming(key: note.Verifier, origin: str = "bank.test/log") -> Callable[[httpx.Request, httpx.Response],
+                                                                           httpx.Response]:
+    """A tamper for LiveBank.transport: /v1/log/key answers `origin` with `key` (whatever the key's name)."""
+    def tamper(request: httpx.Request, response: httpx.Response) -> httpx.Response:
+        if request.url.path != "/v1/log/key":
+            return response
+        return _json(LogKey(origin=origin, verifier_key=key.vkey()))
+    return tamper
+
+
+def _violations(out: str) -> list[str]:
+    return [line for line in out.splitlines() if line.startswith("VIOLATION:")]
+
+
+def test_the_default_state_directory_is_per_service(live, private, tmp_path, monkeypatch, capsys):
     live.ensure_history()
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    home = tmp_path / "xdg" / "fairproof" / "monitor"
+    assert _cli(live.transport(), url="http://127.0.0.1:8000") == 0
+    assert sorted(os.listdir(home)) == ["http+localhost_8000"]  # named after the service, not the log's origin
+    state = home / "http+localhost_8000"
+    pinned, kept = _kept(state), (state / STATE_FILE).read_bytes()
+    assert (pinned.origin, pinned.log_key) == ("bank.test/log", live.signer().verifier().vkey())
+    capsys.readouterr()
+    # The bank restarts its service over the same URL (another spelling of it) with a fresh log of another
+    # origin and key: a violation against the service's pin, not a first use in a directory of its own.
+    assert _cli(private.transport(), url="http://localhost:8000/") == 1
+    out, err = capsys.readouterr()
+    assert _violations(out) == ["VIOLATION: " + _pinned_as("http://localhost:8000", pinned, PRIVATE_ORIGIN,
+                                                           private.signer().verifier().vkey())]
+    assert "pinned the log key" not in err and "evidence kept in" in err
+    assert (state / STATE_FILE).read_bytes() == kept and sorted(os.listdir(home)) == ["http+localhost_8000"]
+    evidence = _evidence(state)[-1]["checkpoints"]
+    assert evidence["kept"] == pinned.checkpoint.checkpoint and evidence["served"].startswith(PRIVATE_ORIGIN + "\n")
+    assert evidence["served_log_key"] == private.signer().verifier().vkey()
+    # Rejection twin: the pinned log, grown, from the same service is followed.
+    live.pending.append(live.decide(live.records[1]))
+    assert _cli(live.transport(), url="http://localhost:8000") == 0
+    assert _kept(state).size == pinned.size + 1 and _kept(state).key_pinned_at == pinned.key_pinned_at
+
+
+def test_an_explicit_state_pinning_another_log_is_a_violation(live, private, tmp_path, capsys):
+    live.ensure_history()
+    public, secret = tmp_path / "public", tmp_path / "secret"
+    assert _cli(live.transport(), "--state", str(public)) == 0
+    kept = (public / STATE_FILE).read_bytes()
+    capsys.readouterr()
+    assert _cli(private.transport(), "--state", str(public)) == 1
+    assert _violations(capsys.readouterr().out) == [
+        "VIOLATION: " + _pinned_as(URL, _kept(public), PRIVATE_ORIGIN, private.signer().verifier().vkey())]
+    assert (public / STATE_FILE).read_bytes() == kept
+    # /v1/log/key naming the pinned origin with the private log's key is that key presented, not unusable input.
+    assert _cli(live.transport(_naming(private.signer().verifier())), "--state", str(public)) == 1
+    assert _violations(capsys.readouterr().out) == [
+        "VIOLATION: " + _pinned_as(URL, _kept(public), "bank.test/log", private.signer().verifier().vkey())]
+    assert (public / STATE_FILE).read_bytes() == kept
+    # Rejection twin: the private log is a log of its own, followed in a state that pins it ...
+    assert _cli(private.transport(), "--state", str(secret)) == 0 and _kept(secret).origin == PRIVATE_ORIGIN
+    capsys.readouterr()
+    # ... where the public one is the other log.
+    assert _cli(live.transport(), "--state", str(secret)) == 1
+    assert _violations(capsys.readouterr().out) == [
+        "VIOLATION: " + _pinned_as(URL, _kept(secret), "bank.test/log", live.signer().verifier().vkey())]
+
+
+def test_the_monitor_adopts_its_old_default_state_directory(live, tmp_path, monkeypatch, capsys):
+    live.ensure_history()
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    home = tmp_path / "xdg" / "fairproof" / "monitor"
+    old = home / "bank.test_log"  # where the old layout kept the log of origin bank.test/log
+    assert _run(live.transport(), old).exit_status == 0
+    kept, before = _kept(old), (old / STATE_FILE).read_bytes()
+    live.pending.append(live.decide(live.records[0]))
+    capsys.readouterr()
     assert _cli(live.transport()) == 0
-    assert (tmp_path / "xdg" / "fairproof" / "monitor" / "bank.test_log" / STATE_FILE).is_file()
+    out, err = capsys.readouterr()
+    new = home / "http+bank.test"
+    assert f"adopted the state of {old}" in err and "pinned the log key" not in err
+    assert _kept(new).size == kept.size + 1 and _kept(new).key_pinned_at == kept.key_pinned_at
+    assert json.loads((new / REPORT_FILE).read_text())["new_entries"] == 1  # only the entry added since
+    assert sorted(p.name for p in (new / "cards").iterdir()) == sorted(p.name for p in (old / "cards").iterdir())
+    assert (old / STATE_FILE).read_bytes() == before  # left as it was
+    # Rejection twin: an old directory pinning another key for the origin is adopted, and the key the service
+    # names is then a violation, not a first use.
+    shutil.rmtree(new)
+    other = note.generate_key("bank.test/log")[1]
+    (old / STATE_FILE).write_text(kept.model_copy(update={"log_key": other}).model_dump_json())
+    assert _cli(live.transport()) == 1
+    out, err = capsys.readouterr()
+    assert _violations(out) == ["VIOLATION: " + _pinned_as(URL, _kept(new), "bank.test/log",
+                                                           live.signer().verifier().vkey())]
+    assert _kept(new).log_key == other and "pinned the log key" not in err
 
 
 def test_the_auditor_imports_nothing_of_the_bank_side():
@@ -665,9 +857,120 @@ def test_the_witness_commands(live, witness_key, tmp_path, capsys):
     assert cosign(live.transport()) == 0
     out, err = capsys.readouterr()
     assert out.startswith("cosigned bank.test/log at ") and "pinned the log key" in err
-    assert (tmp_path / "state" / "bank.test_log.json").is_file()
+    assert os.listdir(tmp_path / "state") == ["http+bank.test.json"]  # the state of the service's log
+    # --log-key must be the pinned key (else unusable input); on first use, the key the service names.
+    other = note.generate_key("bank.test/log")[1]
+    assert cosign(live.transport(), "--log-key", other) == 2 and "pins the log key" in capsys.readouterr().err
+    args = build_parser().parse_args(["witness", "cosign", "--url", URL, "--key", str(configured), "--state",
+                                      str(tmp_path / "fresh"), "--log-key", other])
+    assert witness_command.run_cosign(args, transport=live.transport()) == 1
+    assert f"not 'bank.test/log' with key {live.signer().verifier().vkey()}" in capsys.readouterr().err
+    assert not (tmp_path / "fresh").exists()
+    assert cosign(live.transport(), "--log-key", live.signer().verifier().vkey()) == 0
+    capsys.readouterr()
     leaves, cards = live.leaves()
     assert cosign(ForgedLog(live.signer(), leaves[:-1], cards).transport()) == 1
     assert "REFUSED: ROLLBACK" in capsys.readouterr().err
     configured.write_text("PRIVATE+KEY+nonsense\n")
     assert cosign(live.transport()) == 2 and "is not a witness key" in capsys.readouterr().err
+
+
+def _cosign_command(key: Path, state: Path, capsys) -> Callable[..., tuple[int, str]]:
+    """`fairproof witness cosign` with `key` and `state`: (exit status, stderr)."""
+    def cosign(transport, url: str = URL, state_dir: Path = state) -> tuple[int, str]:
+        args = build_parser().parse_args(["witness", "cosign", "--url", url, "--key", str(key),
+                                          "--state", str(state_dir)])
+        capsys.readouterr()
+        status = witness_command.run_cosign(args, transport=transport)
+        return status, capsys.readouterr().err
+    return cosign
+
+
+def test_the_witness_pins_the_log_per_service(live, private, witness_key, tmp_path, capsys):
+    live.ensure_history()
+    key = tmp_path / "witness.key"
+    key.write_text(witness_key[0] + "\n")
+    state = tmp_path / "state"
+    cosign = _cosign_command(key, state, capsys)
+    status, err = cosign(live.transport(), "http://127.0.0.1:8000")
+    assert status == 0 and "pinned the log key" in err
+    path = state / "http+localhost_8000.json"  # one file per service, whatever origin it names
+    pinned = CosignedCheckpoint.model_validate_json(path.read_text())
+    assert (pinned.service, pinned.origin, pinned.log_key) == ("http://localhost:8000", "bank.test/log",
+                                                               live.signer().verifier().vkey())
+    kept = path.read_bytes()
+    # The bank restarts its service over the same URL with a fresh log (another origin, another key) holding one
+    # customer's certificate: refused under every spelling of the URL, and nothing is written.
+    for url in ("http://127.0.0.1:8000", "http://localhost:8000/"):
+        status, err = cosign(private.transport(), url)
+        assert status == 1
+        assert err.splitlines() == ["REFUSED: " + _pinned_as(url, pinned, PRIVATE_ORIGIN,
+                                                             private.signer().verifier().vkey())]
+        assert path.read_bytes() == kept and os.listdir(state) == [path.name]
+    assert "witness.test" not in private.client.get("/v1/log/checkpoint").json()["checkpoint"]  # never cosigned
+    # The same origin under another key; the pinned key named, but the private log's checkpoint served.
+    leaves, cards = live.leaves()
+    rekeyed = note.Signer.from_key(note.generate_key("bank.test/log")[0])
+    status, err = cosign(ForgedLog(rekeyed, leaves, cards).transport(), "http://127.0.0.1:8000")
+    assert status == 1 and err.strip() == "REFUSED: " + _pinned_as("http://127.0.0.1:8000", pinned, "bank.test/log",
+                                                                     rekeyed.verifier().vkey())
+
+    def private_checkpoint(request: httpx.Request, response: httpx.Response) -> httpx.Response:
+        if request.url.path != "/v1/log/checkpoint":
+            return response
+        return httpx.Response(200, content=private.client.get("/v1/log/checkpoint").content,
+                              headers={"content-type": "application/json"})
+
+    status, err = cosign(live.transport(private_checkpoint), "http://127.0.0.1:8000")
+    assert status == 1 and err.strip() == "REFUSED: " + _pinned_as("http://127.0.0.1:8000", pinned, PRIVATE_ORIGIN)
+    status, err = cosign(live.transport(_naming(private.signer().verifier())), "http://127.0.0.1:8000")
+    assert status == 1 and err.strip() == "REFUSED: " + _pinned_as("http://127.0.0.1:8000", pinned, "bank.test/log",
+                                                                     private.signer().verifier().vkey())
+    assert path.read_bytes() == kept and os.listdir(state) == [path.name]
+    # Rejection twin: the same service with the same origin and key, grown by a leaf, is cosigned.
+    live.pending.append(live.decide(live.records[1]))
+    status, err = cosign(live.transport(), "http://localhost:8000")
+    assert status == 0 and err == ""
+    after = CosignedCheckpoint.model_validate_json(path.read_text())
+    assert after.size == pinned.size + 1 and after.key_pinned_at == pinned.key_pinned_at
+    # And the private log is a log like any other for a witness that never pinned this service.
+    status, _ = cosign(private.transport(), state_dir=tmp_path / "elsewhere")
+    assert status == 0
+
+
+def test_the_witness_adopts_its_old_layout_state_file(live, witness_key, tmp_path, capsys):
+    live.ensure_history()
+    key = tmp_path / "witness.key"
+    key.write_text(witness_key[0] + "\n")
+    state = tmp_path / "state"
+    old = state / "bank.test_log.json"  # the old layout: one file per origin
+    with WitnessClient(URL, transport=live.transport()) as client:
+        _witness(live, witness_key, old).cosign(client.checkpoint().checkpoint, client.consistency)
+    document = json.loads(old.read_text())
+    del document["service"], document["key_pinned_at"]  # as the old layout wrote it
+    old.write_text(json.dumps(document, indent=2) + "\n")
+    before = old.read_bytes()
+    live.pending.append(live.decide(live.records[1]))
+    live.requests.clear()
+    cosign = _cosign_command(key, state, capsys)
+    status, err = cosign(live.transport())
+    assert status == 0 and f"adopted the state of {old}" in err and "pinned the log key" not in err
+    asked = [(r.url.path, dict(r.url.params)) for r in live.requests]
+    assert ("/v1/log/proof/consistency", {"old": str(document["size"]), "new": str(document["size"] + 1)}) in asked
+    adopted = CosignedCheckpoint.model_validate_json((state / "http+bank.test.json").read_text())
+    assert (adopted.service, adopted.origin, adopted.log_key) == (URL, document["origin"], document["log_key"])
+    assert adopted.size == document["size"] + 1
+    assert old.read_bytes() == before  # left as it was
+    # Refusal twins: an old file pinning another key for the origin, and one whose cosigned tree is larger
+    # than the log's (its checkpoint carries over: a rollback). Nothing is written.
+    other = note.generate_key("bank.test/log")[1]
+    cases = {"key": ({"log_key": other}, "REFUSED: " + _pinned_as(URL, CosignedCheckpoint(
+                 **{**document, "log_key": other}), "bank.test/log", live.signer().verifier().vkey())),
+             "rollback": ({"size": document["size"] + 10}, "REFUSED: ROLLBACK")}
+    for name, (change, reason) in cases.items():
+        directory = tmp_path / name
+        directory.mkdir()
+        (directory / "bank.test_log.json").write_text(json.dumps({**document, **change}))
+        status, err = cosign(live.transport(), state_dir=directory)
+        assert status == 1 and err.strip().startswith(reason)
+        assert os.listdir(directory) == ["bank.test_log.json"]

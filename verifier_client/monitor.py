@@ -86,6 +86,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -98,12 +99,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from commitments.canonical import NonCanonical
 from commitments.card import ModelCard
 from commitments.claims import ClaimError, Claims, claims_from_signals
-from commitments.log import (MAX_ENTRIES_PER_PAGE, CardPublished, CertificateIssued, DecisionRequested, LogEntry,
-                             LogInclusion, leaf_bytes, parse_leaf)
+from commitments.log import (MAX_ENTRIES_PER_PAGE, CardAttested, CardPublished, CertificateIssued, DecisionRequested,
+                             LogEntry, LogInclusion, LogKey, card_order_problem, leaf_bytes, parse_leaf)
 from transparency import merkle, note
 from transparency.checkpoint import Checkpoint, CheckpointError
 
-from .pins import KeptCheckpoint
+from .pins import KeptCheckpoint, pin_origin
 from .service_client import ServiceClient, ServiceError
 
 STATE_VERSION: Final = 1  # Final: its type is Literal[1], the version field's
@@ -156,10 +157,76 @@ def sanitise_origin(origin: str) -> str:
     return name or "log"
 
 
-def default_state_dir(origin: str) -> Path:
-    """$XDG_STATE_HOME/fairproof/monitor/<origin> (~/.local/state when XDG_STATE_HOME is unset)."""
+def service_name(service_url: str) -> str:
+    """A service URL as one safe path component, the same for every spelling of the service
+    (`pins.pin_origin`: lower case, no default port, every loopback host as localhost):
+    'https://bank.example/fp' -> 'https+bank.example_fp', 'http://127.0.0.1:8000/' -> 'http+localhost_8000'.
+
+    The '+' keeps these names apart from the old per-origin ones (`sanitise_origin` never writes one).
+    Two URLs of one scheme and host that differ only in characters outside [A-Za-z0-9._-] share a
+    name, so they share one pin: stricter, never looser."""
+    try:
+        url = pin_origin(service_url)
+    except ValueError as exc:
+        raise MonitorError(str(exc)) from None
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}+{sanitise_origin(rest)}"
+
+
+def _state_home() -> Path:
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base).expanduser() / "fairproof" / "monitor" / sanitise_origin(origin)
+    return Path(base).expanduser() / "fairproof" / "monitor"
+
+
+def default_state_dir(service_url: str) -> Path:
+    """$XDG_STATE_HOME/fairproof/monitor/<service> (~/.local/state when XDG_STATE_HOME is unset): one
+    directory per service (`service_name`), whatever origin the service names for its log."""
+    return _state_home() / service_name(service_url)
+
+
+def legacy_state_dir(origin: str) -> Path:
+    """The default state directory of the old layout: $XDG_STATE_HOME/fairproof/monitor/<origin>."""
+    return _state_home() / sanitise_origin(origin)
+
+
+def adopt_legacy_state_dir(service_url: str, origin: str) -> Path | None:
+    """Before the first run for `service_url` with the default state directory: when that directory does
+    not exist and the old per-origin one for `origin` (the origin the service names) pins exactly that
+    origin, copy it to the service's directory (the old one is left as it was). The old directory, or
+    None when nothing was adopted. Its pinned key carries over: a service serving another key is a
+    violation on the run that follows."""
+    target = default_state_dir(service_url)
+    legacy = legacy_state_dir(origin)
+    if target.exists() or not (legacy / STATE_FILE).is_file():
+        return None
+    old = StateDir(legacy)
+    with old.locked():  # not while a run of the old layout writes it
+        state = old.load()
+        if state is None or state.origin != origin:
+            return None
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        copy = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".adopting", dir=target.parent))
+        try:
+            shutil.copytree(legacy, copy, dirs_exist_ok=True, ignore=shutil.ignore_patterns(LOCK_FILE))
+            os.rename(copy, target)
+        except BaseException:
+            shutil.rmtree(copy, ignore_errors=True)
+            if target.exists():  # another run adopted it first
+                return None
+            raise
+    return legacy
+
+
+def log_identity_problem(service: str, pinned_origin: str, pinned_key: str, pinned_at: str | None,
+                         origin: str, key: str | None = None) -> str | None:
+    """Why a service presenting its log as `origin` (under `key`, when known) is not the log pinned for
+    it, or None. The monitor and the witness say it in the same words."""
+    if origin == pinned_origin and (key is None or key == pinned_key):
+        return None
+    since = f"since {pinned_at} " if pinned_at else ""
+    presented = f"{origin!r} with key {key}" if key is not None else f"{origin!r}"
+    return (f"the service {service} publishes its log as {pinned_origin!r} (pinned {since}with key {pinned_key}), "
+            f"not {presented}")
 
 
 def _now() -> str:
@@ -204,13 +271,15 @@ class ModelStats(_Model):
     exact_radius: int = 0  # certified radii proved by an exact-radius bucket (the rest are fast: lower bounds)
     decisions: dict[str, int] = {}  # decision label proven -> certificates
     eps: list[tuple[int, int]] = []  # (E, t) of every certificate in log order: eps = E / 2^t
+    attestations: int = 0  # card_attested leaves under the model's cards
+    auditors: dict[str, int] = {}  # auditor name (its key's name) -> attestations
 
     def eps_values(self) -> list[Fraction]:
         return [Fraction(n, 1 << t) for n, t in self.eps]
 
 
 class CardSeen(_Model):
-    """A card the log published: its model, commitment and first leaf."""
+    """A card the log published: its model, commitment and first leaf (what `card_order_problem` compares)."""
 
     model_id: str
     commitment: str
@@ -353,11 +422,40 @@ def parse_log_key(vkey: str) -> note.Verifier:
 
 def fetch_log_key(client: ServiceClient) -> note.Verifier:
     """The key the service names for its log (trusted on first use only)."""
-    served = client.log_key()
+    return log_key_verifier(client.log_key())
+
+
+def log_key_verifier(served: LogKey) -> note.Verifier:
+    """The verifier of a /v1/log/key answer; MonitorError unless the key parses and is named after the origin."""
     verifier = parse_log_key(served.verifier_key)
     if verifier.name != served.origin:
         raise MonitorError(f"the service names origin {served.origin!r} but its key is named {verifier.name!r}")
     return verifier
+
+
+def canonical_key(vkey: str) -> str:
+    """A verifier key in its one spelling (as `note.Verifier.vkey` writes it), or as given if it does not parse."""
+    try:
+        return note.Verifier.from_key(vkey.strip()).vkey()
+    except ValueError:
+        return vkey.strip()
+
+
+def claimed_origin(signed: str) -> str | None:
+    """The origin a signed checkpoint names, read before (and whatever) its signatures verify; None when
+    it is not a checkpoint at all."""
+    try:
+        opened = note.open(signed, [])
+    except note.UnverifiedNote as unverified:
+        text = unverified.note.text
+    except note.NoteError:
+        return None
+    else:  # pragma: no cover - no verifier, nothing verifies
+        text = opened.text
+    try:
+        return Checkpoint.parse(text).origin
+    except CheckpointError:
+        return None
 
 
 def open_checkpoint(signed: str, verifier: note.Verifier, what: str = "the checkpoint") -> Checkpoint:
@@ -366,6 +464,10 @@ def open_checkpoint(signed: str, verifier: note.Verifier, what: str = "the check
         opened = note.open(signed, [verifier])
         checkpoint = Checkpoint.parse(opened.text)
     except note.UnverifiedNote:
+        origin = claimed_origin(signed)
+        if origin is not None and origin != verifier.name:  # another log, under a key of its own
+            raise Violation([f"{what} names origin {origin!r}, the pinned log is {verifier.name!r}"],
+                            {"served": signed}) from None
         raise Violation([f"{what} is not signed by the pinned log key {verifier.vkey()}"],
                         {"served": signed}) from None
     except note.BadSignature as exc:
@@ -532,6 +634,9 @@ class Audit:
     violations: list[str] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Leaves naming a card not (yet) published: (place in `violations`, leaf index, what, card digest),
+    # judged by `finish` once every leaf of the run is seen.
+    _unpublished: list[tuple[int, int, str, str]] = field(default_factory=list)
 
     def leaf(self, index: int, data: bytes) -> None:
         try:
@@ -543,8 +648,20 @@ class Audit:
             self.card_published(index, leaf)
         elif isinstance(leaf, DecisionRequested):
             self.decision_requested(index, leaf)
-        else:
+        elif isinstance(leaf, CertificateIssued):
             self.certificate_issued(index, leaf)
+        else:
+            self.card_attested(index, leaf)
+
+    def finish(self) -> None:
+        """After the run's last leaf: a leaf that named a card the log had not published is a violation,
+        in the words of `card_order_problem` when the card is published at a later leaf."""
+        for position, index, what, digest in reversed(self._unpublished):
+            seen = self.state.cards.get(digest)
+            reason = card_order_problem(seen.leaf_index, index, what) if seen is not None else None
+            self.violations.insert(position, reason or f"{_a(what)} at leaf {index} names card {digest}, which "
+                                                       "the log had not published")
+        self._unpublished.clear()
 
     def stats(self, model_id: str) -> ModelStats:
         return self.state.models.setdefault(model_id, ModelStats())
@@ -577,18 +694,23 @@ class Audit:
                               f"{previous.card_digest[:16]}... under the same commitment (leaf {index})")
 
     def _published_card(self, index: int, what: str, model_id: str, digest: str) -> bool:
+        """Whether the `what` at leaf `index` names a card the log published before it, for its model."""
         seen = self.state.cards.get(digest)
-        if seen is None:
-            self.violations.append(f"{what} at leaf {index} names card {digest}, which the log had not published")
+        if seen is None:  # maybe published at a later leaf: `finish` says which
+            self._unpublished.append((len(self.violations), index, what, digest))
+            return False
+        problem = card_order_problem(seen.leaf_index, index, what)
+        if problem:
+            self.violations.append(problem)
             return False
         if seen.model_id != model_id:
-            self.violations.append(f"{what} at leaf {index} is for model {model_id!r} under card {digest} "
+            self.violations.append(f"{_a(what)} at leaf {index} is for model {model_id!r} under card {digest} "
                                    f"of model {seen.model_id!r}")
             return False
         return True
 
     def decision_requested(self, index: int, leaf: DecisionRequested) -> None:
-        if not self._published_card(index, "a decision request", leaf.model_id, leaf.card_digest):
+        if not self._published_card(index, "decision request", leaf.model_id, leaf.card_digest):
             return
         stats = self.stats(leaf.model_id)
         stats.decision_requests += 1
@@ -597,7 +719,7 @@ class Audit:
         stats.pending_requests[leaf.request_id] = leaf.decision
 
     def certificate_issued(self, index: int, leaf: CertificateIssued) -> None:
-        if not self._published_card(index, "a certificate", leaf.model_id, leaf.card_digest):
+        if not self._published_card(index, "certificate", leaf.model_id, leaf.card_digest):
             return
         card = self.cards.get(leaf.card_digest)
         try:
@@ -623,6 +745,24 @@ class Audit:
             said = labels[announced] if announced < len(labels) else str(announced)
             self.violations.append(f"request {leaf.request_id} was logged with decision {said!r}, its certificate "
                                    f"at leaf {index} proves {claims.decision_label!r}")
+
+
+    def card_attested(self, index: int, leaf: CardAttested) -> None:
+        if not self._published_card(index, "attestation", leaf.model_id, leaf.card_digest):
+            return
+        stats = self.stats(leaf.model_id)
+        stats.attestations += 1
+        name = auditor_name(leaf.auditor_key)
+        stats.auditors[name] = stats.auditors.get(name, 0) + 1
+
+
+def _a(what: str) -> str:
+    return f"{'an' if what[:1] in 'aeiou' else 'a'} {what}"
+
+
+def auditor_name(auditor_key: str) -> str:
+    """The auditor's name: its verifier key's name, the part before the first '+'."""
+    return auditor_key.split("+", 1)[0]
 
 
 def count_certificate(stats: ModelStats, claims: Claims) -> None:
@@ -662,9 +802,8 @@ class MonitorRun:
         return 1 if self.violations else 0
 
 
-def _pinned_verifier(kept: MonitorState | None, log_key: str | None,
-                     client: ServiceClient, fetched: note.Verifier | None) -> tuple[note.Verifier, bool]:
-    """The pinned log key; on first use the one named, else the one the service names."""
+def _pinned_verifier(kept: MonitorState | None, log_key: str | None, served: LogKey) -> tuple[note.Verifier, bool]:
+    """The pinned log key; on first use the one named, else the one the service names (`served`)."""
     if kept is not None:
         verifier = parse_log_key(kept.log_key)
         if log_key is not None and parse_log_key(log_key).vkey() != verifier.vkey():
@@ -672,25 +811,29 @@ def _pinned_verifier(kept: MonitorState | None, log_key: str | None,
         return verifier, False
     if log_key is not None:
         return parse_log_key(log_key), False
-    return (fetched or fetch_log_key(client)), True
+    return log_key_verifier(served), True
 
 
 def monitor(client: ServiceClient, state_dir: Path, *, log_key: str | None = None,
             served_key: note.Verifier | None = None, progress: Progress | None = None) -> MonitorRun:
     """One run of the monitor over `client`'s log, keeping its state in `state_dir`.
 
-    `log_key` names the log's key (else the pinned one; else, on first use,
-    `served_key` or /v1/log/key). Raises MonitorError or ServiceError when
-    the run cannot proceed; violations are returned, with their evidence kept.
+    `served_key` is the key the service names for its log (default: fetched from /v1/log/key); it must
+    be the pinned one (the state's; on first use the one `log_key` names, else `served_key` itself, which
+    is then pinned). `log_key` names the log's key, which must be the pinned one. Raises MonitorError or
+    ServiceError when the run cannot proceed; violations (among them a service presenting another origin
+    or key than the pinned ones) are returned, with their evidence kept.
     """
     files = StateDir(state_dir)
     with files.locked():
         kept = files.load()
-        verifier, first_use = _pinned_verifier(kept, log_key, client, served_key)
+        served = (LogKey(origin=served_key.name, verifier_key=served_key.vkey()) if served_key is not None
+                  else client.log_key())
+        verifier, first_use = _pinned_verifier(kept, log_key, served)
         base = kept or MonitorState(origin=verifier.name, log_key=verifier.vkey(), key_pinned_at=_now(),
                                     service=client.base_url)
         try:
-            state, audit, new_entries = _follow(client, files, verifier, base, progress)
+            state, audit, new_entries = _follow(client, files, verifier, base, served, progress)
         except Violation as violation:
             if kept is None:
                 files.save(base)  # the key stays pinned; no checkpoint is kept
@@ -704,10 +847,27 @@ def monitor(client: ServiceClient, state_dir: Path, *, log_key: str | None = Non
         return MonitorRun(state, [], audit.flags, audit.notes, new_entries, first_use, report)
 
 
+def check_log_identity(service: str, pinned: MonitorState, served: LogKey, signed: str) -> None:
+    """Violation unless the service presents the pinned log: the origin and key it names (`served`, from
+    /v1/log/key) and the origin its checkpoint `signed` names."""
+    served_key = canonical_key(served.verifier_key)
+    problem = log_identity_problem(service, pinned.origin, pinned.log_key, pinned.key_pinned_at, served.origin,
+                                   served_key)
+    origin = claimed_origin(signed)
+    if problem is None and origin is not None:
+        problem = log_identity_problem(service, pinned.origin, pinned.log_key, pinned.key_pinned_at, origin)
+    if problem is not None:
+        evidence = {"served": signed, "served_log_key": served_key}
+        if pinned.checkpoint is not None:
+            evidence["kept"] = pinned.checkpoint.checkpoint
+        raise Violation([problem], evidence)
+
+
 def _follow(client: ServiceClient, files: StateDir, verifier: note.Verifier, kept: MonitorState,
-            progress: Progress | None) -> tuple[MonitorState, Audit, int]:
+            served: LogKey, progress: Progress | None) -> tuple[MonitorState, Audit, int]:
     """The state advanced to the served checkpoint; Violation if anything fails to hold."""
     signed = client.checkpoint().checkpoint
+    check_log_identity(client.base_url, kept, served, signed)
     tree = SignedTree.of(open_checkpoint(signed, verifier), signed)
     check_against_kept(kept.checkpoint, tree, client, verifier.name)
 
@@ -719,6 +879,7 @@ def _follow(client: ServiceClient, files: StateDir, verifier: note.Verifier, kep
         data = entry.data.encode("utf-8")
         accumulator.append(merkle.leaf_hash(data))
         audit.leaf(entry.index, data)
+    audit.finish()
     if accumulator.root() != tree.root:
         raise Violation([f"the entries the log serves for [{kept.size}, {tree.size}) do not hash to its signed "
                          f"root {_b64(tree.root)}"], {"served": signed})
@@ -774,6 +935,9 @@ def model_report(stats: ModelStats) -> dict[str, Any]:
         "radius": {"exact": stats.exact_radius, "fast": stats.certificates - stats.flips - stats.exact_radius},
         "eps": eps_summary(eps),
         "eps_values": [exact_decimal(v) for v in eps],
+        # auditors' attestations logged for the model's cards: how many, and by auditor name
+        "attestations": stats.attestations,
+        "attested_by": dict(sorted(stats.auditors.items())),
     }
 
 
@@ -800,6 +964,14 @@ def _share(answered: int, requests: int) -> str:
     return f"{answered}/{requests} ({100 * answered / requests:.0f}%)"
 
 
+def _attested(count: int, by: dict[str, int]) -> str:
+    """'3 (audit.example x2, other.example)', or '-' without any attestation."""
+    if not count:
+        return "-"
+    names = ", ".join(name if n == 1 else f"{name} x{n}" for name, n in sorted(by.items()))
+    return f"{count} ({names})"
+
+
 def render_report(report: dict[str, Any], new_flags: Sequence[str] = ()) -> str:
     """The report as plain text: violations and flags first, then one row per model."""
     lines = [f"VIOLATION: {v}" for v in report["violations"]]
@@ -810,12 +982,13 @@ def render_report(report: dict[str, Any], new_flags: Sequence[str] = ()) -> str:
     verdict = "consistent" if report["consistent"] else "NOT ADVANCED (violation)"
     lines.append(f"log {report['origin']} at {report['service']}: {where}; "
                  f"{report['new_entries']} new entries verified; {verdict}")
-    header = ("model", "cards", "recommits", "requests", "certificates", "answered", "flips", "exact",
+    header = ("model", "cards", "recommits", "attested", "requests", "certificates", "answered", "flips", "exact",
               "eps min", "eps median", "eps max")
     rows = [header]
     for model_id, m in report["models"].items():
         eps = m["eps"] or {"min": "-", "median": "-", "max": "-"}
         rows.append((model_id, str(m["cards_published"]), str(len(m["commitment_changes"])),
+                     _attested(m.get("attestations", 0), m.get("attested_by", {})),
                      str(m["decision_requests"]), str(m["certificates"]),
                      _share(m["answered_requests"], m["decision_requests"]), str(m["flips"]),
                      str(m.get("radius", {}).get("exact", 0)), eps["min"], eps["median"], eps["max"]))

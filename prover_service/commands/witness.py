@@ -8,12 +8,25 @@ existing file) and prints its verifier key, which the bank lists in
 FAIRPROOF_LOG_WITNESSES and customers pass to --trust-witness.
 
 cosign fetches the log's newest checkpoint, checks it extends the last one
-this witness cosigned for that log (kept in DIR/<origin>.json; the log's key
-is pinned there on first use), cosigns it and posts the cosignature to the
-log (verifier_client/witness.py says what is checked).
+this witness cosigned for that service, cosigns it and posts the
+cosignature to the log (verifier_client/witness.py says what is checked).
 
-Exit status 0 on success, 1 when the checkpoint is refused (fork, rollback,
-wrong key), 2 on unusable input, an unreachable service or a service error.
+The log belongs to the service: the state is kept per service URL, in
+DIR/<service>.json (e.g. DIR/https+bank.example.json; localhost and
+127.0.0.1 are one service), which pins the log's origin and key on first
+use. When the service later names another origin or key (in /v1/log/key or
+in its checkpoint), as a bank serving a fresh private log from the same URL
+would, cosign refuses:
+
+    REFUSED: the service URL publishes its log as ORIGIN (pinned ...), not NEW
+
+and writes nothing. A state file of the old layout (DIR/<origin>.json) is
+adopted on the first run for a service serving that origin: its key and
+last cosigned checkpoint carry over (the old file is left as it was).
+
+Exit status 0 on success, 1 when the checkpoint is refused (another origin
+or key than the pinned ones, fork, rollback, wrong key), 2 on unusable input,
+an unreachable service or a service error.
 """
 from __future__ import annotations
 
@@ -39,14 +52,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     keygen.add_argument("--out", required=True, type=Path, metavar="FILE", help="private key file (created 0600)")
     keygen.set_defaults(handler=run_keygen)
 
-    cosign = actions.add_parser("cosign", help="cosign the log's newest checkpoint and post the cosignature")
+    cosign = actions.add_parser(
+        "cosign", help="cosign the log's newest checkpoint and post the cosignature",
+        description="Cosign the newest checkpoint of the log the service publishes, if it extends the last one "
+                    "cosigned for that service. The service's log origin and key are pinned on first use; a "
+                    "service naming another origin or key later is refused (exit status 1).")
     cosign.add_argument("--url", required=True, help="the bank's service, e.g. https://bank.example")
     cosign.add_argument("--key", required=True, type=Path, metavar="FILE", help="the witness's private key file")
     cosign.add_argument("--state", required=True, type=Path, metavar="DIR",
-                        help="where the last cosigned checkpoint of each log is kept")
+                        help="where each service's log (origin and key, pinned on first use) and the last "
+                             "checkpoint cosigned for it are kept: DIR/<service>.json")
     cosign.add_argument("--log-key", metavar="VKEY",
-                        help="the log's verifier key (default: the pinned one; on first use, the one the "
-                             "service names)")
+                        help="the log's verifier key (default: the one pinned for the service; on first use, "
+                             "the one the service names, which must be this one when given)")
     cosign.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="per HTTP request (default 30)")
     cosign.set_defaults(handler=run_cosign)
 
@@ -91,23 +109,16 @@ def _signer(path: Path):
         raise _Unusable(f"{path} is not a witness key: {exc}") from None
 
 
-def _log_verifier(args: argparse.Namespace, client):
-    """(the log's verifier, the state file, whether the key is used for the first time)."""
-    from verifier_client.monitor import MonitorError, fetch_log_key, parse_log_key, sanitise_origin
-    from verifier_client.witness import read_state
+def _pinned_log(args: argparse.Namespace, client):
+    """The log pinned for the service (verifier_client.witness.pin_log)."""
+    from verifier_client.monitor import MonitorError, parse_log_key
+    from verifier_client.witness import pin_log
 
     try:
-        named = parse_log_key(args.log_key) if args.log_key else fetch_log_key(client)
-        state_path = args.state / f"{sanitise_origin(named.name)}.json"
-        last = read_state(state_path)
-        if last is None:
-            return named, state_path, not args.log_key
-        pinned = parse_log_key(last.log_key)
+        named = parse_log_key(args.log_key) if args.log_key else None
     except MonitorError as exc:
         raise _Unusable(str(exc)) from None
-    if args.log_key and pinned.vkey() != named.vkey():
-        raise _Unusable(f"{state_path} pins the log key {pinned.vkey()}, not {named.vkey()}")
-    return pinned, state_path, False
+    return pin_log(args.state, client.base_url, client.log_key(), named)
 
 
 def run_cosign(args: argparse.Namespace, transport=None) -> int:
@@ -119,8 +130,10 @@ def run_cosign(args: argparse.Namespace, transport=None) -> int:
     try:
         signer = _signer(args.key)
         with WitnessClient(args.url, timeout=args.timeout, transport=transport) as client:
-            log_verifier, state_path, first_use = _log_verifier(args, client)
-            witness = Witness(signer, log_verifier, state_path)
+            pinned = _pinned_log(args, client)
+            log_verifier = pinned.verifier
+            witness = Witness(signer, log_verifier, pinned.state_path, service=client.base_url,
+                              adopted_from=pinned.adopted_from)
             cosigned = witness.cosign(client.checkpoint().checkpoint, client.consistency)
             served = client.add_cosignature(cosigned).checkpoint
     except WitnessRefused as exc:
@@ -133,8 +146,12 @@ def run_cosign(args: argparse.Namespace, transport=None) -> int:
     except OSError as exc:
         return _error(f"cannot write the witness state: {exc.strerror or exc}")
 
-    if first_use:
-        print(f"{PROG}: pinned the log key {log_verifier.vkey()} on first use", file=sys.stderr)
+    if pinned.first_use:
+        print(f"{PROG}: pinned the log key {log_verifier.vkey()} (origin {log_verifier.name!r}) for "
+              f"{client.base_url} on first use", file=sys.stderr)
+    if pinned.adopted_from is not None:
+        print(f"{PROG}: adopted the state of {pinned.adopted_from} (old layout) in {pinned.state_path}",
+              file=sys.stderr)
     last = witness.last()
     try:
         kept = open_note(served, [log_verifier, CosignatureVerifier(signer.name, signer.public_key)])
