@@ -64,7 +64,7 @@ def card_changes(old: ModelCard, new: ModelCard) -> CardChanges:
 def _differences(was: Any, now: Any) -> list[str]:
     """'path: old -> new' for each leaf that differs (lists of equal length compared item by item)."""
     if isinstance(was, dict) and isinstance(now, dict):
-        lines = []
+        lines: list[str] = []
         for key in sorted(set(was) | set(now)):
             if was.get(key) != now.get(key):
                 lines.extend(f"{key}{line}" if line.startswith(":") else f"{key}.{line}"

@@ -242,7 +242,7 @@ class PinStore:
                 return PinCheck(pinned[0], first_use=False)
             changes = [_update_problem(p, card, self.path, accept_update, attested_by) for p in stale]
             how = (f"attested by {', '.join(attested_by)}" if attested_by
-                   else f"accepted by you: {changes[0].describe()}")
+                   else f"accepted by you: {changes[0].describe() if changes[0] else 'a new card'}")
             repinned = []
             for p in stale:
                 repinned.append(p.model_copy(update={

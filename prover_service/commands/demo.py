@@ -3,9 +3,11 @@
 Train (or load) a German Credit (4,2) model, commit to it, enumerate its
 regions into the precompute store, set up the keys of the circuit buckets
 the first customers need in a two-party ceremony (the bank and a named
-auditor contribute, a beacon closes it), then for a few test customers:
-certify, prove, and verify each bundle as a customer who trusts the auditor
-would (card + bundle + the auditor's contribution hash only).
+auditor contribute, a beacon closes it); the auditor then audits every key
+on the card (`fairproof audit-keys`) and signs an attestation of it. For a
+few test customers: certify, prove, and verify each bundle as a customer who
+trusts the auditor would (card + bundle + the auditor's attestation, checked
+against the auditor's key only).
 
 Phase 1 here is a development powers-of-tau file written on this machine (by
 the auditor, in the story): production uses a public ceremony's file, see the
@@ -74,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     model_dir = workdir / f"german-{'x'.join(map(str, hidden))}-{args.variant}"
 
     backend = get_backend()
-    _say(f"[1/6] model: German Credit {hidden} {args.variant} (curve backend: {backend.name})")
+    _say(f"[1/7] model: German Credit {hidden} {args.variant} (curve backend: {backend.name})")
     if not (model_dir / "model.json").is_file():
         artifact = load_or_train("german", hidden, args.variant, cache_dir=workdir / "cache", data_dir=args.data_dir,
                                  progress=lambda *a: None)
@@ -83,12 +85,12 @@ def run(args: argparse.Namespace) -> int:
     workspace = ModelWorkspace.open(model_dir)
     _say(f"      test accuracy {workspace.artifact.test_accuracy:.3f}")
 
-    _say("[2/6] commit")
+    _say("[2/7] commit")
     card = workspace.card() if workspace.is_committed else commit_model(
         workspace, model_id=model_dir.name, persistence_delta=args.persistence)
     _say(f"      commitment {card.commitment}")
 
-    _say("[3/6] precompute regions")
+    _say("[3/7] precompute regions")
     db = open_database(resolve_store_url(args.store, model_dir))
     try:
         prover = Prover(workspace, db, backend, progress=_say, radius=args.radius,
@@ -101,8 +103,9 @@ def run(args: argparse.Namespace) -> int:
         queries = [query_from_index(workspace.artifact, prover.model, i, args.data_dir)
                    for i in range(min(args.customers, len(X)))]
         auditor_hashes = _ceremonies(prover, queries, workdir, backend)
+        auditor_key, attestation = _auditor_attests(prover.card, workdir, model_dir, backend)
 
-        _say(f"[6/6] certify, prove and verify {len(queries)} customers (trusting the auditor's contribution)")
+        _say(f"[7/7] certify, prove and verify {len(queries)} customers (trusting the auditor's key)")
         bundles_dir = workdir / "bundles"
         bundles_dir.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(workspace.card_path, workdir / "card.json")
@@ -120,7 +123,9 @@ def run(args: argparse.Namespace) -> int:
             bundle = result.bundle
             (bundles_dir / f"customer-{index}.json").write_text(bundle.model_dump_json(indent=1) + "\n")
             t0 = time.perf_counter()
-            verdict = verify_bundle(bundle, prover.card, backend, trusted_contributors=auditor_hashes)
+            verdict = verify_bundle(bundle, prover.card, backend, trusted_contributors=auditor_hashes,
+                                    trusted_auditors=[auditor_key] if attestation else [],
+                                    attestations=[attestation] if attestation else [])
             verify_ms = (time.perf_counter() - t0) * 1000
             failures += not verdict
             # "=" for an exact radius, ">=" for a lower bound: what the verified bucket's statement proves.
@@ -140,15 +145,61 @@ def run(args: argparse.Namespace) -> int:
         for lens in (spread_summary(verdict.claims, prover.card), persistence_summary(verdict.claims, prover.card)):
             if lens:
                 print(lens)
-    trust = " ".join(f"--trust-contributor {h}" for h in auditor_hashes)
+    trust = (f"--trust-auditor {auditor_key} --attestation {_attestation_path(workdir)}" if attestation
+             else " ".join(f"--trust-contributor {h}" for h in auditor_hashes))
     print(f"\nbundles in {bundles_dir}/, card in {workdir / 'card.json'}; check one as a customer who trusts the "
           f"auditor:\n  fairproof-verify {bundles_dir}/customer-0.json --card {workdir / 'card.json'} {trust}")
-    print(f"audit every key of the card:\n  fairproof audit-keys --card {workdir / 'card.json'} "
-          f"--ptau {_phase1_path(workdir)} --keys {model_dir / 'keys'}")
+    print(f"audit every key of the card and attest it, as the auditor did:\n  fairproof audit-keys --card "
+          f"{workdir / 'card.json'} --ptau {_phase1_path(workdir)} --keys {model_dir / 'keys'} "
+          f"--attest ATTESTATION.json --signing-key {_auditor_key_path(workdir)}")
     return 1 if failures else 0
 
 
 AUDITOR = "Consumer Credit Association (auditor)"
+AUDITOR_KEY_NAME = "audit.consumer-credit.example"  # the name in the auditor's signing key
+
+
+def _auditor_key_path(workdir: Path) -> Path:
+    return workdir / "auditor" / "attestation.key"
+
+
+def _attestation_path(workdir: Path) -> Path:
+    return workdir / "attestation.json"
+
+
+def _auditor_attests(card, workdir: Path, model_dir: Path, backend):
+    """The auditor audits every key on `card` and signs what it checked: (its verifier key, the attestation),
+    or (its key, None) for a card without buckets. Reuses an earlier run's attestation of this very card."""
+    from datetime import datetime, timezone
+
+    from commitments.attestation import Attestation, sign_attestation, statement_mismatch, verify_signature
+    from prover_service.key_audit import audit_card
+    from transparency.note import generate_key
+
+    from .key_files import read_signer, write_new_file
+
+    key_path, out = _auditor_key_path(workdir), _attestation_path(workdir)
+    if not key_path.is_file():
+        key_path.parent.mkdir(parents=True, exist_ok=True)
+        write_new_file(key_path, generate_key(AUDITOR_KEY_NAME)[0] + "\n")
+    signer = read_signer(key_path)
+    vkey = signer.verifier().vkey()
+    if not card.circuits:
+        return vkey, None
+    if out.is_file():
+        earlier = Attestation.from_json(out.read_bytes())
+        if statement_mismatch(verify_signature(earlier).statement, card, card.digest()) is None:
+            _say(f"[6/7] the auditor's attestation of card {card.digest()[:16]}...: made by an earlier run")
+            return vkey, earlier
+    _say(f"[6/7] the auditor audits every key on card {card.digest()[:16]}... and attests it")
+    audit = audit_card(card, _phase1_path(workdir), model_dir / "keys", backend, progress=lambda m: _say(f"      {m}"))
+    if not audit.ok:
+        failed = "; ".join(f"{b.bucket}: {b.reason}" for b in audit.buckets if not b.ok)
+        raise RuntimeError(f"the auditor's audit of the card failed: {failed}")
+    attestation = sign_attestation(audit.statement(datetime.now(timezone.utc).date().isoformat()), signer)
+    out.write_text(attestation.model_dump_json(indent=1) + "\n")
+    _say(f"      attestation by {signer.name} written to {out}")
+    return vkey, attestation
 
 
 def _phase1_path(workdir: Path) -> Path:
@@ -182,16 +233,16 @@ def _ceremonies(prover, queries, workdir: Path, backend) -> list[str]:
     power = max(circuit_power(r) for r in relations.values())
     ptau = _phase1_path(workdir)
     if not ptau.is_file() or read_ptau(ptau).power < power:
-        _say(f"[4/6] phase 1: a development powers-of-tau file of 2^{power} (made here, by the auditor in this "
+        _say(f"[4/7] phase 1: a development powers-of-tau file of 2^{power} (made here, by the auditor in this "
              "story; production uses a public ceremony's file)")
         ptau.parent.mkdir(parents=True, exist_ok=True)
         write_dev_ptau(ptau, power, backend, name=AUDITOR, progress=lambda m: _say(f"      {m}"))
     else:
-        _say(f"[4/6] phase 1: {ptau} (2^{read_ptau(ptau).power}, made by an earlier run)")
+        _say(f"[4/7] phase 1: {ptau} (2^{read_ptau(ptau).power}, made by an earlier run)")
 
     receipts_path = workdir / "ceremonies" / "auditor-hashes.json"
     receipts = json.loads(receipts_path.read_text()) if receipts_path.is_file() else {}
-    _say(f"[5/6] phase-2 ceremonies for buckets {', '.join(sorted(shapes))}: the bank, then the auditor, "
+    _say(f"[5/7] phase-2 ceremonies for buckets {', '.join(sorted(shapes))}: the bank, then the auditor, "
          "then a public beacon")
     for name, shape in sorted(shapes.items()):
         if any(b.bucket == name for b in prover.card.circuits):
