@@ -39,6 +39,8 @@ class PageCase:
     pinned: str = ""  # a card digest the customer pinned (the page's field; the command line pins by file)
     reason: str = ""  # a word the refusal names
     extra: dict = field(default_factory=dict)
+    auditors: tuple[str, ...] = ()  # auditors' verifier keys the customer trusts (--trust-auditor)
+    attestations: tuple[str, ...] = ()  # attestation documents the customer gives (--attestation files)
 
 
 def _with_proof(bundle: CertificateBundle, proof: Proof) -> CertificateBundle:
@@ -143,6 +145,99 @@ def page_cases(bank) -> list[PageCase]:
     return cases
 
 
+# ------------------------------------------------------------------------ auditors' attestations of the card
+
+AUDITOR = "auditor.example"
+
+
+def attested_statement(card, **changes):
+    """What an auditor signs for `card` (commitments.attestation), with `changes` made to it."""
+    from commitments.attestation import AttestationStatement, AttestedCircuit, attested_circuits
+
+    circuits = tuple(AttestedCircuit(name=name, r1cs_digest=r1cs, verifying_key_digest=vk, contributions=("a1" * 64,))
+                     for name, r1cs, vk in attested_circuits(card))
+    fields = dict(model_id=card.model_id, card_digest=card.digest(), commitment=card.commitment,
+                  phase1_digest="0" * 64, circuits=circuits, lenses=card.lenses, date="2026-11-28")
+    return AttestationStatement(**{**fields, **changes})
+
+
+def attestation_cases(bank) -> list[PageCase]:
+    """A customer who trusts an auditor: the card must carry that auditor's attestation of exactly this card.
+    Each case says what `fairproof-verify --trust-auditor ... --attestation ...` answers
+    (tests/test_page_attestations.py checks that, and that the page agrees)."""
+    from commitments.attestation import Attestation, sign_attestation
+    from transparency import note
+
+    card, genuine = bank.card, bank.bundles[0]
+    bundle, card_text, record = genuine.model_dump_json(), card.model_dump_json(), json.dumps(bank.records[0])
+    skey, vkey = note.generate_key(AUDITOR)
+    auditor = note.Signer.from_key(skey)
+    impostor = note.Signer.from_key(note.generate_key(AUDITOR)[0])  # another key under the same name
+    other_skey, other_vkey = note.generate_key("second-auditor.example")
+    second = note.Signer.from_key(other_skey)
+
+    def signed(statement, signer=auditor) -> str:
+        return sign_attestation(statement, signer).model_dump_json()
+
+    def case(name, attestations, expected="INVALID", reason="", auditors=(vkey,), record=record) -> PageCase:
+        return PageCase(f"attestation: {name}", bundle, card_text, record, expected, reason=reason,
+                        auditors=tuple(auditors), attestations=tuple(attestations))
+
+    good = signed(attested_statement(card))
+    circuits = attested_statement(card).circuits
+    other_key_circuits = (circuits[0].model_copy(update={"verifying_key_digest": "cd" * 32}), *circuits[1:])
+    good_note = Attestation.model_validate_json(good).note
+    tampered = good_note.replace('"date":"2026-11-28"', '"date":"2026-11-29"')
+    assert tampered != good_note
+    text, _, signature = good_note.rpartition("\n\n")
+    # The signature line's base64 with one character too many: malformed, before any signature is checked.
+    mangled = f"{text}\n\n{signature[:-1]}A\n"
+    spaced = attested_statement(card).text().replace('{"card_digest"', '{ "card_digest"')
+    assert spaced != attested_statement(card).text()
+    key_id = vkey.split("+")[1]
+    wrong_id = vkey.replace(f"+{key_id}+", f"+{'0' if key_id[0] != '0' else '1'}{key_id[1:]}+")
+    return [
+        case("attested honest card", [good], "VALID"),
+        case("attested honest card, no record", [good], "VALID", record=""),
+        case("two trusted auditors, one attested", [good], "VALID", auditors=(other_vkey, vkey)),
+        case("two attestations, one good", [signed(attested_statement(card, card_digest="ab" * 32)), good], "VALID"),
+        case("none given", [], reason="no auditor you trust"),
+        case("another key under the auditor's name", [signed(attested_statement(card), impostor)],
+             reason="no auditor you trust"),
+        case("an auditor the customer does not trust", [signed(attested_statement(card), second)],
+             reason="no auditor you trust"),
+        case("of another card digest", [signed(attested_statement(card, card_digest="ab" * 32))],
+             reason="it attests card abababab"),
+        case("of another model", [signed(attested_statement(card, model_id="another-model"))],
+             reason="of model 'another-model'"),
+        case("of another commitment", [signed(attested_statement(card, commitment="12345"))],
+             reason="another commitment"),
+        case("of another key digest", [signed(attested_statement(card, circuits=other_key_circuits))],
+             reason="circuits it lists"),
+        case("of other lenses", [signed(attested_statement(card, lenses=("radius",)))], reason="lenses it lists"),
+        case("tampered note text", [Attestation.model_validate_json(good).model_copy(update={"note": tampered})
+                                    .model_dump_json()], reason="invalid signature by known key"),
+        case("malformed signature line", [Attestation(auditor_key=vkey, note=mangled).model_dump_json()],
+             reason="mis-signed"),
+        case("statement not in canonical form", [Attestation(auditor_key=vkey, note=note.sign(spaced, [auditor]))
+                                                 .model_dump_json()], reason="canonical form"),
+        case("malformed document: unknown field", [good[:-1] + ', "date": "2026-11-28"}'], "UNUSABLE",
+             reason="malformed"),
+        case("malformed document: wrong type", [json.dumps({"auditor_key": vkey, "note": 7})], "UNUSABLE",
+             reason="malformed"),
+        case("malformed document: duplicate key", [good[:-1] + f', "auditor_key": {json.dumps(vkey)}}}'], "UNUSABLE",
+             reason="duplicate"),
+        case("attestation given, no auditor trusted", [signed(attested_statement(card, model_id="another-model"))],
+             "VALID", auditors=()),
+        case("malformed document, no auditor trusted", [good[:-1] + ', "x": 1}'], "UNUSABLE", reason="malformed",
+             auditors=()),
+        case("malformed trusted key: key ID", [good], "UNUSABLE", reason="does not match its key",
+             auditors=(wrong_id,)),
+        case("malformed trusted key: not a key", [good], "UNUSABLE", reason="is malformed",
+             auditors=("auditor.example",)),
+    ]
+
+
 # ------------------------------------------------------------------------ the page's verifier in node
 
 NODE_RUNNER = """
@@ -157,9 +252,10 @@ let input = ''; process.stdin.on('data', d => input += d).on('end', async () => 
   for (const c of job.cases) {
     const started = performance.now();
     const r = await verify.verifyBundle({ bundleText: c.bundle, cardText: c.card, recordText: c.record,
-      pinnedDigest: c.pinned, trusted: c.trusted }, env);
+      pinnedDigest: c.pinned, trusted: c.trusted, trustedAuditors: c.auditors, attestations: c.attestations }, env);
     out.push({ verdict: r.valid ? 'VALID' : r.kind === 'unusable' ? 'UNUSABLE' : 'INVALID',
-               reason: r.reason || '', report: r.report || '', ms: performance.now() - started });
+               reason: r.reason || '', report: r.report || '', auditors: r.auditors || [],
+               ms: performance.now() - started });
   }
   process.stdout.write(JSON.stringify(out));
   process.exit(0);
@@ -177,6 +273,7 @@ def _snarkjs_node() -> Path:
 def node_verdicts(cases: list[PageCase]) -> list[dict]:
     snarkjs = _snarkjs_node()
     job = {"schemas": json.dumps(page_schemas()), "cases": [
-        {"bundle": c.bundle, "card": c.card, "record": c.record, "pinned": c.pinned, "trusted": list(c.trusted)}
+        {"bundle": c.bundle, "card": c.card, "record": c.record, "pinned": c.pinned, "trusted": list(c.trusted),
+         "auditors": list(c.auditors), "attestations": list(c.attestations)}
         for c in cases]}
     return run_node(NODE_RUNNER, job, str(PAGE_DIR), str(snarkjs))

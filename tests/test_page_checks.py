@@ -173,6 +173,36 @@ def test_the_page_reads_documents_exactly_as_strictly_as_the_verifier(bank, kind
     assert not disagreements, disagreements[:3]
 
 
+def test_the_page_reads_attestations_exactly_as_strictly_as_the_verifier():
+    """An attestation document (commitments.attestation.Attestation.from_json, as `--attestation` reads it):
+    unknown fields, wrong types, empty or overlong strings and repeated keys are refused, by the page too."""
+    from commitments.attestation import Attestation
+    from transparency import note
+
+    skey, vkey = note.generate_key("auditor.example")
+    original = {"auditor_key": vkey, "note": note.sign("fairproof-card-attestation/v1\n{}\n", [note.Signer.from_key(skey)])}
+    docs = [original, *_mutations(original, random.Random(13), 200)]
+    texts = [json.dumps(d) for d in docs]
+    text = texts[0]
+    texts += [text[:-1] + ', "note": "x"}', text[:-1] + ', "auditor_key": "x"}', text.replace('"note"', '"Note"'),
+              json.dumps({**original, "note": "x" * (256 * 1024 + 1)}), json.dumps({**original, "auditor_key": "k" * 513}),
+              json.dumps({**original, "note": "\u00e9" * (256 * 1024)}), "[]", "null", '{"auditor_key": "a", "note": "b"} x',
+              text.replace(": ", ":  "), text.replace("{", "{\n", 1)]
+    schemas = json.dumps(page_schemas())
+    got = run_js([["shape", [schemas, "attestation", t]] for t in texts])
+    disagreements = []
+    for t, js in zip(texts, got):
+        try:
+            Attestation.from_json(t)
+            python_accepts = True
+        except (NonCanonical, ValueError):
+            python_accepts = False
+        if python_accepts != (js is None):
+            disagreements.append((t[:200], js))
+    assert got[0] is None and sum(js is not None for js in got) > 100
+    assert not disagreements, disagreements[:3]
+
+
 def test_card_inconsistencies_the_validators_refuse_the_page_refuses(bank):
     card = json.loads(bank.card.model_dump_json())
     edits = {

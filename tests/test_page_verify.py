@@ -34,7 +34,9 @@ def cli_run(case: PageCase, tmp_path: Path, capsys) -> tuple[str, str]:
     """(verdict, stdout) of `fairproof-verify BUNDLE --card CARD [--record] [--trust-contributor]`."""
     (tmp_path / "bundle.json").write_text(case.bundle)
     (tmp_path / "card.json").write_text(case.card)
-    args = [str(tmp_path / "bundle.json"), "--card", str(tmp_path / "card.json"), "--pin-file", str(tmp_path / "pins")]
+    pins = tmp_path / "pins"  # each case is a customer of its own: no pin carried from one case to the next
+    pins.unlink(missing_ok=True)
+    args = [str(tmp_path / "bundle.json"), "--card", str(tmp_path / "card.json"), "--pin-file", str(pins)]
     if case.record:
         (tmp_path / "record.json").write_text(case.record)
         args += ["--record", str(tmp_path / "record.json")]

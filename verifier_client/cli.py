@@ -347,14 +347,14 @@ def _pin_file_card(args: argparse.Namespace, pins: PinStore, card: ModelCard, at
     pinned (and said so) only with `record`."""
     pin = pins.check(None, card, accept_update=args.accept_card_update, attested_by=attested_by, record=record)
     if record:
-        _say_pin(args, pin)
+        _say_pin(pins, pin)
     return pin
 
 
-def _say_pin(args: argparse.Namespace, pin: PinCheck) -> None:
+def _say_pin(pins: PinStore, pin: PinCheck) -> None:
     """First use and re-pinning are never silent: one line on stderr."""
     if pin.first_use or pin.updated:
-        print(f"fairproof-verify: {pin.describe()} (in {args.pin_file or 'the default pin file'})", file=sys.stderr)
+        print(f"fairproof-verify: {pin.describe()} (in {pins.path})", file=sys.stderr)
 
 
 def _group_counts(args: argparse.Namespace) -> int:
@@ -491,7 +491,7 @@ def _from_service(args: argparse.Namespace, transport: httpx.BaseTransport | Non
               f"{result.pin.pin.card_digest[:16]}... (commitment {result.pin.pin.commitment[:16]}...) "
               f"in {pins.path}", file=sys.stderr)
     elif result.pin.updated:
-        _say_pin(args, result.pin)
+        _say_pin(pins, result.pin)
     if not result.verdict:
         return _invalid(args, "INVALID certificate: ", "; ".join(result.verdict.reasons))
     claims = result.verdict.claims

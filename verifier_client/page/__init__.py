@@ -1,8 +1,8 @@
 """The verification page: one self-contained HTML file that checks a certificate in the browser.
 
 The page holds everything it runs: the verifier's JavaScript modules of this package (each a twin of a
-Python check, tested against it), the JSON Schemas of the bundle and card models (so its strict reading is
-the models' by construction), snarkjs's browser build for the pairing, and optionally the model card it
+Python check, tested against it), the JSON Schemas of the bundle, card and attestation models (so its
+strict reading is the models' by construction), snarkjs's browser build for the pairing, and optionally the model card it
 was made for. Its Content-Security-Policy admits exactly those inline scripts (by hash) and no connection
 at all, or, when the bank's service serves it, only to that service (for the card).
 
@@ -25,12 +25,14 @@ from importlib import metadata
 from pathlib import Path
 from string import Template
 
+from commitments.attestation import Attestation, AttestationStatement
 from commitments.bundle import CertificateBundle
 from commitments.card import ModelCard
 
 PAGE_DIR = Path(__file__).resolve().parent
 # In dependency order: each module may use the ones before it.
-MODULES = ("canonical.js", "schema.js", "claims.js", "curve.js", "record.js", "explain.js", "verify.js", "ui.js")
+MODULES = ("canonical.js", "schema.js", "claims.js", "curve.js", "record.js", "explain.js", "attestation.js", "verify.js",
+           "ui.js")
 
 SNARKJS_VERSION = "0.7.6"
 SNARKJS_BROWSER_SHA256 = "3f61bbd9ac0a10173902eaef65b510fa4e9a2c057f759c7f18a6d0446b20fd06"  # build/snarkjs.min.js
@@ -65,8 +67,10 @@ def snarkjs_browser_build() -> str:
 
 
 def page_schemas() -> dict[str, object]:
-    """The JSON Schemas the page reads documents by: the models' own."""
-    return {"bundle": CertificateBundle.model_json_schema(), "card": ModelCard.model_json_schema()}
+    """The JSON Schemas the page reads documents by: the models' own (an attestation's signed statement too)."""
+    return {"bundle": CertificateBundle.model_json_schema(), "card": ModelCard.model_json_schema(),
+            "attestation": Attestation.model_json_schema(),
+            "attestation_statement": AttestationStatement.model_json_schema()}
 
 
 def _json_in_html(value: object) -> str:

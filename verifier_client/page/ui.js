@@ -55,6 +55,9 @@
       box.textContent = "VALID certificate";
       const lines = verdict.report.split("\n").slice(1);
       lines.push("Transparency log: not checked by this page (fairproof-verify checks it against the log key you pin).");
+      lines.push(verdict.auditors && verdict.auditors.length
+        ? `The card is attested by ${verdict.auditors.join(", ")} (an auditor you trust checked every key on it).`
+        : "The card is attested by no auditor you named (give an auditor's key under \"What you choose to trust\" to require one).");
       lines.push(verdict.recordChecked ? "The certificate is about your record."
         : "Your record was not checked: give it to make sure the certificate is about you.");
       report.textContent = lines.join("\n");
@@ -65,6 +68,12 @@
     $("card-digest").textContent = verdict.cardDigest || "(no card read)";
     $("timing").textContent = `checked in the browser in ${milliseconds.toFixed(0)} ms`;
     $("timing").dataset.milliseconds = milliseconds.toFixed(1);
+  }
+
+  // The attestation files chosen, read when the customer presses Verify.
+  function attestationTexts() {
+    const input = $("attestation-files");
+    return Promise.all(Array.from((input && input.files) || [], (file) => file.text()));
   }
 
   async function verify() {
@@ -80,6 +89,8 @@
         bundleText, cardText: await cardText(bundleText), recordText: $("record-text").value,
         pinnedDigest: $("pinned-digest").value,
         trusted: $("trusted").value.split(/[\s,]+/),
+        trustedAuditors: $("trusted-auditors").value.split("\n"),
+        attestations: await attestationTexts(),
         requiredLenses: Array.from(document.querySelectorAll("input[name=lens]:checked"), (c) => c.value),
       }, { snarkjs: globalThis.snarkjs, schemas });
     } catch (e) {

@@ -7,7 +7,8 @@
 //               consistent (as ModelCard's validators), and it is the card the customer pinned, if they did;
 //   claims      the bundle names this card and one of its buckets; every claim comes from the public signals
 //               and the card (claims.js), and every readable field of the bundle equals its claim;
-//   customer    the lenses they require, their own record's query, the contributors they trust;
+//   customer    the lenses they require, their own record's query, an attestation of this very card by an
+//               auditor they trust (attestation.js), if they name any, the contributors they trust;
 //   keys        each bucket key is a valid, non-degenerate key matching its digest on the card;
 //   proofs      each proof's JSON points are group elements, proof_hex is exactly their compression, and
 //               snarkjs's Groth16 check holds for the signals.
@@ -18,9 +19,11 @@
 
 const lib = typeof module !== "undefined"
   ? { canonical: require("./canonical.js"), schema: require("./schema.js"), claims: require("./claims.js"),
-    curve: require("./curve.js"), record: require("./record.js"), explain: require("./explain.js") }
+    curve: require("./curve.js"), record: require("./record.js"), explain: require("./explain.js"),
+    attestation: require("./attestation.js") }
   : { canonical: globalThis.FairProofCanonical, schema: globalThis.FairProofSchema, claims: globalThis.FairProofClaims,
-    curve: globalThis.FairProofCurve, record: globalThis.FairProofRecord, explain: globalThis.FairProofExplain };
+    curve: globalThis.FairProofCurve, record: globalThis.FairProofRecord, explain: globalThis.FairProofExplain,
+    attestation: globalThis.FairProofAttestation };
 
 const MAX_DOCUMENT_CHARS = 64 * 1024 * 1024;
 const MAX_NUMBER_CHARS = 80;
@@ -281,10 +284,32 @@ async function checkProof(snarkjs, key, proofJson, proofHex, signals, whose) {
   if (ok !== true) throw invalid(`proof rejected${whose}: the pairing check fails`);
 }
 
+// --------------------------------------------------------------------------------------- attestations
+// The customer's trusted auditors (verifier keys) and the attestations they gave, read as fairproof-verify
+// reads --trust-auditor and --attestation: a malformed key or document is unusable input.
+async function readAuditors(keys) {
+  const verifiers = [];
+  for (const key of keys) {
+    try {
+      verifiers.push(await lib.attestation.parseAuditorKey(key));
+    } catch (e) {
+      if (e instanceof lib.attestation.AttestationError) throw unusable(e.message);
+      throw e;
+    }
+  }
+  return verifiers;
+}
+
+function readAttestations(texts, schema) {
+  return texts.map((text, i) => readDocument(text, schema, texts.length > 1 ? `attestation ${i + 1}` : "attestation"));
+}
+
 // --------------------------------------------------------------------------------------- verdict
-// inputs: { bundleText, cardText, recordText?, pinnedDigest?, trusted?: [hex], requiredLenses?: [name] }
-// env: { snarkjs, schemas: { bundle, card } (parsed JSON Schemas) }
-// Returns { valid: true, claims, report, cardDigest, query } or { valid: false, kind, reason, cardDigest? }.
+// inputs: { bundleText, cardText, recordText?, pinnedDigest?, trusted?: [hex], requiredLenses?: [name],
+//           trustedAuditors?: [verifier key], attestations?: [attestation document text] }
+// env: { snarkjs, schemas: { bundle, card, attestation, attestation_statement } (parsed JSON Schemas) }
+// Returns { valid: true, claims, report, cardDigest, recordChecked, auditors, card } or
+// { valid: false, kind, reason, cardDigest? }. `auditors`: the trusted auditors whose attestation covers the card.
 async function verifyBundle(inputs, env) {
   let cardDigest = null;
   try {
@@ -295,6 +320,8 @@ async function verifyBundle(inputs, env) {
     const pinned = (inputs.pinnedDigest || "").trim().toLowerCase();
     if (pinned && pinned !== cardDigest) throw invalid(`the card is not the one you pinned (its digest is ${cardDigest})`);
     const bundle = readDocument(inputs.bundleText, env.schemas.bundle, "bundle");
+    const verifiers = await readAuditors((inputs.trustedAuditors || []).map((k) => k.trim()).filter((k) => k));
+    const attestations = readAttestations(inputs.attestations || [], env.schemas.attestation);
     const claims = bundleClaims(bundle, card, cardDigest);
     const missing = lensProblem(claims, inputs.requiredLenses || []);
     if (missing) throw invalid(missing);
@@ -314,6 +341,9 @@ async function verifyBundle(inputs, env) {
       }
       recordChecked = true;
     }
+    const attested = await lib.attestation.checkAttestations(card, cardDigest, attestations, verifiers,
+      env.schemas.attestation_statement);
+    if (attested.problem !== null) throw invalid(attested.problem);
     const trusted = (inputs.trusted || []).map((h) => h.trim().toLowerCase()).filter((h) => h);
     const proofs = [[claims.bucket, bundle.proof, bundle.proof_hex, bundle.public_signals, ""],
       ...(bundle.parts || []).map((p) => [p.bucket, p.proof, p.proof_hex, partSignals(bundle, p.slice_index), ` (slice ${p.slice_index})`])];
@@ -327,7 +357,8 @@ async function verifyBundle(inputs, env) {
       if (!keys.has(name)) keys.set(name, await checkedKey(bucketOf(name)));
       await checkProof(env.snarkjs, keys.get(name), proofJson, proofHex, signals, whose);
     }
-    return { valid: true, claims, cardDigest, recordChecked, report: lib.explain.validReport(claims, card), card };
+    return { valid: true, claims, cardDigest, recordChecked, report: lib.explain.validReport(claims, card), card,
+      auditors: attested.auditors };
   } catch (e) {
     if (e instanceof Refusal) return { valid: false, kind: e.kind, reason: e.message, cardDigest };
     return { valid: false, kind: "unusable", reason: `this page could not check the documents (${e.message})`, cardDigest };
