@@ -414,3 +414,60 @@ def test_audit_refuses_a_card_whose_lenses_are_not_the_keys(bank, ptau, ceremony
     result = _audit(bank, ptau, ceremony, lying)
     assert not result.ok and "R1CS digest is not the digest of the statement" in result.reason, result.reason
     # (the honest card passes the same audit: test_audit_keys_accepts_the_card)
+
+
+# -- the auditor's attestation --------------------------------------------------------------------------------
+
+
+def test_the_auditor_attests_what_it_audited_and_the_customer_accepts_only_that_card(bank, ptau, proved, tmp_path,
+                                                                                      capsys):
+    keys, key = bank["model"] / "keys", tmp_path / "auditor.key"
+    assert fairproof(["attest", "keygen", "--name", "audit.example", "--out", str(key)]) == 0
+    vkey = capsys.readouterr().out.strip()
+    assert vkey.startswith("audit.example+") and oct(key.stat().st_mode)[-3:] == "600"
+    assert fairproof(["attest", "keygen", "--name", "audit.example", "--out", str(key)]) == 2  # never overwritten
+    attestation = tmp_path / "attestation.json"
+    assert fairproof(["audit-keys", "--card", str(proved["card"]), "--ptau", str(ptau), "--keys", str(keys),
+                      "--quiet", "--attest", str(attestation), "--signing-key", str(key)]) == 0
+    assert f"--trust-auditor {vkey}" in capsys.readouterr().out
+    assert fairproof(["attest", "show", str(attestation), "--card", str(proved["card"])]) == 0
+    shown = capsys.readouterr().out
+    assert "attestation by audit.example" in shown and "covers" in shown and bank["bucket"] in shown
+    # The customer who trusts that key accepts the card it attested ...
+    trust = ["--trust-auditor", vkey, "--attestation", str(attestation)]
+    assert _verify(proved, tmp_path, *trust) == 0
+    assert "attested by audit.example" in capsys.readouterr().out
+    # ... and refuses without the attestation, or with another auditor's key.
+    assert _verify(proved, tmp_path / "x", "--trust-auditor", vkey) == 1
+    assert "no auditor you trust" in capsys.readouterr().err
+    other = subprocess.run([sys.executable, "-m", "prover_service.cli", "attest", "keygen", "--name", "audit.example",
+                            "--out", str(tmp_path / "other.key")], cwd=REPO, capture_output=True, text=True)
+    assert _verify(proved, tmp_path / "y", "--trust-auditor", other.stdout.strip(), "--attestation",
+                   str(attestation)) == 1
+    # `attest show` refuses a card the attestation does not cover, and a tampered attestation.
+    lying = proved["card_model"].model_copy(update={"description": "another card"})
+    (tmp_path / "lying.json").write_text(lying.model_dump_json())
+    assert fairproof(["attest", "show", str(attestation), "--card", str(tmp_path / "lying.json")]) == 1
+    data = json.loads(attestation.read_text())
+    data["note"] = data["note"].replace(proved["card_model"].model_id, "another-model")
+    (tmp_path / "tampered.json").write_text(json.dumps(data))
+    assert fairproof(["attest", "show", str(tmp_path / "tampered.json")]) == 1
+
+
+def test_no_attestation_is_written_for_a_card_that_fails_the_audit(bank, ptau, proved, tmp_path, capsys):
+    key = tmp_path / "auditor.key"
+    assert fairproof(["attest", "keygen", "--name", "audit.example", "--out", str(key)]) == 0
+
+    def fake_auditor(b):
+        fake = tuple(c.model_copy(update={"hash": "7" * 128}) if c.name == "auditor" else c
+                     for c in b.setup.contributions)
+        return b.model_copy(update={"setup": b.setup.model_copy(update={"contributions": fake})})
+
+    lying = _lie(proved["card_model"], bank["bucket"], fake_auditor)
+    (tmp_path / "lying.json").write_text(lying.model_dump_json())
+    out = tmp_path / "attestation.json"
+    assert fairproof(["audit-keys", "--card", str(tmp_path / "lying.json"), "--ptau", str(ptau), "--keys",
+                      str(bank["model"] / "keys"), "--quiet", "--attest", str(out), "--signing-key", str(key)]) == 1
+    assert "no attestation written" in capsys.readouterr().err and not out.exists()
+    assert fairproof(["audit-keys", "--card", str(tmp_path / "lying.json"), "--ptau", str(ptau), "--keys",
+                      str(bank["model"] / "keys"), "--attest", str(out)]) == 2  # --signing-key goes with it
