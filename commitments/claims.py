@@ -47,7 +47,13 @@ _HALF_R = (R - 1) // 2
 
 
 class ClaimError(ValueError):
-    """Public signals that no honest certificate under this card can have (the message names the signal)."""
+    """Public signals that no honest certificate under this card can have (the message names the signal).
+
+    `code` is the rule's stable reason code (docs/VERIFYING.md), the same in every verifier."""
+
+    def __init__(self, message: str, code: str):
+        super().__init__(message)
+        self.code = code
 
 
 @dataclass(frozen=True)
@@ -179,42 +185,43 @@ def claims_from_signals(signals: Sequence[str], card: ModelCard, bucket: Circuit
     expected = HEAD_SIGNALS + n + n_spread + n_persistence + (1 if bucket.shape.per_slice else 0)
     if bucket.n_public != expected:
         raise ClaimError(f"bucket {bucket.bucket} has {bucket.n_public} public inputs, "
-                         f"this model's statement has {expected}")
+                         f"this model's statement has {expected}", "claims.signal-count")
     if len(signals) != expected:
-        raise ClaimError(f"the proof has {len(signals)} public signals, this model's statement has {expected}")
+        raise ClaimError(f"the proof has {len(signals)} public signals, this model's statement has {expected}",
+                         "claims.signal-count")
     try:
         values = [parse_decimal(s, R, f"public signal {i}") for i, s in enumerate(signals)]
     except NonCanonical as exc:
-        raise ClaimError(str(exc)) from None
+        raise ClaimError(str(exc), "claims.signal-encoding") from None
     if bucket.shape.per_slice:
         if values[-1] != slice_index:
             raise ClaimError(f"public signal {expected - 1} (the slice the proof covers) is {values[-1]}, "
-                             f"this proof stands for slice {slice_index}")
+                             f"this proof stands for slice {slice_index}", "claims.parts")
         values = values[:-1]
     commitment, decision, eps_numerator, status, flip_index = values[:HEAD_SIGNALS]
 
     if commitment != parse_decimal(card.commitment, R, "card commitment"):
-        raise ClaimError("public signal 0 is not the card's commitment")
+        raise ClaimError("public signal 0 is not the card's commitment", "claims.commitment")
     labels = card.architecture.class_labels
     if decision >= len(labels):
-        raise ClaimError(f"public signal 1 (decision {decision}) is not a class of this model")
+        raise ClaimError(f"public signal 1 (decision {decision}) is not a class of this model", "claims.decision")
     if eps_numerator > bucket.shape.eps_cap:
         raise ClaimError(f"public signal 2 (E = {eps_numerator}) exceeds the cap {bucket.shape.eps_cap} "
-                         f"of bucket {bucket.bucket}")
+                         f"of bucket {bucket.bucket}", "claims.eps-cap")
     if status not in STATUS_NAMES:
-        raise ClaimError(f"public signal 3 (status {status}) is neither certified (0) nor flip (1)")
+        raise ClaimError(f"public signal 3 (status {status}) is neither certified (0) nor flip (1)", "claims.status")
 
     flip = None
     if status == STATUS_CERTIFIED:
         if flip_index != 0:
-            raise ClaimError("public signal 4 (flip slice) must be 0 on a certified radius")
+            raise ClaimError("public signal 4 (flip slice) must be 0 on a certified radius", "claims.flip")
     else:
         if eps_numerator != 0:
-            raise ClaimError("a counterfactual flip certifies radius 0, public signal 2 is not 0")
+            raise ClaimError("a counterfactual flip certifies radius 0, public signal 2 is not 0", "claims.flip")
         slices = card.slices()
         if flip_index >= len(slices):
             raise ClaimError(f"public signal 4 (flip slice {flip_index}) is not one of the "
-                             f"{len(slices)} sensitive slices")
+                             f"{len(slices)} sensitive slices", "claims.flip")
         slice_values, slice_labels = card.slice_labels(flip_index)
         flip = FlipSlice(index=flip_index, values=slice_values, labels=slice_labels)
 
@@ -222,11 +229,11 @@ def claims_from_signals(signals: Sequence[str], card: ModelCard, bucket: Circuit
     for i, (v, lo, hi) in enumerate(zip(query, card.box_lower, card.box_upper)):
         if not lo <= v <= hi:
             raise ClaimError(f"public signal {HEAD_SIGNALS + i} (feature {card.feature_names[i]!r}) "
-                             "lies outside the model's input domain box")
+                             "lies outside the model's input domain box", "claims.query-box")
     for f in card.sensitive:
         if query[f.column] not in f.values:
             raise ClaimError(f"public signal {HEAD_SIGNALS + f.column} (sensitive feature {f.name!r}) "
-                             "is not a value of its domain")
+                             "is not a value of its domain", "claims.sensitive-value")
 
     spread = persistence = None
     if card.spread is not None:  # exactly when n_spread > 0
@@ -252,16 +259,16 @@ def _spread_claims(values: Sequence[int], card: ModelCard, lens: SpreadLensCard,
     decisions, count = tuple(values[:len(slices)]), values[len(slices)]
     for s, d in enumerate(decisions):
         if d >= len(labels):
-            raise ClaimError(f"public signal {first + s} (the decision with slice {s}) is not a class of this model")
+            raise ClaimError(f"public signal {first + s} (the decision with slice {s}) is not a class of this model", "claims.spread")
     if not 1 <= count <= len(slices):
         raise ClaimError(f"public signal {first + len(slices)} ({count} margin buckets) is not between 1 and "
-                         f"the {len(slices)} slices")
+                         f"the {len(slices)} slices", "claims.spread")
     own = slices.index(tuple(query[f.column] for f in card.sensitive))
     if decisions[own] != decision:
         raise ClaimError(f"public signal {first + own} (the decision with the query's own sensitive values) "
-                         "differs from the decision")
+                         "differs from the decision", "claims.spread")
     if status == STATUS_CERTIFIED and any(d != decision for d in decisions):
-        raise ClaimError("a certified radius means every slice decides the same, the spread signals say otherwise")
+        raise ClaimError("a certified radius means every slice decides the same, the spread signals say otherwise", "claims.spread")
     return SpreadClaims(decisions=decisions, decision_labels=tuple(labels[d] for d in decisions),
                         slice_labels=tuple(card.slice_labels(s)[1] for s in range(len(slices))),
                         score_buckets=count, favourable_class=lens.favourable_class,
@@ -277,7 +284,7 @@ def _persistence_claims(values: Sequence[int], card: ModelCard, lens: Persistenc
     delta = values[0]
     if delta > card.persistence_delta_cap:
         raise ClaimError(f"public signal {first} (delta {delta}) exceeds {card.persistence_delta_cap}, "
-                         "the widest moved column of the domain box")
+                         "the widest moved column of the domain box", "claims.persistence")
     pairs = card.persistence_pairs()
     bounds = []
     for i, (a, v) in enumerate(pairs):
@@ -285,12 +292,12 @@ def _persistence_claims(values: Sequence[int], card: ModelCard, lens: Persistenc
         lower, upper = signed(values[1 + 2 * i]), signed(values[2 + 2 * i])
         for position, bound in ((at, lower), (at + 1, upper)):
             if abs(bound) >= PERSISTENCE_BOUND_LIMIT:
-                raise ClaimError(f"public signal {position} (a persistence bound) is no integer a proof can state")
+                raise ClaimError(f"public signal {position} (a persistence bound) is no integer a proof can state", "claims.persistence")
         if lower > upper:
-            raise ClaimError(f"public signals {at} and {at + 1} (persistence bounds) have lower above upper")
+            raise ClaimError(f"public signals {at} and {at + 1} (persistence bounds) have lower above upper", "claims.persistence")
         if query[card.sensitive[a].column] == v and not lower <= 0 <= upper:
             raise ClaimError(f"public signals {at} and {at + 1} (the customer's own value, where the gap is 0) "
-                             "do not contain 0")
+                             "do not contain 0", "claims.persistence")
         bounds.append((lower, upper))
     own = tuple(query[card.sensitive[a].column] == v for a, v in pairs)
     return PersistenceClaims(
@@ -326,20 +333,22 @@ def bundle_claims(bundle: CertificateBundle, card: ModelCard, card_digest: str |
     """Claims of a bundle under `card`, refusing (ClaimError) any field that contradicts them.
     `card_digest`: card.digest(), for a caller that already has it (it is computed otherwise)."""
     if bundle.model_id != card.model_id:
-        raise ClaimError(f"bundle is for model {bundle.model_id!r}, the card is for {card.model_id!r}")
+        raise ClaimError(f"bundle is for model {bundle.model_id!r}, the card is for {card.model_id!r}", "claims.model")
     if bundle.card_digest != (card.digest() if card_digest is None else card_digest):
-        raise ClaimError("bundle was issued under another model card (card digest differs from the card's)")
+        raise ClaimError("bundle was issued under another model card (card digest differs from the card's)",
+                         "claims.card-digest")
     try:
         bucket = card.bucket(bundle.bucket)
     except KeyError as exc:
-        raise ClaimError(str(exc.args[0])) from None
+        raise ClaimError(str(exc.args[0]), "claims.bucket") from None
     claims = claims_from_signals(bundle.public_signals, card, bucket)
     problem = contradiction(bundle, claims)
     if problem:
-        raise ClaimError(problem)
+        raise ClaimError(problem, "claims.contradiction")
     if not bucket.shape.per_slice:
         if bundle.parts:
-            raise ClaimError(f"bucket {bucket.bucket} proves every slice at once: the bundle has no slice parts")
+            raise ClaimError(f"bucket {bucket.bucket} proves every slice at once: the bundle has no slice parts",
+                             "claims.parts")
         return claims
     return _with_parts(bundle, card, bucket, claims)
 
@@ -351,20 +360,21 @@ def _with_parts(bundle: CertificateBundle, card: ModelCard, bucket: CircuitBucke
     indices = [p.slice_index for p in bundle.parts]
     if indices != list(range(1, n_slices)):
         raise ClaimError(f"a per-slice certificate has one proof per slice: parts for slices 1..{n_slices - 1} "
-                         f"in order, not {indices}")
+                         f"in order, not {indices}", "claims.parts")
     for p in bundle.parts:
         try:
             part_bucket = card.bucket(p.bucket)
         except KeyError as exc:
-            raise ClaimError(str(exc.args[0])) from None
+            raise ClaimError(str(exc.args[0]), "claims.parts") from None
         if not part_bucket.shape.per_slice:
-            raise ClaimError(f"the proof of slice {p.slice_index} names bucket {p.bucket}, which is not per-slice")
+            raise ClaimError(f"the proof of slice {p.slice_index} names bucket {p.bucket}, which is not per-slice",
+                             "claims.parts")
         if part_bucket.shape.eps_cap != bucket.shape.eps_cap or part_bucket.shape.radius != bucket.shape.radius:
             raise ClaimError(f"the proof of slice {p.slice_index} names bucket {p.bucket}, whose cap or radius "
-                             f"differs from bucket {bucket.bucket}'s")
+                             f"differs from bucket {bucket.bucket}'s", "claims.parts")
         part = claims_from_signals(part_signals(bundle, p.slice_index), card, part_bucket, p.slice_index)
         if part != replace(claims, bucket=part_bucket.bucket):
-            raise ClaimError(f"the proof of slice {p.slice_index} claims something else than slice 0's")
+            raise ClaimError(f"the proof of slice {p.slice_index} claims something else than slice 0's", "claims.parts")
     return replace(claims, part_buckets=tuple(p.bucket for p in bundle.parts))
 
 
@@ -382,19 +392,19 @@ def signals_for(bundle: CertificateBundle, commitment: int) -> tuple[str, ...]:
     head = [commitment, bundle.decision, bundle.eps.numerator, status, flip_index]
     for v in head:
         if not 0 <= v < R:
-            raise ClaimError(f"{v} is not a field element")
+            raise ClaimError(f"{v} is not a field element", "claims.signal-encoding")
     part = ("0",) if bundle.parts else ()  # a per-slice certificate's own proof is slice 0's
     lens = () if bundle.spread is None else (*bundle.spread.decisions, bundle.spread.score_buckets)
     if bundle.persistence is not None:
         lens += (bundle.persistence.delta,)
     for v in lens:
         if not 0 <= v < R:
-            raise ClaimError(f"{v} is not a field element")
+            raise ClaimError(f"{v} is not a field element", "claims.signal-encoding")
     bounds = () if bundle.persistence is None else tuple(
         v for b in bundle.persistence.bounds for v in (b.lower, b.upper))
     for v in bounds:
         if abs(v) >= PERSISTENCE_BOUND_LIMIT:
-            raise ClaimError(f"{v} is no persistence bound a proof can state")
+            raise ClaimError(f"{v} is no persistence bound a proof can state", "claims.persistence")
     return (tuple(str(v) for v in head) + tuple(str(v % R) for v in bundle.query) + tuple(str(v) for v in lens)
             + tuple(str(v % R) for v in bounds) + part)
 

@@ -62,13 +62,14 @@ class AuditVerdict:
     ok: bool
     reason: str = ""
     metrics: GroupMetrics | None = None
+    code: str | None = None  # an invalid verdict's stable reason code (docs/VERIFYING.md)
 
     def __bool__(self) -> bool:
         return self.ok
 
 
-def _refuse(reason: str) -> AuditVerdict:
-    return AuditVerdict(False, reason)
+def _refuse(reason: str, code: str = "groups.signals") -> AuditVerdict:
+    return AuditVerdict(False, reason, code=code)
 
 
 def group_metrics(card: ModelCard, counts: Iterable[GroupCount]) -> GroupMetrics:
@@ -98,80 +99,84 @@ def verify_group_counts(bundle: GroupCountsBundle, card: ModelCard, dataset: Aud
                         attestations: Iterable[Attestation] = ()) -> AuditVerdict:
     """Every check an auditor needs, in order; the first failure is the reason."""
     if bundle.card_digest != card_digest(card):
-        return _refuse("the bundle was issued under another model card than the one you hold")
+        return _refuse("the bundle was issued under another model card than the one you hold", "claims.card-digest")
     if bundle.model_id != card.model_id:
-        return _refuse("the bundle names another model than the card")
+        return _refuse("the bundle names another model than the card", "claims.model")
     try:
         circuit = card.audit_circuit(bundle.circuit)
     except KeyError as exc:
-        return _refuse(str(exc.args[0]))
+        return _refuse(str(exc.args[0]), "claims.bucket")
     layout = DatasetLayout(circuit.n_rows, tuple(card.box_lower), tuple(card.box_upper),
                            tuple(f.column for f in card.sensitive), tuple(card.slices()))
     f = circuit.favourable_class
     if bundle.favourable_class != f or bundle.favourable_label != card.architecture.class_labels[f]:
-        return _refuse("the bundle's favourable class is not its audit circuit's")
+        return _refuse("the bundle's favourable class is not its audit circuit's", "claims.contradiction")
 
     # The dataset: the card's inputs at the card's scale, and the favourable class as its label.
     if dataset.feature_names != card.feature_names or dataset.scale_bits != card.scale_bits:
-        return _refuse("the audit dataset's inputs or scale are not the card's")
+        return _refuse("the audit dataset's inputs or scale are not the card's", "groups.dataset")
     if dataset.favourable_label != card.architecture.class_labels[f]:
         return _refuse(f"the audit dataset labels {dataset.favourable_label!r} as favourable, the circuit "
-                       f"{card.architecture.class_labels[f]!r}")
+                       f"{card.architecture.class_labels[f]!r}", "groups.dataset")
     if bundle.dataset_sha256 != dataset.sha256():
-        return _refuse("the bundle is about another audit dataset than the one you hold")
+        return _refuse("the bundle is about another audit dataset than the one you hold", "groups.dataset")
     rows, labels = [list(r) for r in dataset.rows], list(dataset.labels)
     try:
         digest = layout.digest(rows, labels)
     except DatasetError as exc:
-        return _refuse(f"the audit dataset cannot be proved on: {exc}")
+        return _refuse(f"the audit dataset cannot be proved on: {exc}", "groups.dataset")
     if int(bundle.dataset_digest) != digest:
-        return _refuse("the bundle's dataset digest is not the dataset's")
+        return _refuse("the bundle's dataset digest is not the dataset's", "groups.dataset")
 
     # The signals: what the statement's public inputs must be, from the card, the dataset and the claimed
     # selections (which the proof then pins).
     signals = [int(s) for s in bundle.public_signals]
     if len(signals) != layout.n_public or circuit.n_public != layout.n_public:
-        return _refuse(f"{layout.n_public} public signals expected, the bundle has {len(signals)}")
+        return _refuse(f"{layout.n_public} public signals expected, the bundle has {len(signals)}", "claims.signal-count")
     if signals[0] != int(card.commitment):
-        return _refuse("the proof is not about the committed model (commitment signal differs from the card's)")
+        return _refuse("the proof is not about the committed model (commitment signal differs from the card's)",
+                       "claims.commitment")
     if signals[1] != digest:
-        return _refuse("the proof is not about this dataset (digest signal differs)")
+        return _refuse("the proof is not about this dataset (digest signal differs)", "groups.dataset")
     k = len(GROUP_COUNT_FIELDS)
     counts = [GroupCount(*signals[2 + k * g: 2 + k * (g + 1)]) for g in range(len(layout.slices))]
     for g, (c, (n, p)) in enumerate(zip(counts, layout.counts(rows, labels))):
         if (c.rows, c.positives) != (n, p):
-            return _refuse(f"slice {g}: the signals' row or positive count is not the dataset's")
+            return _refuse(f"slice {g}: the signals' row or positive count is not the dataset's", "groups.dataset")
         if not (0 <= c.true_positives <= c.selected <= c.rows and c.true_positives <= c.positives):
             return _refuse(f"slice {g}: the selected counts are impossible (no proof can have them)")
     if len(bundle.groups) != len(layout.slices):
-        return _refuse("the bundle does not list every slice")
+        return _refuse("the bundle does not list every slice", "claims.contradiction")
     for g, (claimed, c) in enumerate(zip(bundle.groups, counts)):
         values, slice_labels = card.slice_labels(g)
         if (claimed.slice_index, claimed.values, claimed.labels) != (g, values, slice_labels):
-            return _refuse(f"group {g} of the bundle is not slice {g} of the card")
+            return _refuse(f"group {g} of the bundle is not slice {g} of the card", "claims.contradiction")
         if (claimed.rows, claimed.positives, claimed.selected, claimed.true_positives) != \
                 (c.rows, c.positives, c.selected, c.true_positives):
-            return _refuse(f"group {g}: the bundle's counts differ from what its proof's signals say")
+            return _refuse(f"group {g}: the bundle's counts differ from what its proof's signals say", "claims.contradiction")
 
     attested = card_attestation_problem(card, card_digest(card), attestations, trusted_auditors)
     if isinstance(attested, str):
-        return _refuse(attested)
+        return _refuse(attested, "customer.auditor")
     trust = setup_trust_problem(circuit, trusted_contributors)
     if trust:
-        return _refuse(trust)
+        return _refuse(trust, "customer.contributor")
     backend = backend or get_backend()
     try:
         what = f"verifying key of audit circuit {circuit.name}"
         vk = verifying_key_from_json(circuit.verifying_key.model_dump(mode="json"), what=what, backend=backend)
         if vk.n_public != circuit.n_public or vk_digest(vk) != circuit.verifying_key_digest:
-            return _refuse(f"the {what} does not match its digest or size on the card")
+            return _refuse(f"the {what} does not match its digest or size on the card", "key.invalid")
         prepared = prepare_verifying_key(vk, backend)
+    except MalformedArtifact as exc:
+        return _refuse(str(exc), "key.invalid")
+    try:
         proof = read_proof(bundle.proof, bundle.proof_hex)
     except MalformedArtifact as exc:
-        return _refuse(str(exc))
+        return _refuse(str(exc), "proof.malformed")
     result = check_prepared_proof(prepared, signals, proof, backend)
     if not result.ok:
-        return _refuse(f"proof rejected: {result.reason}")
+        return _refuse(f"proof rejected: {result.reason}", "proof.rejected")
     return AuditVerdict(True, metrics=group_metrics(card, counts))
 
 

@@ -301,26 +301,26 @@ def _from_files(args: argparse.Namespace) -> int:
     try:  # a card other than the pinned one is refused before anything else; pinned once the verdict is valid
         _pin_file_card(args, pins, card, _attested_names(card, auditors, attestations), record=False)
     except PinMismatch as exc:
-        return _invalid(args, "REFUSED: ", str(exc))
+        return _invalid(args, "REFUSED: ", str(exc), "card.pin-mismatch")
     except PinFileError as exc:
         return _fail(str(exc), 2)
     verdict = verify_bundle(bundle, card, _backend(args.backend), query=query, trusted_contributors=trusted,
                             required_lenses=args.require_lens, trusted_auditors=auditors, attestations=attestations)
     if not verdict:
-        return _invalid(args, "INVALID certificate: ", "; ".join(verdict.reasons))
+        return _invalid(args, "INVALID certificate: ", "; ".join(verdict.reasons), verdict.code)
     claims = verdict.claims
     assert claims is not None  # verify_bundle sets them on every valid verdict
     if card.persistence is not None or args.delta is not None:  # the card's default box unless one is asked for
         problem = _box_problem(verdict, card, args.delta)
         if problem:
-            return _invalid(args, "INVALID certificate: ", problem)
+            return _invalid(args, "INVALID certificate: ", problem, "customer.box")
     try:
         pin = _pin_file_card(args, pins, card, verdict.auditors)
         log_words = _file_log_check(args, bundle, card, pins)
     except PinMismatch as exc:
-        return _invalid(args, "REFUSED: ", str(exc))
+        return _invalid(args, "REFUSED: ", str(exc), "card.pin-mismatch")
     except LogRefused as exc:
-        return _invalid(args, "REFUSED (transparency log): ", str(exc))
+        return _invalid(args, "REFUSED (transparency log): ", str(exc), "log.refused")
     except PinFileError as exc:
         return _fail(str(exc), 2)
     except ServiceError as exc:
@@ -375,18 +375,18 @@ def _group_counts(args: argparse.Namespace) -> int:
         _pin_file_card(args, pins, card, attested, record=False)
         verdict = verify_group_counts(bundle, card, dataset, _backend(args.backend), trusted_contributors=trusted,
                                       trusted_auditors=auditors, attestations=attestations)
-        problem = None if verdict else f"INVALID group-counts proof: {verdict.reason}"
+        problem, code = (None, None) if verdict else (f"INVALID group-counts proof: {verdict.reason}", verdict.code)
         if problem is None:
             _pin_file_card(args, pins, card, attested)
     except PinMismatch as exc:
-        problem = f"REFUSED: {exc}"
+        problem, code = f"REFUSED: {exc}", "card.pin-mismatch"
     except PinFileError as exc:
         return _fail(str(exc), 2)
     if problem is not None:
         if args.json:
-            _print_json(GroupCountsReport(valid=False, reason=problem))
+            _print_json(GroupCountsReport(valid=False, reason=problem, reason_code=code))
             return 1
-        return _fail(problem, 1)
+        return _fail(f"{problem} [{code}]", 1)
     assert verdict.metrics is not None  # verify_group_counts sets them on every valid verdict
     circuit = card.audit_circuit(bundle.circuit)
     if args.json:
@@ -424,12 +424,13 @@ def _file_log_check(args: argparse.Namespace, bundle: CertificateBundle, card: M
                                   file_mode=True).describe()
 
 
-def _invalid(args: argparse.Namespace, prefix: str, reason: str) -> int:
-    """A refusal (exit 1): one line on stderr, or the JSON verdict on stdout with --json."""
+def _invalid(args: argparse.Namespace, prefix: str, reason: str, code: str | None) -> int:
+    """A refusal (exit 1): one line on stderr ending in the rule's reason code, or the JSON verdict on stdout
+    with --json."""
     if args.json:
-        _print_json(CertificateReport(valid=False, reason=prefix + reason))
+        _print_json(CertificateReport(valid=False, reason=prefix + reason, reason_code=code))
         return 1
-    return _fail(prefix + reason, 1)
+    return _fail(prefix + reason + (f" [{code}]" if code else ""), 1)
 
 
 def _print_json(report: CertificateReport | GroupCountsReport) -> int:
@@ -478,9 +479,9 @@ def _from_service(args: argparse.Namespace, transport: httpx.BaseTransport | Non
     except RecordError as exc:
         return _fail(f"your record cannot be used with model {args.model!r}: {exc}", 2)
     except PinMismatch as exc:
-        return _invalid(args, "REFUSED: ", str(exc))
+        return _invalid(args, "REFUSED: ", str(exc), "card.pin-mismatch")
     except LogRefused as exc:
-        return _invalid(args, "REFUSED (transparency log): ", str(exc))
+        return _invalid(args, "REFUSED (transparency log): ", str(exc), "log.refused")
     except PinFileError as exc:
         return _fail(str(exc), 2)
     except ServiceError as exc:
@@ -493,12 +494,12 @@ def _from_service(args: argparse.Namespace, transport: httpx.BaseTransport | Non
     elif result.pin.updated:
         _say_pin(pins, result.pin)
     if not result.verdict:
-        return _invalid(args, "INVALID certificate: ", "; ".join(result.verdict.reasons))
+        return _invalid(args, "INVALID certificate: ", "; ".join(result.verdict.reasons), result.verdict.code)
     claims = result.verdict.claims
     assert claims is not None and result.log is not None  # both set on a valid verdict (request_certificate)
     missing = lens_problem(claims, args.require_lens)
     if missing:
-        return _invalid(args, "INVALID certificate: ", missing)
+        return _invalid(args, "INVALID certificate: ", missing, "customer.lens")
     trust = card_trust_summary(result.card, result.pin, result.verdict.auditors, bool(auditors))
     if args.json:
         return _print_json(certificate_report(claims, result.card, _setup_words(result.verdict, result.card), True,

@@ -85,6 +85,7 @@ class CertificateReport(_Frozen):
     kind: Literal["certificate"] = "certificate"
     valid: bool
     reason: str | None = None
+    reason_code: str | None = None  # the refused rule's stable code (docs/VERIFYING.md)
     certificate: Certificate | None = None
 
 
@@ -102,6 +103,7 @@ class GroupCountsReport(_Frozen):
     kind: Literal["group-counts"] = "group-counts"
     valid: bool
     reason: str | None = None
+    reason_code: str | None = None  # the refused rule's stable code (docs/VERIFYING.md)
     model_id: str | None = None
     audit_circuit: str | None = None
     dataset_sha256: str | None = None

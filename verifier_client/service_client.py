@@ -311,7 +311,7 @@ def request_certificate(client: ServiceClient, pins: PinStore, model_id: str, re
     try:
         expected = persistence_delta(card, delta)  # under the card the certificate was issued under
     except ServiceError as exc:
-        verdict = Verdict(False, (str(exc),))
+        verdict = Verdict(False, (str(exc),), code="customer.box")
     else:
         verdict = check_certificate(bundle, card, query, accepted, backend,
                                     trusted_contributors=trusted_contributors, persistence_delta=expected,
@@ -358,7 +358,8 @@ def check_certificate(bundle: CertificateBundle, card: ModelCard, query: tuple[i
     """verify_bundle for `query`, and the certificate states the decision the service announced and (when
     given) the persistence box `persistence_delta` the customer asked for."""
     if bundle.model_id != card.model_id or bundle.card_digest != card.digest():
-        return Verdict(False, ("the certificate was issued under another model card than the pinned one",))
+        return Verdict(False, ("the certificate was issued under another model card than the pinned one",),
+                       code="claims.card-digest")
     verdict = verify_bundle(bundle, card, backend, query=query, trusted_contributors=trusted_contributors,
                             trusted_auditors=trusted_auditors, attestations=attestations)
     if not verdict:
@@ -367,11 +368,11 @@ def check_certificate(bundle: CertificateBundle, card: ModelCard, query: tuple[i
     assert claims is not None  # verify_bundle sets them on every valid verdict
     if accepted is not None and claims.decision != accepted.decision:
         return Verdict(False, (f"the service announced decision {accepted.decision_label!r} but the certificate "
-                               f"proves {claims.decision_label!r}",))
+                               f"proves {claims.decision_label!r}",), code="customer.announced-decision")
     if persistence_delta is not None:
         problem = box_problem(claims, card, persistence_delta)
         if problem:
-            return Verdict(False, (problem,))
+            return Verdict(False, (problem,), code="customer.box")
     return verdict
 
 

@@ -46,6 +46,7 @@ class Verdict:
     reasons: tuple[str, ...] = field(default_factory=tuple)
     claims: Claims | None = None  # set on a valid verdict only: what the proof establishes
     auditors: tuple[str, ...] = ()  # trusted auditors whose attestation covers the card (valid verdicts)
+    code: str | None = None  # an invalid verdict's stable reason code (docs/VERIFYING.md)
 
     def __bool__(self) -> bool:
         return self.valid
@@ -57,8 +58,8 @@ class Verdict:
         return None if self.claims is None else self.claims.radius
 
 
-def _refuse(reason: str) -> Verdict:
-    return Verdict(False, (reason,))
+def _refuse(reason: str, code: str) -> Verdict:
+    return Verdict(False, (reason,), code=code)
 
 
 def verify_bundle(bundle: CertificateBundle, card: ModelCard, backend: CurveBackend | None = None, *,
@@ -79,14 +80,15 @@ def verify_bundle(bundle: CertificateBundle, card: ModelCard, backend: CurveBack
     try:
         claims = bundle_claims(bundle, card, digest)
     except ClaimError as exc:
-        return _refuse(str(exc))
+        return _refuse(str(exc), exc.code)
     missing = lens_problem(claims, required_lenses)
     if missing:
-        return _refuse(missing)
+        return _refuse(missing, "customer.lens")
     if query is not None and claims.query != tuple(query):
         differing = [card.feature_names[i] for i, (a, b) in enumerate(zip(claims.query, query)) if a != b]
         which = ", ".join(differing[:5]) + ("..." if len(differing) > 5 else "") if differing else "length"
-        return _refuse(f"the certificate is about another customer's record, not yours (query differs in: {which})")
+        return _refuse(f"the certificate is about another customer's record, not yours (query differs in: {which})",
+                       "customer.record")
 
     # A per-slice certificate is one proof per slice (claims checked that every slice has one): all must hold.
     proofs: list[tuple[CircuitBucket, SnarkjsProof, str, tuple[str, ...], int | None]] = [
@@ -95,23 +97,26 @@ def verify_bundle(bundle: CertificateBundle, card: ModelCard, backend: CurveBack
                for p in bundle.parts]
     attested = card_attestation_problem(card, digest, attestations, trusted_auditors)
     if isinstance(attested, str):
-        return _refuse(attested)
+        return _refuse(attested, "customer.auditor")
     for bucket, *_ in proofs:
         trust_problem = setup_trust_problem(bucket, trusted_contributors)
         if trust_problem:
-            return _refuse(trust_problem)
+            return _refuse(trust_problem, "customer.contributor")
 
     backend = backend or get_backend()
     for bucket, proof_json, proof_hex, signals, slice_index in proofs:
         whose = "" if slice_index is None else f" (slice {slice_index})"
         try:
             pvk = bucket_prepared_key(bucket, backend)
+        except MalformedArtifact as exc:
+            return _refuse(f"{exc}{whose}", "key.invalid")
+        try:
             proof = read_proof(proof_json, proof_hex)
         except MalformedArtifact as exc:
-            return _refuse(f"{exc}{whose}")
+            return _refuse(f"{exc}{whose}", "proof.malformed")
         result = check_prepared_proof(pvk, [int(s) for s in signals], proof, backend)
         if not result.ok:
-            return _refuse(f"proof rejected{whose}: {result.reason}")
+            return _refuse(f"proof rejected{whose}: {result.reason}", "proof.rejected")
     return Verdict(True, claims=claims, auditors=attested)
 
 
