@@ -84,7 +84,11 @@ def run(args: argparse.Namespace) -> int:
         from prover_service.service.queue_procrastinate import check_queue_schema
 
         check_queue_schema(settings.resolved_database_url)
+    from prover_service.service.http_limits import bounded_protocol
+
     # SIGTERM: open requests get half the grace period, proofs in flight the other half (the dispatcher's stop).
+    # Each request must arrive whole within read_timeout_seconds; max_connections open at once.
     uvicorn.run(create_app(settings), host=args.host, port=args.port, log_config=None,
-                timeout_keep_alive=args.keep_alive, timeout_graceful_shutdown=settings.shutdown_grace_seconds / 2)
+                timeout_keep_alive=args.keep_alive, timeout_graceful_shutdown=settings.shutdown_grace_seconds / 2,
+                http=bounded_protocol(settings.read_timeout_seconds), limit_concurrency=settings.max_connections)
     return 0

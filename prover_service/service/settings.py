@@ -56,6 +56,11 @@ class Settings(BaseSettings):
     per_slice: bool = False
     data_dir: str | None = None  # datasets, for precompute key setup on test customers
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
+    # A client has this long to send one request whole (headers and body) once it starts one, or once its
+    # connection opens: a client trickling bytes (slowloris) is answered 408 and cut off.
+    read_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
+    # Open client connections served at once; a request on a connection beyond them is answered 503.
+    max_connections: int = Field(default=1000, ge=1, le=100_000)
     # A job whose worker went silent this long is resumed by another worker; running workers renew their
     # leases four times per lease and the queue is swept every second, so a worker killed mid-proof has its
     # job taken up again within lease + 1 s.
