@@ -9,12 +9,20 @@ So the verifier side reads public documents through this module only:
   below a stated bound (a field modulus), never reduced;
 - JSON is strict: no duplicate keys, no NaN or Infinity, no number longer
   than any value a document can hold, then pydantic in strict mode (no
-  "1" for 1, no 1.0 for 1, no true for 1).
+  "1" for 1, no 1.0 for 1, no true for 1);
+- text is strict (one reading of every byte, the verification page's too,
+  verifier_client/page/verify.js `decodeText` and `textProblem`): UTF-8
+  only, no byte-order mark, no string or key holding a lone surrogate
+  (`"\\ud800"` or `"\\udc00"` escaped alone names no character), and no
+  number that is not finite as a double (`1e400` reads as infinity: refused,
+  as the page's parser refuses it).
 
 Depends on pydantic only: the verifier client imports it.
 """
 from __future__ import annotations
 
+import json
+import math
 import re
 from typing import Annotated, Any, Callable, TypeVar
 
@@ -103,21 +111,90 @@ Sha256Hex = Annotated[str, hex_validator(64, "SHA-256 digest")]
 # -- strict JSON ---------------------------------------------------------------------------
 
 
-def check_json(text: str | bytes, what: str) -> None:
-    """Refuse what pydantic's parser would silently accept: duplicate keys, NaN, huge numbers."""
+BOM_MESSAGE = "begins with a byte-order mark (save it as UTF-8 without one)"
+NOT_UTF8_MESSAGE = "not UTF-8 text"
+LONE_SURROGATE_MESSAGE = "a lone surrogate escape is not text"
+NOT_FINITE_MESSAGE = "a number out of range (it is not finite as a double)"
+
+
+def decode_text(data: bytes, what: str) -> str:
+    """The text of a document's bytes, read one way only: UTF-8, no byte-order mark."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise NonCanonical(f"{what}: {BOM_MESSAGE}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise NonCanonical(f"{what}: {NOT_UTF8_MESSAGE}") from None
+
+
+def _is_surrogate(text: str) -> bool:
+    return any("\ud800" <= ch <= "\udfff" for ch in text)
+
+
+def _where(path: list[str | int]) -> str:
+    return ".".join(str(p) for p in path) or "document"
+
+
+def _first_defect(value: Any) -> tuple[str, str] | None:
+    """(where, what is wrong) of the first lone surrogate (in a string or a key) or non-finite number."""
+    stack: list[tuple[Any, list[str | int]]] = [(value, [])]
+    while stack:
+        v, path = stack.pop()
+        if isinstance(v, float):
+            if not math.isfinite(v):
+                return _where(path), NOT_FINITE_MESSAGE
+        elif isinstance(v, str):
+            if _is_surrogate(v):
+                return _where(path), LONE_SURROGATE_MESSAGE
+        elif isinstance(v, dict):
+            if any(_is_surrogate(k) for k in v):
+                return _where(path), f"{LONE_SURROGATE_MESSAGE} (in a key)"
+            stack.extend((x, [*path, k]) for k, x in reversed(list(v.items())))
+        elif isinstance(v, list):
+            stack.extend((x, [*path, i]) for i, x in reversed(list(enumerate(v))))
+    return None
+
+
+def check_values(value: Any, what: str) -> None:
+    """Refuse a parsed JSON value holding a lone surrogate (in a string or a key) or a non-finite number,
+    naming the first such place (as pydantic names a field: `features.0.mean`)."""
+    defect = _first_defect(value)
+    if defect is not None:
+        raise NonCanonical(f"{what}: {defect[0]}: {defect[1]}")
+
+
+def load_json(text: str | bytes, what: str) -> Any:
+    """The value of a strict JSON document (see the module docstring); NonCanonical naming the defect."""
     if len(text) > MAX_DOCUMENT_BYTES:
         raise NonCanonical(f"{what}: {len(text)} bytes is larger than any document allows")
     if isinstance(text, bytes):
-        try:
-            text = text.decode("utf-8")
-        except UnicodeDecodeError:
-            raise NonCanonical(f"{what}: not UTF-8 text") from None
+        text = decode_text(text, what)
+    elif text.startswith("\ufeff"):
+        raise NonCanonical(f"{what}: {BOM_MESSAGE}")
     try:
-        strict_loads(text, _MAX_JSON_NUMBER_CHARS)
+        value = strict_loads(text, _MAX_JSON_NUMBER_CHARS)
     except MalformedArtifact as exc:
-        raise NonCanonical(f"{what}: {exc}") from None
+        where = _constant_place(text)  # NaN or Infinity: name the field, as for 1e400
+        raise NonCanonical(f"{what}: {where + ': ' if where else ''}{exc}") from None
     except (ValueError, RecursionError) as exc:
         raise NonCanonical(f"{what}: not valid JSON ({exc})") from None
+    check_values(value, what)
+    return value
+
+
+def _constant_place(text: str) -> str | None:
+    """Where a NaN or Infinity literal stands in `text` (read leniently, only to say so), if it is one."""
+    try:
+        defect = _first_defect(json.loads(text, parse_constant=float))
+    except (ValueError, RecursionError):
+        return None
+    return defect[0] if defect is not None else None
+
+
+def check_json(text: str | bytes, what: str) -> None:
+    """Refuse what pydantic's parser would silently accept: duplicate keys, NaN and infinities (1e400),
+    huge numbers, a byte-order mark, bytes that are not UTF-8, lone surrogate escapes."""
+    load_json(text, what)
 
 
 def parse_strict(model: type[M], text: str | bytes, what: str) -> M:

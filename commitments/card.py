@@ -87,6 +87,9 @@ class ArchitectureCard(_Frozen):
 class FeatureEncoding(_Frozen):
     """How one raw attribute becomes one model input (public preprocessing)."""
 
+    # A mean or std of inf or NaN is refused (naming the field), never printed as "+-inf" nor crashed on.
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
     name: str
     kind: str  # "numeric", "categorical" or "sensitive"
     categories: tuple[str, ...] = ()  # label encoding order, for categorical and sensitive

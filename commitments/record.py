@@ -1,4 +1,4 @@
-"""A customer's record -> the query vector, from the model card alone.
+r"""A customer's record -> the query vector, from the model card alone.
 
 The bank turns a raw record into the certified query with its preprocessor
 (label-encode categories, standardise with the training means and standard
@@ -10,24 +10,45 @@ else's. Every step below mirrors the bank's arithmetic operation for operation
 (IEEE double subtraction then division, exact rational rounding), because one
 unit of difference in the last place of the query makes it a different query.
 
+The grammar of a record (the verification page's record.js reads it the same way, value for value):
+
+- a record is a strict JSON document (commitments.canonical: UTF-8 without a byte-order mark, no lone
+  surrogate escape, no duplicate key, no number longer than 80 characters nor beyond a double) holding an
+  object: each of the card's attributes once, nothing else;
+- a number (a numeric attribute) is a JSON number, or a string that spells a JSON number exactly:
+  `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`, ASCII only. So "45.5", "-3" and "1e3" are numbers;
+  "+1", "007", ".5", "5.", "1_2", " 1", "1\n", "\ufeff1", Arabic-Indic or full-width digits, "inf",
+  "nan" and "0x10" are not. Its value is the double nearest to it (Python's float(), JavaScript's
+  Number(): both round correctly), and it must be finite;
+- a category (a categorical or sensitive attribute) is a string equal to one of the card's categories,
+  nothing stripped: a string beginning or ending with whitespace, a control character or a format
+  character (a BOM: Unicode categories Zs, Zl, Zp, Cc, Cf) is refused, so neither side's notion of
+  whitespace matters; or an integral JSON number naming a category by its decimal text (1 and 1.0 name
+  "1"; 1.5 names none);
+- true, false, null, arrays and objects are no attribute's value.
+
+Anything outside the grammar is refused (a `RecordError` naming the attribute), never read another way.
+
 Depends on the card only (pydantic): the verifier client imports it.
 """
 from __future__ import annotations
 
 import math
+import re
+import unicodedata
 from fractions import Fraction
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from fairness.schema import (InvalidValueError, MissingFieldError, NonFiniteValueError, OutOfBoxError, RecordError,
-                             UnknownCategoryError, UnknownFieldError)
+from fairness.schema import (InvalidValueError, MissingFieldError, NonFiniteValueError, NumericFeature, OutOfBoxError,
+                             RecordError, UnknownCategoryError, UnknownFieldError, shown)
 
 from .card import FeatureEncoding, ModelCard
 
 __all__ = ["RecordError", "MissingFieldError", "UnknownFieldError", "InvalidValueError", "UnknownCategoryError",
            "NonFiniteValueError", "OutOfBoxError", "CardPreprocessingError", "encode_record", "standardise_record",
-           "describe_query"]
+           "describe_query", "check_spelling", "RECORD_NUMBER"]
 
 NUMERIC = "numeric"
 CATEGORICAL = "categorical"
@@ -36,6 +57,48 @@ SENSITIVE = "sensitive"  # categorical, kept as its raw code (mean 0, std 1 on t
 
 class CardPreprocessingError(RecordError):
     """The card does not describe a usable preprocessing."""
+
+
+# A number written as text: exactly a JSON number (see the module docstring).
+RECORD_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?", re.ASCII)
+_EDGE_CATEGORIES = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
+
+
+def _edge(ch: str) -> bool:
+    return unicodedata.category(ch) in _EDGE_CATEGORIES
+
+
+def check_spelling(name: str, numeric: bool, value: Any) -> None:
+    """Refuse a value the record grammar (module docstring) does not spell as a number (`numeric`) or a
+    category; what it does spell, the encoders below read (and refuse for what it is: missing, unknown...)."""
+    if isinstance(value, str):
+        if numeric:
+            if value == "" or RECORD_NUMBER.fullmatch(value):
+                return  # "" is refused as an empty value by the encoder
+            try:
+                parsed: float | None = float(value)
+            except ValueError:
+                parsed = None
+            if parsed is not None and not math.isfinite(parsed):
+                raise NonFiniteValueError(f"{name} = {shown(value)} is not finite", name)
+            raise InvalidValueError(f"{name} = {shown(value)} is not a number (write it as a JSON number: ASCII "
+                                    "digits, no '+', leading zero, '_' or surrounding space)", name)
+        if value and (_edge(value[0]) or _edge(value[-1])):
+            raise InvalidValueError(f"{name} = {shown(value)}: a category value has no surrounding spaces, "
+                                    "control or format characters", name)
+        return
+    if not numeric and _is_float(value) and math.isfinite(value) and not float(value).is_integer():
+        raise InvalidValueError(f"{name} = {shown(value)}: a category is named by its text or a whole number", name)
+
+
+def _check_spellings(card: ModelCard, record: Mapping[str, Any]) -> None:
+    if card.feature_schema is not None:
+        kinds = {f.name: isinstance(f, NumericFeature) for f in card.feature_schema.features}
+    else:
+        kinds = {f.name: f.kind == NUMERIC for f in card.features}
+    for name, numeric in kinds.items():
+        if name in record:
+            check_spelling(name, numeric, record[name])
 
 
 def encode_record(card: ModelCard, record: Mapping[str, Any]) -> tuple[int, ...]:
@@ -59,11 +122,16 @@ def encode_record(card: ModelCard, record: Mapping[str, Any]) -> tuple[int, ...]
 
 def standardise_record(card: ModelCard, record: Mapping[str, Any]) -> tuple[float, ...]:
     """The record as model inputs before quantisation: the doubles the bank's preprocessor gives."""
-    if card.feature_schema is not None:
-        return card.feature_schema.encode(record)
-    features = _checked_features(card)
     if not isinstance(record, Mapping):
         raise InvalidValueError(f"a record must map feature names to values, got {type(record).__name__}")
+    if card.feature_schema is not None:
+        _check_spellings(card, record)
+        encoded = card.feature_schema.encode(record)
+        for name, v in zip(card.feature_names, encoded):
+            if not math.isfinite(v):
+                raise NonFiniteValueError(f"{name}: its standardised value is not finite", name)
+        return encoded
+    features = _checked_features(card)
     names = [f.name for f in features]
     missing = [n for n in names if n not in record]
     if missing:
@@ -72,6 +140,7 @@ def standardise_record(card: ModelCard, record: Mapping[str, Any]) -> tuple[floa
     if extra:
         raise UnknownFieldError(f"record has unknown field(s): {', '.join(extra)}; "
                                 f"the model's features are {', '.join(names)}")
+    _check_spellings(card, record)
     # (v - mean) / std in doubles, exactly as the bank's numpy float64 arithmetic.
     scaled = [(_encode_value(f, record[f.name]) - f.mean) / f.std for f in features]
     for f, v in zip(features, scaled):

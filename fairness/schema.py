@@ -140,9 +140,12 @@ def quantise_ceil(value: float, bits: int) -> int:
 
 def _double(value: int | float) -> float:
     try:
-        return float(value)
+        v = float(value)
     except OverflowError:
         raise ValueError("number too large for a double") from None
+    if not math.isfinite(v):  # 1e400 reads as infinity; NaN compares with nothing: no schema means either
+        raise ValueError(f"a number must be finite, not {v}")
+    return v
 
 
 # Numbers in a schema are JSON numbers, never text or booleans: a card says exactly what it means.

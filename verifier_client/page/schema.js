@@ -104,6 +104,189 @@ function checkShape(schema, value, what) {
   }
 }
 
-const FairProofSchema = { ShapeError, checkShape };
+// ------------------------------------------------------------------------------ feature schemas
+// fairness/schema.py's FeatureSchema validators (what its JSON Schema cannot say), rule for rule and in
+// pydantic's order, with Python's words; and ModelCard._schema_binds_statement (commitments/card.py): the
+// schema's inputs, classes, domain box (at the card's scale, rounded outward) and sensitive attributes must
+// be the statement's. Values come from the strict parser: numbers are BigInt (JSON integers) or PyFloat.
+
+const canonicalLib = typeof module !== "undefined" ? require("./canonical.js") : globalThis.FairProofCanonical;
+
+// A schema number as Python's `_double` reads it (float(int) rounds to nearest, as Number(BigInt) does).
+const toDouble = (v) => (typeof v === "bigint" ? Number(v) : isFloat(v) ? v.value : Number(v));
+// Python's str.isspace() characters (what str.strip() removes): not JavaScript's trim() set.
+const PY_SPACE = /^[\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]$/;
+const pyStripped = (s) => s.length === 0 || (!PY_SPACE.test(s[0]) && !PY_SPACE.test(s[s.length - 1]));
+const byCodePoint = (a, b) => {
+  const x = [...a].map((c) => c.codePointAt(0));
+  const y = [...b].map((c) => c.codePointAt(0));
+  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i] - y[i];
+  return x.length - y.length;
+};
+
+// Python's repr of a string (printable text as is, quotes as Python chooses them).
+function pyRepr(s) {
+  const quote = s.includes("'") && !s.includes('"') ? '"' : "'";
+  let out = quote;
+  for (const ch of s) {
+    const code = ch.codePointAt(0);
+    if (ch === "\\") out += "\\\\";
+    else if (ch === quote) out += `\\${quote}`;
+    else if (ch === "\n") out += "\\n";
+    else if (ch === "\r") out += "\\r";
+    else if (ch === "\t") out += "\\t";
+    else if (code < 0x20 || (code >= 0x7f && code < 0xa0)) out += `\\x${code.toString(16).padStart(2, "0")}`;
+    else out += ch;
+  }
+  return out + quote;
+}
+const pyFloat = (x) => canonicalLib.pyFloatRepr(x);
+
+function distinctProblem(name, values) {
+  if (new Set(values).size !== values.length) return `${pyRepr(name)}: values repeated`;
+  if (values.some((v) => !v || !pyStripped(v))) return `${pyRepr(name)}: values must be non-empty text without surrounding spaces`;
+  return null;
+}
+
+function labelsProblem(name, values, labels) {
+  if (labels == null) return null;
+  if (labels.length !== values.length) return `${pyRepr(name)}: ${labels.length} labels for ${values.length} values`;
+  if (new Set(labels).size !== labels.length) return `${pyRepr(name)}: labels repeated`;
+  return null;
+}
+
+const meanOf = (f) => (f.mean === undefined ? 0 : toDouble(f.mean));
+const stdOf = (f) => (f.std === undefined ? 1 : toDouble(f.std));
+const encodingOf = (f) => (f.encoding === undefined ? "ordinal" : f.encoding);
+const present = (v) => v !== undefined && v !== null;
+// CategoricalFeature.ordinal_codes (doubles) and SensitiveAttribute.value_codes (BigInt).
+const ordinalCodes = (f) => (present(f.codes) ? f.codes.map(toDouble) : f.categories.map((_, i) => i));
+const valueCodes = (f) => (present(f.codes) ? f.codes : f.values.map((_, i) => BigInt(i)));
+const valueLabels = (f) => (present(f.labels) && f.labels.length ? f.labels : f.values);
+
+function featureProblem(f) {
+  const name = pyRepr(f.name);
+  if (f.kind === "numeric") {
+    const [min, max, mean, std] = [toDouble(f.min), toDouble(f.max), meanOf(f), stdOf(f)];
+    if (![min, max, mean, std].every(Number.isFinite)) return `numeric feature ${name}: min, max, mean and std must be finite`;
+    if (!(std > 0)) return `numeric feature ${name}: std must be positive`;
+    if (min > max) return `numeric feature ${name}: min ${pyFloat(min)} lies above max ${pyFloat(max)}`;
+    return null;
+  }
+  if (f.kind === "categorical") {
+    const problem = distinctProblem(f.name, f.categories) || labelsProblem(f.name, f.categories, f.labels);
+    if (problem) return problem;
+    const [mean, std] = [meanOf(f), stdOf(f)];
+    if (encodingOf(f) === "one_hot") {
+      if (present(f.codes) || mean !== 0 || std !== 1) return `categorical feature ${name}: a one-hot encoding takes no codes, mean or std`;
+      return null;
+    }
+    if (present(f.codes) && f.codes.length !== f.categories.length) {
+      return `categorical feature ${name}: ${f.codes.length} codes for ${f.categories.length} categories`;
+    }
+    if (![...ordinalCodes(f), mean, std].every(Number.isFinite) || !(std > 0)) {
+      return `categorical feature ${name}: codes, mean and std must be finite, std positive`;
+    }
+    return null;
+  }
+  if (f.kind === "sensitive") {
+    const problem = distinctProblem(f.name, f.values) || labelsProblem(f.name, f.values, f.labels);
+    if (problem) return problem;
+    if (present(f.codes)) {
+      if (f.codes.length !== f.values.length) return `sensitive attribute ${name}: ${f.codes.length} codes for ${f.values.length} values`;
+      if (new Set(f.codes.map(String)).size !== f.codes.length) return `sensitive attribute ${name}: codes must be distinct`;
+    }
+    return null;
+  }
+  return `feature ${name}: unknown kind`;
+}
+
+// Model input names, in order (a one-hot attribute gives 'name=category' per category).
+const featureInputs = (f) => (f.kind === "categorical" && encodingOf(f) === "one_hot"
+  ? f.categories.map((c) => `${f.name}=${c}`) : [f.name]);
+const schemaInputs = (fs) => fs.features.flatMap(featureInputs);
+
+// The first problem FeatureSchema's validators (and its features' and label's) find, or null.
+function featureSchemaProblem(fs) {
+  for (const f of fs.features) {
+    const problem = featureProblem(f);
+    if (problem) return problem;
+  }
+  const label = fs.label;
+  const problem = distinctProblem(label.column, label.values) || labelsProblem(label.column, label.values, label.labels);
+  if (problem) return problem;
+  const names = fs.features.map((f) => f.name);
+  const repeated = [...new Set(names.filter((n, i) => names.indexOf(n) !== i))].sort(byCodePoint);
+  if (repeated.length) return `attribute(s) named twice: ${repeated.join(", ")}`;
+  if (names.includes(label.column)) return `the label column ${pyRepr(label.column)} is also a feature`;
+  if (!fs.features.some((f) => f.kind === "sensitive")) return "a schema needs at least one sensitive attribute";
+  const inputs = schemaInputs(fs);
+  if (new Set(inputs).size !== inputs.length) return "two model inputs have the same name (a one-hot input collides with an attribute)";
+  return null;
+}
+
+// FeatureSchema.domain_box: the raw domain as doubles per model input.
+function featureBox(f) {
+  if (f.kind === "numeric") {
+    const [mean, std] = [meanOf(f), stdOf(f)];
+    return [[(toDouble(f.min) - mean) / std, (toDouble(f.max) - mean) / std]];
+  }
+  if (f.kind === "categorical") {
+    if (encodingOf(f) === "one_hot") return f.categories.map(() => [0, 1]);
+    const [mean, std] = [meanOf(f), stdOf(f)];
+    const scaled = ordinalCodes(f).map((c) => (c - mean) / std);
+    return [[Math.min(...scaled), Math.max(...scaled)]];
+  }
+  const codes = valueCodes(f);
+  const lo = codes.reduce((m, c) => (c < m ? c : m));
+  const hi = codes.reduce((m, c) => (c > m ? c : m));
+  return [[Number(lo), Number(hi)]];
+}
+
+// floor(value * 2^bits), exactly (fairness.schema.quantise_floor).
+function quantiseFloor(value, bits) {
+  const [numerator, shift] = canonicalLib.exactDyadic(value);
+  const s = shift - BigInt(bits);
+  if (s <= 0n) return numerator << -s;
+  const d = 1n << s;
+  const q = numerator / d;
+  return numerator % d < 0n ? q - 1n : q;
+}
+const quantiseCeil = (value, bits) => -quantiseFloor(-value, bits);
+
+function quantisedBox(fs, bits) {
+  const bounds = fs.features.flatMap(featureBox);
+  return [bounds.map(([lo]) => quantiseFloor(lo, bits)), bounds.map(([, hi]) => quantiseCeil(hi, bits))];
+}
+
+const sameList = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
+
+// ModelCard._schema_binds_statement, but for "either encodings or a schema" (the caller checks that first).
+function schemaBindingProblem(card, fs) {
+  if (!sameList(schemaInputs(fs), card.feature_names)) return "the feature schema's model inputs differ from the card's feature names";
+  const classes = present(fs.label.labels) && fs.label.labels.length ? fs.label.labels : fs.label.values;
+  if (!sameList(classes, card.architecture.class_labels)) return "the feature schema's classes differ from the card's class labels";
+  const bits = BigInt(card.scale_bits);
+  const [lower, upper] = quantisedBox(fs, bits);
+  if (!sameList(lower, card.box_lower) || !sameList(upper, card.box_upper)) {
+    return "the domain box differs from the feature schema's raw domain at the card's scale";
+  }
+  const expected = [];
+  let column = 0n;
+  for (const f of fs.features) {
+    if (f.kind === "sensitive") expected.push([f.name, column, valueCodes(f).map((c) => c << bits), valueLabels(f)]);
+    column += BigInt(featureInputs(f).length);
+  }
+  const published = card.sensitive;
+  const same = expected.length === published.length && expected.every(([name, col, values, labels], i) => {
+    const p = published[i];
+    return p.name === name && p.column === col && sameList(values, p.values) && sameList(labels, p.labels);
+  });
+  if (!same) return "the sensitive attributes differ from the feature schema's (name, column, codes, labels)";
+  return null;
+}
+
+const FairProofSchema = { ShapeError, checkShape, featureSchemaProblem, schemaBindingProblem, quantisedBox, pyRepr,
+  pyStripped, toDouble, featureInputs, ordinalCodes, valueCodes, valueLabels, meanOf, stdOf, encodingOf };
 if (typeof module !== "undefined") module.exports = FairProofSchema;
 else globalThis.FairProofSchema = FairProofSchema;

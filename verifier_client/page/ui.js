@@ -11,28 +11,45 @@
   const schemas = parseJson($("fairproof-schemas").textContent);
   const embeddedCard = $("fairproof-card") ? $("fairproof-card").textContent : null;
 
-  function readFileInto(input, textarea) {
+  // Every file, link and fetched card is read as fairproof-verify reads a file (verify.js `decodeText`): UTF-8
+  // without a byte-order mark, never repaired (File.text() would drop a BOM and replace bad bytes). A file
+  // that is not such text leaves its field empty and is the verdict's reason until the field is edited.
+  const { decodeText } = globalThis.FairProofVerify;
+  const unreadable = new Map();  // textarea id -> why its file could not be read
+  const readText = async (file, what) => decodeText(await file.arrayBuffer(), what);
+
+  function load(textarea, file, what) {
+    return readText(file, what).then((text) => { textarea.value = text; unreadable.delete(textarea.id); },
+      (e) => { textarea.value = ""; unreadable.set(textarea.id, e.message); });
+  }
+  function readFileInto(input, textarea, what) {
+    textarea.addEventListener("input", () => unreadable.delete(textarea.id));
     input.addEventListener("change", () => {
       const file = input.files && input.files[0];
-      if (!file) return;
-      file.text().then((text) => { textarea.value = text; });
+      if (file) load(textarea, file, what);
     });
   }
-  readFileInto($("bundle-file"), $("bundle-text"));
-  readFileInto($("record-file"), $("record-text"));
-  if ($("card-file")) readFileInto($("card-file"), $("card-text"));
+  readFileInto($("bundle-file"), $("bundle-text"), "bundle");
+  readFileInto($("record-file"), $("record-text"), "record");
+  if ($("card-file")) readFileInto($("card-file"), $("card-text"), "card");
 
   // A bundle dropped anywhere on the page.
   document.addEventListener("dragover", (e) => e.preventDefault());
   document.addEventListener("drop", (e) => {
     e.preventDefault();
     const file = e.dataTransfer.files && e.dataTransfer.files[0];
-    if (file) file.text().then((text) => { $("bundle-text").value = text; verify(); });
+    if (file) load($("bundle-text"), file, "bundle").then(() => verify());
   });
+
+  function fieldText(id) {
+    if (unreadable.has(id)) throw new Error(unreadable.get(id));
+    return $(id) ? $(id).value : "";
+  }
 
   async function cardText(bundleText) {
     if (embeddedCard !== null) return embeddedCard;
-    if ($("card-text") && $("card-text").value.trim()) return $("card-text").value;
+    const given = fieldText("card-text");
+    if (given.trim()) return given;
     if (!config.card_url) throw new Error("give the model card (a file or its text)");
     let modelId;
     try {
@@ -43,7 +60,7 @@
     if (typeof modelId !== "string") throw new Error("the bundle names no model, so its card cannot be fetched");
     const response = await fetch(config.card_url.replace("{model_id}", encodeURIComponent(modelId)), { credentials: "omit" });
     if (!response.ok) throw new Error(`the service has no card for model ${modelId} (HTTP ${response.status})`);
-    return response.text();
+    return decodeText(await response.arrayBuffer(), "card");
   }
 
   function show(verdict, milliseconds) {
@@ -73,7 +90,8 @@
   // The attestation files chosen, read when the customer presses Verify.
   function attestationTexts() {
     const input = $("attestation-files");
-    return Promise.all(Array.from((input && input.files) || [], (file) => file.text()));
+    const files = Array.from((input && input.files) || []);
+    return Promise.all(files.map((file, i) => readText(file, files.length > 1 ? `attestation ${i + 1}` : "attestation")));
   }
 
   async function verify() {
@@ -84,9 +102,10 @@
     const started = performance.now();
     let verdict;
     try {
-      const bundleText = $("bundle-text").value;
+      const bundleText = fieldText("bundle-text");
+      const recordText = fieldText("record-text");
       verdict = await globalThis.FairProofVerify.verifyBundle({
-        bundleText, cardText: await cardText(bundleText), recordText: $("record-text").value,
+        bundleText, cardText: await cardText(bundleText), recordText,
         pinnedDigest: $("pinned-digest").value,
         trusted: $("trusted").value.split(/[\s,]+/),
         trustedAuditors: $("trusted-auditors").value.split("\n"),
@@ -104,13 +123,17 @@
   // A bundle in the URL's fragment (#bundle=<base64url JSON>): the fragment never leaves the browser.
   const fragment = new URLSearchParams(location.hash.slice(1));
   if (fragment.has("bundle")) {
+    let text = null;
     try {
       const b64 = fragment.get("bundle").replace(/-/g, "+").replace(/_/g, "/");
-      const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
-      $("bundle-text").value = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-      verify();
+      text = decodeText(Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)), "the link's bundle");
     } catch (e) {
-      show({ valid: false, kind: "unusable", reason: "the link's bundle is not base64url JSON", cardDigest: null }, 0);
+      const reason = e instanceof globalThis.FairProofVerify.TextError ? e.message : "the link's bundle is not base64url JSON";
+      show({ valid: false, kind: "unusable", reason, cardDigest: null }, 0);
+    }
+    if (text !== null) {
+      $("bundle-text").value = text;
+      verify();
     }
   }
 })();

@@ -1,0 +1,358 @@
+"""The page and the verifier read a card's feature schema the same way: every rule of fairness/schema.py's
+FeatureSchema (and its features' and label's validators) and of ModelCard._schema_binds_statement, run by
+the page too (verifier_client/page/schema.js), so a card Python refuses is never VALID on the page, in
+words the bank chose; and no number in a card is infinite or NaN on either side (the Python verifier
+once printed a certificate with `+-inf`, or crashed after "VALID")."""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+import synthetic_credit as book
+from commitments.canonical import NonCanonical
+from commitments.card import ModelCard
+from fairness.schema import FeatureSchema
+from node_runner import run_node
+from test_page_checks import _mutations
+from verifier_client.page import PAGE_DIR, page_schemas
+
+SCALE_BITS = 16
+
+
+def schema_card(schema: dict[str, Any] | None = None, scale_bits: int = SCALE_BITS) -> dict[str, Any]:
+    """A card of an imported model under `schema` (the synthetic book's by default), consistent with it:
+    its inputs, box, sensitive attributes and classes are the schema's (as `fairproof commit` writes them).
+    No weights or keys: the card's own reading is under test."""
+    data = json.loads(json.dumps(schema or book.SCHEMA))
+    fs = FeatureSchema.model_validate(data)
+    lower, upper = fs.quantised_box(scale_bits)
+    sensitive = [{"name": f.name, "column": c, "values": [v << scale_bits for v in f.value_codes],
+                  "labels": list(f.value_labels)} for f, c in fs.sensitive_columns()]
+    card = {"model_id": "synthetic", "dataset": "synthetic-credit", "feature_names": list(fs.feature_names),
+            "feature_schema": data, "sensitive": sensitive,
+            "architecture": {"n_inputs": fs.n_inputs, "hidden_sizes": [3], "n_classes": 2,
+                             "class_labels": list(fs.class_labels)},
+            "scale_bits": scale_bits, "eps_scale_bits": 16, "box_lower": list(lower), "box_upper": list(upper),
+            "commitment": "1", "commitment_scheme": "poseidon"}
+    return json.loads(ModelCard.model_validate(card).model_dump_json())
+
+
+CARD_RUNNER = """
+const lib = {};
+for (const m of ['canonical', 'schema', 'verify']) lib[m] = require(process.argv[1] + '/' + m + '.js');
+let input = ''; process.stdin.on('data', d => input += d).on('end', async () => {
+  const job = JSON.parse(input);
+  const schemas = lib.canonical.parseJson(job.schemas);
+  const out = [];
+  for (const text of job.cards) {
+    const r = await lib.verify.verifyBundle({ bundleText: '{}', cardText: text }, { schemas });
+    out.push({ verdict: r.valid ? 'VALID' : r.kind === 'unusable' ? 'UNUSABLE' : 'INVALID', reason: r.reason || '',
+               card: r.cardDigest !== null });
+  }
+  process.stdout.write(JSON.stringify(out));
+});
+"""
+
+
+def page_card_verdicts(texts: list[str]) -> list[dict]:
+    """The page's verdict on each card (with an empty bundle): UNUSABLE naming the card's defect, or, for a
+    card it reads, a refusal of the bundle that comes after the card (its digest computed)."""
+    return run_node(CARD_RUNNER, {"schemas": json.dumps(page_schemas()), "cards": texts}, str(PAGE_DIR))
+
+
+def python_refusal(text: str | bytes) -> str | None:
+    try:
+        ModelCard.from_json(text)
+    except NonCanonical as exc:
+        return str(exc)
+    return None
+
+
+def page_reads_card(result: dict) -> bool:
+    return result["card"] and "malformed card" not in result["reason"]
+
+
+def _set(path: str, value: Any) -> Callable[[dict], None]:
+    def edit(card: dict) -> None:
+        target: Any = card
+        keys = path.split(".")
+        for k in keys[:-1]:
+            target = target[int(k)] if isinstance(target, list) else target[k]
+        if isinstance(target, list):
+            target[int(keys[-1])] = value
+        else:
+            target[keys[-1]] = value
+    return edit
+
+
+def _all(*edits: Callable[[dict], None]) -> Callable[[dict], None]:
+    def edit(card: dict) -> None:
+        for e in edits:
+            e(card)
+    return edit
+
+
+def _without(path: str) -> Callable[[dict], None]:
+    def edit(card: dict) -> None:
+        target: Any = card
+        keys = path.split(".")
+        for k in keys[:-1]:
+            target = target[int(k)] if isinstance(target, list) else target[k]
+        del target[keys[-1]]
+    return edit
+
+
+FS = "feature_schema"
+# Every way fairness/schema.py's validators and ModelCard._schema_binds_statement refuse a card, with the
+# words Python says (the page must refuse, in those words).
+REFUSED: dict[str, tuple[Callable[[dict], None], str]] = {
+    # NumericFeature
+    "numeric std 0": (_set(f"{FS}.features.0.std", 0.0), "numeric feature 'age': std must be positive"),
+    "numeric std negative": (_set(f"{FS}.features.1.std", -30), "numeric feature 'income': std must be positive"),
+    "numeric min above max": (_set(f"{FS}.features.0.min", 90), "numeric feature 'age': min 90.0 lies above max 80.0"),
+    "numeric empty name": (_set(f"{FS}.features.0.name", ""), ""),
+    "numeric extra field": (_set(f"{FS}.features.0.colour", "red"), ""),
+    "numeric min as text": (_set(f"{FS}.features.0.min", "18"), ""),
+    "numeric max boolean": (_set(f"{FS}.features.0.max", True), ""),
+    # CategoricalFeature
+    "one-hot with codes": (_set(f"{FS}.features.2.codes", [1, 2, 3]),
+                           "categorical feature 'purpose': a one-hot encoding takes no codes, mean or std"),
+    "one-hot with a mean": (_set(f"{FS}.features.2.mean", 0.5), "a one-hot encoding takes no codes, mean or std"),
+    "one-hot with a std": (_set(f"{FS}.features.2.std", 2), "a one-hot encoding takes no codes, mean or std"),
+    "ordinal codes count": (_set(f"{FS}.features.3.codes", [0, 1]), "categorical feature 'housing': 2 codes for 3 categories"),
+    "ordinal std 0": (_set(f"{FS}.features.3.std", 0), "codes, mean and std must be finite, std positive"),
+    "ordinal std negative": (_set(f"{FS}.features.3.std", -0.8), "codes, mean and std must be finite, std positive"),
+    "categories repeated": (_set(f"{FS}.features.3.categories", ["rent", "own", "own"]), "'housing': values repeated"),
+    "category with a space": (_set(f"{FS}.features.3.categories", ["rent", "own ", "free"]),
+                              "'housing': values must be non-empty text without surrounding spaces"),
+    "category with a Python-only space": (_set(f"{FS}.features.3.categories", ["rent", "\x1cown", "free"]),
+                                          "values must be non-empty text without surrounding spaces"),
+    "category with a next-line": (_set(f"{FS}.features.3.categories", ["rent", "own\x85", "free"]),
+                                  "values must be non-empty text without surrounding spaces"),
+    "category with an ideographic space": (_set(f"{FS}.features.3.categories", ["rent", "own\u3000", "free"]),
+                                           "values must be non-empty text without surrounding spaces"),
+    "empty category": (_set(f"{FS}.features.3.categories", ["rent", "", "free"]),
+                       "values must be non-empty text without surrounding spaces"),
+    "no categories": (_set(f"{FS}.features.3.categories", []), ""),
+    "category labels count": (_set(f"{FS}.features.3.labels", ["rents"]), "'housing': 1 labels for 3 values"),
+    "category labels repeated": (_set(f"{FS}.features.3.labels", ["a", "a", "b"]), "'housing': labels repeated"),
+    "unknown encoding": (_set(f"{FS}.features.3.encoding", "binary"), ""),
+    # SensitiveAttribute
+    "sensitive values repeated": (_set(f"{FS}.features.5.values", ["F", "F"]), "'sex': values repeated"),
+    "sensitive one value": (_set(f"{FS}.features.5.values", ["F"]), ""),
+    "sensitive value padded": (_set(f"{FS}.features.5.values", ["F", "M\t"]), "without surrounding spaces"),
+    "sensitive labels count": (_set(f"{FS}.features.5.labels", ["female"]), "'sex': 1 labels for 2 values"),
+    "sensitive labels repeated": (_set(f"{FS}.features.5.labels", ["person", "person"]), "'sex': labels repeated"),
+    "sensitive codes count": (_set(f"{FS}.features.6.codes", [0, 1]), "sensitive attribute 'region': 2 codes for 3 values"),
+    "sensitive codes repeated": (_set(f"{FS}.features.6.codes", [0, 1, 1]), "sensitive attribute 'region': codes must be distinct"),
+    "sensitive code fractional": (_set(f"{FS}.features.6.codes", [0, 1, 1.5]), ""),
+    "sensitive code as text": (_set(f"{FS}.features.6.codes", [0, 1, "2"]), ""),
+    # LabelColumn
+    "label values repeated": (_set(f"{FS}.label.values", ["no", "no"]), "'default': values repeated"),
+    "label labels repeated": (_set(f"{FS}.label.labels", ["repays", "repays"]), "'default': labels repeated"),
+    "label labels count": (_set(f"{FS}.label.labels", ["repays"]), "'default': 1 labels for 2 values"),
+    "label column empty": (_set(f"{FS}.label.column", ""), ""),
+    # FeatureSchema
+    "attribute named twice": (_set(f"{FS}.features.4.name", "age"), "attribute(s) named twice: age"),
+    "label column is a feature": (_set(f"{FS}.label.column", "income"), "the label column 'income' is also a feature"),
+    "no sensitive attribute": (_all(_set(f"{FS}.features.5", {"kind": "categorical", "name": "sex", "categories": ["F", "M"]}),
+                                    _set(f"{FS}.features.6", {"kind": "categorical", "name": "region",
+                                                              "categories": ["north", "south", "east"]})),
+                               "a schema needs at least one sensitive attribute"),
+    "one-hot input collides": (_set(f"{FS}.features.0.name", "purpose=car"),
+                               "two model inputs have the same name (a one-hot input collides with an attribute)"),
+    "no features": (_set(f"{FS}.features", []), ""),
+    "other format": (_set(f"{FS}.format", "fairproof-schema/2"), ""),
+    # ModelCard._schema_binds_statement
+    "encodings and a schema": (lambda c: c.__setitem__("features", [{"name": n, "kind": "numeric"} for n in c["feature_names"]]),
+                               "either as feature encodings or as a schema, not both"),
+    "inputs in another order": (_all(_set("feature_names.0", "income"), _set("feature_names.1", "age")),
+                                "the feature schema's model inputs differ from the card's feature names"),
+    "classes relabelled in the schema": (_set(f"{FS}.label.labels", ["defaults", "repays"]),
+                                         "the feature schema's classes differ from the card's class labels"),
+    "classes relabelled on the card": (_set("architecture.class_labels", ["defaults", "repays"]), "classes differ"),
+    "narrower domain": (_set(f"{FS}.features.0.max", 70.0), "the domain box differs from the feature schema's raw domain"),
+    "wider box": (_set("box_upper.0", 10 ** 6), "domain box differs"),
+    "lower box": (_set("box_lower.1", -(10 ** 6)), "domain box differs"),
+    "mean moved by an ulp": (_set(f"{FS}.features.1.mean", 60.00000000000001), "domain box differs"),
+    "std moved": (_set(f"{FS}.features.4.std", 12.5), "domain box differs"),
+    "ordinal codes widen the box": (_set(f"{FS}.features.3.codes", [0, 1, 5]), "domain box differs"),
+    "other scale": (_set("scale_bits", 15), "domain box differs"),
+    "sensitive labels swapped in the schema": (_set(f"{FS}.features.5.labels", ["male", "female"]), "sensitive attributes differ"),
+    "sensitive labels swapped on the card": (_set("sensitive.0.labels", ["male", "female"]), "sensitive attributes differ"),
+    "sensitive code not the proof's": (_set(f"{FS}.features.6.codes", [0, 1, 3]), "differ"),
+    "sensitive name on the card": (_set("sensitive.1.name", "area"), "sensitive attributes differ"),
+    "sensitive column on the card": (_set("sensitive.1.column", 0), "sensitive attributes differ"),
+    "sensitive dropped from the card": (lambda c: c["sensitive"].pop(), "sensitive attributes differ"),
+    "sensitive values on the card": (_set("sensitive.1.values", [0, 65536, 131073]), "sensitive attributes differ"),
+}
+
+# Changes Python accepts: the page must accept them too (the card reads, its digest is computed).
+ACCEPTED: dict[str, Callable[[dict], None]] = {
+    "as built": lambda c: None,
+    "unit and description": _all(_set(f"{FS}.features.0.unit", "yrs"), _set(f"{FS}.description", "other")),
+    "categorical labels": _set(f"{FS}.features.3.labels", ["renting", "owner", "free housing"]),
+    "ordinal codes permuted (same box)": _set(f"{FS}.features.3.codes", [2, 0, 1]),
+    "integral numbers written as integers": _all(_set(f"{FS}.features.0.mean", 45), _set(f"{FS}.features.0.std", 14)),
+    "a BOM inside a category (not whitespace to Python)": _all(
+        _set(f"{FS}.features.2.categories", ["\ufeffcar", "house", "education"]), _set("feature_names.2", "purpose=\ufeffcar")),
+    "optional fields left out": _all(_without(f"{FS}.description"), _without(f"{FS}.features.0.unit")),
+}
+
+
+def _texts(edits: dict) -> dict[str, str]:
+    base = schema_card()
+    out = {}
+    for name, edit in edits.items():
+        card = json.loads(json.dumps(base))
+        (edit[0] if isinstance(edit, tuple) else edit)(card)
+        out[name] = json.dumps(card)
+    return out
+
+
+def test_every_refusal_of_the_schema_validators_is_the_pages():
+    texts = _texts(REFUSED)
+    got = page_card_verdicts(list(texts.values()))
+    problems = []
+    for (name, text), page in zip(texts.items(), got):
+        python = python_refusal(text)
+        words = REFUSED[name][1]
+        if python is None:
+            problems.append((name, "Python accepts it"))
+        elif words and words not in python:
+            problems.append((name, f"Python says {python!r}"))
+        elif page["verdict"] != "UNUSABLE" or "malformed card" not in page["reason"]:
+            problems.append((name, f"the page: {page}"))
+        elif words and words not in page["reason"]:
+            problems.append((name, f"the page says {page['reason']!r}, Python {python!r}"))
+    assert not problems, problems
+
+
+def test_what_the_validators_accept_the_page_accepts():
+    texts = _texts(ACCEPTED)
+    got = page_card_verdicts(list(texts.values()))
+    for (name, text), page in zip(texts.items(), got):
+        assert python_refusal(text) is None, name
+        assert page_reads_card(page), (name, page)
+
+
+def test_random_changes_of_a_schema_are_judged_alike():
+    """Random one-place changes inside the card's feature schema (a value of another type or spelling, a
+    key added or removed): the page reads exactly the cards the verifier reads."""
+    base = schema_card()
+    rng = random.Random(21)
+    texts = [json.dumps({**base, FS: m}) for m in _mutations(base[FS], rng, 400)]
+    got = page_card_verdicts(texts)
+    disagreements = [(t[:300], page) for t, page in zip(texts, got) if (python_refusal(t) is None) != page_reads_card(page)]
+    assert not disagreements, disagreements[:3]
+    assert sum(not page_reads_card(p) for p in got) > 100
+
+
+def test_a_card_built_at_every_scale_is_read_alike():
+    """The box quantised outward (exact rational floor and ceiling of doubles) at small and large scales."""
+    schema = json.loads(json.dumps(book.SCHEMA))
+    schema["features"][1].update(mean=60.1, std=29.7)  # not dyadic: the rounding of the bounds matters
+    schema["features"][3].update(codes=[0.3, 1.1, -2.7], mean=0.1, std=0.7)
+    texts = [json.dumps(schema_card(schema, bits)) for bits in (0, 1, 7, 16, 31, 52, 64)]
+    got = page_card_verdicts(texts)
+    assert all(python_refusal(t) is None for t in texts)
+    assert all(page_reads_card(p) for p in got), got
+
+
+# ------------------------------------------------------------------------ non-finite numbers
+
+HUGE = ["1e400", "-1e400", "1E999999999", "-9.99e99999"]
+CONSTANTS = ["NaN", "Infinity", "-Infinity"]  # not JSON: refused by both parsers, the field named by Python
+
+
+def _float_fields(card: dict) -> list[str]:
+    """Every number field of a card's preprocessing (encodings and schema), as dotted paths."""
+    paths = []
+    for i, f in enumerate(card.get("features") or []):
+        paths += [f"features.{i}.mean", f"features.{i}.std"]
+    for i, f in enumerate((card.get(FS) or {}).get("features", [])):
+        for key in ("min", "max", "mean", "std"):
+            if key in f or (key in ("mean", "std") and f["kind"] == "numeric"):
+                paths.append(f"{FS}.features.{i}.{key}")
+        for j, _ in enumerate(f.get("codes") or []):
+            paths.append(f"{FS}.features.{i}.codes.{j}")
+    return paths
+
+
+SENTINEL = 123456.789012345
+
+
+def _with_number(card: dict, path: str, literal: str) -> str:
+    """The card's JSON with the number at `path` written as `literal` (json.dumps cannot write 1e400)."""
+    edited = json.loads(json.dumps(card))
+    _set(path, SENTINEL)(edited)
+    text = json.dumps(edited)
+    assert text.count(repr(SENTINEL)) == 1
+    return text.replace(repr(SENTINEL), literal)
+
+
+def _schema_card_with_codes() -> dict:
+    schema = json.loads(json.dumps(book.SCHEMA))
+    schema["features"][3]["codes"] = [0.0, 1.0, 2.0]
+    schema["features"][6]["codes"] = [0, 1, 2]
+    return schema_card(schema)
+
+
+def _verify_files(tmp_path: Path, card_text: str, bundle_text: str, capsys) -> tuple[int, str, str]:
+    from verifier_client.cli import main
+
+    (tmp_path / "card.json").write_text(card_text)
+    (tmp_path / "bundle.json").write_text(bundle_text)
+    pins = tmp_path / "pins"
+    pins.unlink(missing_ok=True)
+    capsys.readouterr()
+    code = main([str(tmp_path / "bundle.json"), "--card", str(tmp_path / "card.json"), "--pin-file", str(pins)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_infinite_numbers_in_a_card_are_refused_by_both_naming_the_field(bank, tmp_path, capsys):
+    """1e400 reads as infinity in Python (the page's parser refuses it): in any mean, std, bound or code of
+    a card's encodings or schema it is an unusable card on both sides, one line naming the field. So are
+    NaN and Infinity written as such (not JSON)."""
+    bundle = bank.bundles[0].model_dump_json()
+    honest = bank.card.model_dump_json()
+    code, out, _ = _verify_files(tmp_path, honest, bundle, capsys)
+    assert code == 0 and "VALID certificate" in out  # the card as issued
+    cards = [json.loads(honest), schema_card(), _schema_card_with_codes()]
+    cases = [(path, literal, _with_number(card, path, literal))
+             for card in cards for path in _float_fields(card) for literal in HUGE + CONSTANTS]
+    assert len({p for p, _, _ in cases}) >= 2 * len(bank.card.features) + 20
+    for path, literal, text in cases:
+        code, out, err = _verify_files(tmp_path, text, bundle, capsys)
+        assert code == 2 and out == "", (path, literal, out)
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and f": {path}: " in lines[0], (path, literal, err)
+        assert ("not finite" if literal in HUGE else f"{literal} is not a JSON number") in lines[0], (path, literal, err)
+    got = page_card_verdicts([text for _, _, text in cases])
+    wrong = [(p, lit, g) for (p, lit, _), g in zip(cases, got) if g["verdict"] != "UNUSABLE"
+             or "malformed card" not in g["reason"] or (lit in HUGE and "out of range" not in g["reason"])]
+    assert not wrong, wrong[:3]
+
+
+def test_python_models_refuse_infinity_and_nan_given_as_values():
+    """Not only from JSON: a card or schema built in Python (or read from YAML, which has .inf) refuses them."""
+    from pydantic import ValidationError
+
+    from commitments.card import FeatureEncoding
+
+    for bad in (float("inf"), float("-inf"), float("nan")):
+        with pytest.raises(ValidationError, match="mean"):
+            FeatureEncoding(name="a", kind="numeric", mean=bad)
+        with pytest.raises(ValidationError, match="std"):
+            FeatureEncoding(name="a", kind="numeric", std=bad)
+        for path in ("features.0.min", "features.0.std", "features.3.mean", "features.3.codes"):
+            schema = json.loads(json.dumps(book.SCHEMA))
+            target = schema["features"][int(path.split(".")[1])]
+            target[path.split(".")[2]] = [0.0, bad, 2.0] if path.endswith("codes") else bad
+            with pytest.raises(ValidationError, match="must be finite"):
+                FeatureSchema.model_validate(schema)
