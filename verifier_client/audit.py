@@ -33,7 +33,7 @@ from commitments.audit import AuditDataset, GroupCountsBundle
 from commitments.card import ModelCard
 from statement.dataset import GROUP_COUNT_FIELDS, DatasetError, DatasetLayout, GroupCount
 
-from .verify import card_attestation_problem, card_digest, read_proof, setup_trust_problem
+from .verify import proof_code, card_attestation_problem, card_digest, read_proof, setup_trust_problem
 
 
 @dataclass(frozen=True)
@@ -176,7 +176,7 @@ def verify_group_counts(bundle: GroupCountsBundle, card: ModelCard, dataset: Aud
         return _refuse(str(exc), "proof.malformed")
     result = check_prepared_proof(prepared, signals, proof, backend)
     if not result.ok:
-        return _refuse(f"proof rejected: {result.reason}", "proof.rejected")
+        return _refuse(f"proof rejected: {result.reason}", proof_code(result.reason))
     return AuditVerdict(True, metrics=group_metrics(card, counts))
 
 

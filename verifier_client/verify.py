@@ -115,9 +115,16 @@ def verify_bundle(bundle: CertificateBundle, card: ModelCard, backend: CurveBack
         except MalformedArtifact as exc:
             return _refuse(f"{exc}{whose}", "proof.malformed")
         result = check_prepared_proof(pvk, [int(s) for s in signals], proof, backend)
-        if not result.ok:
-            return _refuse(f"proof rejected{whose}: {result.reason}", "proof.rejected")
+        if not result.ok:  # a point outside its group is a malformed proof (K2); only the equation is K3
+            return _refuse(f"proof rejected{whose}: {result.reason}", proof_code(result.reason))
     return Verdict(True, claims=claims, auditors=attested)
+
+
+PAIRING_FAILED = "pairing check failed"  # circuits.groth16's reason when only the equation fails
+
+
+def proof_code(reason: str) -> str:
+    return "proof.rejected" if reason == PAIRING_FAILED else "proof.malformed"
 
 
 def card_attestation_problem(card: ModelCard, digest: str, attestations: Iterable[Attestation],

@@ -11,14 +11,17 @@ const HEAD_SIGNALS = 5;
 const PERSISTENCE_BOUND_LIMIT = 1n << 250n;
 const STATUS_NAMES = ["certified", "counterfactual_flip"];
 
-class ClaimError extends Error {}
+// `code`: the rule's stable reason code (docs/VERIFYING.md), as commitments/claims.py's ClaimError carries it.
+class ClaimError extends Error {
+  constructor(message, code) { super(message); this.code = code; }
+}
 
 function parseDecimal(text, what) {
   if (typeof text !== "string" || !/^(0|[1-9][0-9]*)$/.test(text)) {
-    throw new ClaimError(`${what}: not a canonical decimal`);
+    throw new ClaimError(`${what}: not a canonical decimal`, "claims.signal-encoding");
   }
   const v = BigInt(text);
-  if (v >= R) throw new ClaimError(`${what}: not below the field modulus`);
+  if (v >= R) throw new ClaimError(`${what}: not below the field modulus`, "claims.signal-encoding");
   return v;
 }
 
@@ -56,7 +59,7 @@ function persistenceDeltaCap(card) {
 
 function claimsFromSignals(signals, card, bucketName, sliceIndex = 0) {
   const bucket = card.circuits.find((b) => b.bucket === bucketName);
-  if (bucket === undefined) throw new ClaimError(`model card has no circuit bucket ${bucketName}`);
+  if (bucket === undefined) throw new ClaimError(`model card has no circuit bucket ${bucketName}`, "claims.bucket");
   const perSlice = bucket.shape.per_slice === true;
   const n = num(card.architecture.n_inputs);
   const nSlices = slices(card).length;
@@ -64,44 +67,44 @@ function claimsFromSignals(signals, card, bucketName, sliceIndex = 0) {
   const nPersistence = card.persistence != null ? 1 + 2 * persistencePairs(card).length : 0;
   const expected = HEAD_SIGNALS + n + nSpread + nPersistence + (perSlice ? 1 : 0);
   if (num(bucket.n_public) !== expected) {
-    throw new ClaimError(`bucket ${bucketName} has ${bucket.n_public} public inputs, this model's statement has ${expected}`);
+    throw new ClaimError(`bucket ${bucketName} has ${bucket.n_public} public inputs, this model's statement has ${expected}`, "claims.signal-count");
   }
   if (signals.length !== expected) {
-    throw new ClaimError(`the proof has ${signals.length} public signals, this model's statement has ${expected}`);
+    throw new ClaimError(`the proof has ${signals.length} public signals, this model's statement has ${expected}`, "claims.signal-count");
   }
   let values = signals.map((s, i) => parseDecimal(s, `public signal ${i}`));
   if (perSlice) {
     if (values[values.length - 1] !== BigInt(sliceIndex)) {
-      throw new ClaimError(`public signal ${expected - 1} (the slice the proof covers) is not ${sliceIndex}`);
+      throw new ClaimError(`public signal ${expected - 1} (the slice the proof covers) is not ${sliceIndex}`, "claims.parts");
     }
     values = values.slice(0, -1);
   }
   const [commitment, decision, eps, status, flipIndex] = values;
   if (commitment !== parseDecimal(card.commitment, "card commitment")) {
-    throw new ClaimError("public signal 0 is not the card's commitment");
+    throw new ClaimError("public signal 0 is not the card's commitment", "claims.commitment");
   }
   const labels = card.architecture.class_labels;
-  if (decision >= BigInt(labels.length)) throw new ClaimError(`public signal 1 (decision ${decision}) is not a class of this model`);
-  if (eps > bucket.shape.eps_cap) throw new ClaimError(`public signal 2 (E = ${eps}) exceeds the cap ${bucket.shape.eps_cap}`);
-  if (status > 1n) throw new ClaimError(`public signal 3 (status ${status}) is neither certified (0) nor flip (1)`);
+  if (decision >= BigInt(labels.length)) throw new ClaimError(`public signal 1 (decision ${decision}) is not a class of this model`, "claims.decision");
+  if (eps > bucket.shape.eps_cap) throw new ClaimError(`public signal 2 (E = ${eps}) exceeds the cap ${bucket.shape.eps_cap}`, "claims.eps-cap");
+  if (status > 1n) throw new ClaimError(`public signal 3 (status ${status}) is neither certified (0) nor flip (1)`, "claims.status");
   let flip = null;
   if (status === 0n) {
-    if (flipIndex !== 0n) throw new ClaimError("public signal 4 (flip slice) must be 0 on a certified radius");
+    if (flipIndex !== 0n) throw new ClaimError("public signal 4 (flip slice) must be 0 on a certified radius", "claims.flip");
   } else {
-    if (eps !== 0n) throw new ClaimError("a counterfactual flip certifies radius 0, public signal 2 is not 0");
-    if (flipIndex >= BigInt(nSlices)) throw new ClaimError(`public signal 4 (flip slice ${flipIndex}) is not one of the ${nSlices} sensitive slices`);
+    if (eps !== 0n) throw new ClaimError("a counterfactual flip certifies radius 0, public signal 2 is not 0", "claims.flip");
+    if (flipIndex >= BigInt(nSlices)) throw new ClaimError(`public signal 4 (flip slice ${flipIndex}) is not one of the ${nSlices} sensitive slices`, "claims.flip");
     const [v, l] = sliceLabels(card, num(flipIndex));
     flip = { index: flipIndex, values: v, labels: l };
   }
   const query = values.slice(HEAD_SIGNALS, HEAD_SIGNALS + n).map(signed);
   query.forEach((v, i) => {
     if (!(card.box_lower[i] <= v && v <= card.box_upper[i])) {
-      throw new ClaimError(`public signal ${HEAD_SIGNALS + i} (feature ${card.feature_names[i]}) lies outside the model's input domain box`);
+      throw new ClaimError(`public signal ${HEAD_SIGNALS + i} (feature ${card.feature_names[i]}) lies outside the model's input domain box`, "claims.query-box");
     }
   });
   for (const f of card.sensitive) {
     if (!f.values.some((v) => v === query[num(f.column)])) {
-      throw new ClaimError(`public signal ${HEAD_SIGNALS + num(f.column)} (sensitive feature ${f.name}) is not a value of its domain`);
+      throw new ClaimError(`public signal ${HEAD_SIGNALS + num(f.column)} (sensitive feature ${f.name}) is not a value of its domain`, "claims.sensitive-value");
     }
   }
   let spread = null;
@@ -123,17 +126,17 @@ function spreadClaims(values, card, query, decision, status) {
   const decisions = values.slice(0, all.length);
   const count = values[all.length];
   decisions.forEach((d, s) => {
-    if (d >= BigInt(labels.length)) throw new ClaimError(`public signal ${first + s} (the decision with slice ${s}) is not a class of this model`);
+    if (d >= BigInt(labels.length)) throw new ClaimError(`public signal ${first + s} (the decision with slice ${s}) is not a class of this model`, "claims.spread");
   });
   if (!(1n <= count && count <= BigInt(all.length))) {
-    throw new ClaimError(`public signal ${first + all.length} (${count} margin buckets) is not between 1 and the ${all.length} slices`);
+    throw new ClaimError(`public signal ${first + all.length} (${count} margin buckets) is not between 1 and the ${all.length} slices`, "claims.spread");
   }
   const own = all.findIndex((s) => s.every((v, a) => v === query[num(card.sensitive[a].column)]));
   if (decisions[own] !== decision) {
-    throw new ClaimError(`public signal ${first + own} (the decision with the query's own sensitive values) differs from the decision`);
+    throw new ClaimError(`public signal ${first + own} (the decision with the query's own sensitive values) differs from the decision`, "claims.spread");
   }
   if (status === 0n && decisions.some((d) => d !== decision)) {
-    throw new ClaimError("a certified radius means every slice decides the same, the spread signals say otherwise");
+    throw new ClaimError("a certified radius means every slice decides the same, the spread signals say otherwise", "claims.spread");
   }
   return { decisions, decision_labels: decisions.map((d) => labels[num(d)]), score_buckets: count };
 }
@@ -142,7 +145,7 @@ function persistenceClaims(values, card, query, nSpread) {
   const first = HEAD_SIGNALS + num(card.architecture.n_inputs) + nSpread;
   const delta = values[0];
   const cap = persistenceDeltaCap(card);
-  if (delta > cap) throw new ClaimError(`public signal ${first} (delta ${delta}) exceeds ${cap}, the widest moved column of the domain box`);
+  if (delta > cap) throw new ClaimError(`public signal ${first} (delta ${delta}) exceeds ${cap}, the widest moved column of the domain box`, "claims.persistence");
   const bounds = [];
   persistencePairs(card).forEach(([a, v], i) => {
     const at = first + 1 + 2 * i;
@@ -150,18 +153,18 @@ function persistenceClaims(values, card, query, nSpread) {
     const upper = signed(values[2 + 2 * i]);
     for (const [position, bound] of [[at, lower], [at + 1, upper]]) {
       if ((bound < 0n ? -bound : bound) >= PERSISTENCE_BOUND_LIMIT) {
-        throw new ClaimError(`public signal ${position} (a persistence bound) is no integer a proof can state`);
+        throw new ClaimError(`public signal ${position} (a persistence bound) is no integer a proof can state`, "claims.persistence");
       }
     }
-    if (lower > upper) throw new ClaimError(`public signals ${at} and ${at + 1} (persistence bounds) have lower above upper`);
+    if (lower > upper) throw new ClaimError(`public signals ${at} and ${at + 1} (persistence bounds) have lower above upper`, "claims.persistence");
     if (query[num(card.sensitive[a].column)] === v && !(lower <= 0n && 0n <= upper)) {
-      throw new ClaimError(`public signals ${at} and ${at + 1} (the customer's own value, where the gap is 0) do not contain 0`);
+      throw new ClaimError(`public signals ${at} and ${at + 1} (the customer's own value, where the gap is 0) do not contain 0`, "claims.persistence");
     }
     bounds.push([lower, upper]);
   });
   return { delta, bounds };
 }
 
-const FairProofClaims = { R, ClaimError, parseDecimal, signed, slices, sliceLabels, claimsFromSignals };
+const FairProofClaims = { R, ClaimError, parseDecimal, signed, slices, sliceLabels, claimsFromSignals, persistenceDeltaCap };
 if (typeof module !== "undefined") module.exports = FairProofClaims;
 else globalThis.FairProofClaims = FairProofClaims;

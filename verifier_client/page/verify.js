@@ -3,8 +3,10 @@
 // gave the page (or the card the page was built with).
 //
 // A verdict is VALID only when every check below passes, in this order (the first failure is the reason):
-//   documents   the card and the bundle parse strictly and have the models' shapes (schema.js), the card is
-//               consistent (as ModelCard's validators), and it is the card the customer pinned, if they did;
+//   documents   the card and the bundle parse strictly (UTF-8 without a BOM, no lone surrogate escape, no
+//               number beyond a double: commitments/canonical.py's reading) and have the models' shapes
+//               (schema.js), the card is consistent (as ModelCard's validators, its feature schema's and the
+//               schema's binding to the statement), and it is the card the customer pinned, if they did;
 //   claims      the bundle names this card and one of its buckets; every claim comes from the public signals
 //               and the card (claims.js), and every readable field of the bundle equals its claim;
 //   customer    the lenses they require, their own record's query, an attestation of this very card by an
@@ -29,19 +31,67 @@ const MAX_DOCUMENT_CHARS = 64 * 1024 * 1024;
 const MAX_NUMBER_CHARS = 80;
 const LENSES = ["radius", "spread", "persistence"];
 
+// `code`: an invalid verdict's stable reason code (docs/VERIFYING.md), the one fairproof-verify reports.
 class Refusal extends Error {
-  constructor(kind, message) { super(message); this.kind = kind; }
+  constructor(kind, message, code = null) { super(message); this.kind = kind; this.code = code; }
 }
 const unusable = (message) => new Refusal("unusable", message);
-const invalid = (message) => new Refusal("invalid", message);
+const invalid = (message, code) => new Refusal("invalid", message, code);
 const num = (v) => Number(v);
 
 // ------------------------------------------------------------------------------------- documents
+// One strict reading of text, commitments/canonical.py's (`decode_text`, `check_values`): a file or a link
+// is UTF-8 without a byte-order mark, and no JSON string or key holds a lone surrogate ("\ud800" alone).
+const BOM_MESSAGE = "begins with a byte-order mark (save it as UTF-8 without one)";
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+class TextError extends Error {}
+
+// The text of a document's bytes (a file, a link's payload, a fetched card): TextError unless UTF-8 without a BOM.
+function decodeText(bytes, what) {
+  const view = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+  if (view.length >= 3 && view[0] === 0xef && view[1] === 0xbb && view[2] === 0xbf) throw new TextError(`${what}: ${BOM_MESSAGE}`);
+  try {
+    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(view);
+  } catch (e) {
+    throw new TextError(`${what}: not UTF-8 text`);
+  }
+}
+
+const where = (path) => (path.length ? path.join(".") : "document");
+
+// The first place a parsed value holds a lone surrogate (in a string or a key), or null.
+function textProblem(value) {
+  const stack = [[value, []]];
+  while (stack.length) {
+    const [v, path] = stack.pop();
+    if (typeof v === "string") {
+      if (LONE_SURROGATE.test(v)) return `${where(path)}: a lone surrogate escape is not text`;
+    } else if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push([v[i], [...path, i]]);
+    } else if (v !== null && typeof v === "object" && !(v instanceof lib.canonical.PyFloat)) {
+      const keys = Object.keys(v);
+      if (keys.some((k) => LONE_SURROGATE.test(k))) return `${where(path)}: a lone surrogate escape is not text (in a key)`;
+      for (let i = keys.length - 1; i >= 0; i--) stack.push([v[keys[i]], [...path, keys[i]]]);
+    }
+  }
+  return null;
+}
+
+// parseJson, then the text rules above; SyntaxError naming the defect.
+function parseStrictText(text, what) {
+  if (text.startsWith("\ufeff")) throw new SyntaxError(BOM_MESSAGE);
+  const value = lib.canonical.parseJson(text, MAX_NUMBER_CHARS);
+  const problem = textProblem(value);
+  if (problem) throw new SyntaxError(problem);
+  return value;
+}
+
 function readDocument(text, schema, what) {
   if (typeof text !== "string" || text.length > MAX_DOCUMENT_CHARS) throw unusable(`${what}: not a document this page reads`);
   let value;
   try {
-    value = lib.canonical.parseJson(text, MAX_NUMBER_CHARS);
+    value = parseStrictText(text, what);
   } catch (e) {
     throw unusable(`malformed ${what}: ${e.message}`);
   }
@@ -59,11 +109,16 @@ function bucketName(shape) {
   return `k${shape.region_slots}-f${shape.farkas_slots}${radius}${shape.per_slice === true ? "-slice" : ""}`;
 }
 
-// ModelCard's validators (commitments/card.py), but for binding a feature schema to the box: a card the
-// Python verifier cannot load is refused here too. Returns the first problem, or null.
+// ModelCard's validators (commitments/card.py), its feature schema's (fairness/schema.py) and the schema's
+// binding to the statement: a card the Python verifier cannot load is refused here too. Returns the first
+// problem, or null.
 function cardProblem(card) {
   const a = card.architecture;
   const n = num(a.n_inputs);
+  if (card.feature_schema != null) {
+    const problem = lib.schema.featureSchemaProblem(card.feature_schema);
+    if (problem) return problem;
+  }
   if (a.class_labels.length !== num(a.n_classes)) return "one class label per class";
   if (a.hidden_sizes.some((h) => h <= 0n)) return "hidden layer sizes must be positive";
   for (const f of card.sensitive) {
@@ -77,7 +132,11 @@ function cardProblem(card) {
   if (card.box_lower.some((lo, i) => lo > card.box_upper[i])) return "domain box has a lower bound above its upper bound";
   const columns = card.sensitive.map((f) => num(f.column));
   if (new Set(columns).size !== columns.length || columns.some((c) => c >= n)) return "sensitive columns must be distinct input indices";
-  if (card.feature_schema != null && features.length) return "a card publishes its preprocessing either as feature encodings or as a schema, not both";
+  if (card.feature_schema != null) {
+    if (features.length) return "a card publishes its preprocessing either as feature encodings or as a schema, not both";
+    const problem = lib.schema.schemaBindingProblem(card, card.feature_schema);
+    if (problem) return problem;
+  }
   if (card.spread != null && card.spread.favourable_class >= a.n_classes) return "the spread lens's favourable class is not a class of the model";
   const lens = card.persistence;
   if (lens != null) {
@@ -141,7 +200,7 @@ function derivedClaims(signals, card, bucketName, sliceIndex) {
     if (c.persistence) c.persistence.readable = readablePersistence(c, card);
     return c;
   } catch (e) {
-    if (e instanceof lib.claims.ClaimError) throw invalid(e.message);
+    if (e instanceof lib.claims.ClaimError) throw invalid(e.message, e.code);
     throw e;
   }
 }
@@ -192,37 +251,37 @@ const short = (text) => (text.length <= 60 ? text : `${text.slice(0, 57)}...`);
 
 // commitments.claims.bundle_claims, with its per-slice parts.
 function bundleClaims(bundle, card, digest) {
-  if (bundle.model_id !== card.model_id) throw invalid(`bundle is for model ${bundle.model_id}, the card is for ${card.model_id}`);
-  if (bundle.card_digest !== digest) throw invalid("bundle was issued under another model card (card digest differs from the card's)");
+  if (bundle.model_id !== card.model_id) throw invalid(`bundle is for model ${bundle.model_id}, the card is for ${card.model_id}`, "claims.model");
+  if (bundle.card_digest !== digest) throw invalid("bundle was issued under another model card (card digest differs from the card's)", "claims.card-digest");
   const bucket = card.circuits.find((b) => b.bucket === bundle.bucket);
-  if (bucket === undefined) throw invalid(`model card has no circuit bucket ${bundle.bucket}`);
+  if (bucket === undefined) throw invalid(`model card has no circuit bucket ${bundle.bucket}`, "claims.bucket");
   const claims = derivedClaims(bundle.public_signals, card, bundle.bucket, 0);
   claims.eps_scale_bits = BigInt(card.eps_scale_bits);
   claims.part_buckets = [];
   const problem = contradiction(bundle, claims);
-  if (problem) throw invalid(problem);
+  if (problem) throw invalid(problem, "claims.contradiction");
   const parts = bundle.parts || [];
   if (bucket.shape.per_slice !== true) {
-    if (parts.length) throw invalid(`bucket ${bucket.bucket} proves every slice at once: the bundle has no slice parts`);
+    if (parts.length) throw invalid(`bucket ${bucket.bucket} proves every slice at once: the bundle has no slice parts`, "claims.parts");
     return claims;
   }
   const nSlices = lib.claims.slices(card).length;
   const indices = parts.map((p) => num(p.slice_index));
   if (indices.length !== nSlices - 1 || indices.some((v, i) => v !== i + 1)) {
-    throw invalid(`a per-slice certificate has one proof per slice: parts for slices 1..${nSlices - 1} in order`);
+    throw invalid(`a per-slice certificate has one proof per slice: parts for slices 1..${nSlices - 1} in order`, "claims.parts");
   }
   const whole = canonical({ ...claims, bucket: null, part_buckets: null });
   for (const p of parts) {
     const partBucket = card.circuits.find((b) => b.bucket === p.bucket);
-    if (partBucket === undefined) throw invalid(`model card has no circuit bucket ${p.bucket}`);
-    if (partBucket.shape.per_slice !== true) throw invalid(`the proof of slice ${p.slice_index} names bucket ${p.bucket}, which is not per-slice`);
+    if (partBucket === undefined) throw invalid(`model card has no circuit bucket ${p.bucket}`, "claims.parts");
+    if (partBucket.shape.per_slice !== true) throw invalid(`the proof of slice ${p.slice_index} names bucket ${p.bucket}, which is not per-slice`, "claims.parts");
     if (partBucket.shape.eps_cap !== bucket.shape.eps_cap || partBucket.shape.radius !== bucket.shape.radius) {
-      throw invalid(`the proof of slice ${p.slice_index} names bucket ${p.bucket}, whose cap or radius differs from bucket ${bucket.bucket}'s`);
+      throw invalid(`the proof of slice ${p.slice_index} names bucket ${p.bucket}, whose cap or radius differs from bucket ${bucket.bucket}'s`, "claims.parts");
     }
     const part = derivedClaims(partSignals(bundle, p.slice_index), card, p.bucket, p.slice_index);
     part.eps_scale_bits = claims.eps_scale_bits;
     if (canonical({ ...part, bucket: null, part_buckets: null }) !== whole) {
-      throw invalid(`the proof of slice ${p.slice_index} claims something else than slice 0's`);
+      throw invalid(`the proof of slice ${p.slice_index} claims something else than slice 0's`, "claims.parts");
     }
   }
   claims.part_buckets = parts.map((p) => p.bucket);
@@ -265,11 +324,11 @@ async function checkedKey(bucket) {
   try {
     vk = lib.curve.verifyingKeyFromJson(bucket.verifying_key, what);
   } catch (e) {
-    if (e instanceof lib.curve.CurveError) throw invalid(e.message);
+    if (e instanceof lib.curve.CurveError) throw invalid(e.message, "key.invalid");
     throw e;
   }
-  if (BigInt(vk.nPublic) !== bucket.n_public) throw invalid(`${what}: ${vk.nPublic} public inputs, the bucket declares ${bucket.n_public}`);
-  if (await lib.curve.verifyingKeyDigest(vk) !== bucket.verifying_key_digest) throw invalid(`${what} does not match its digest on the card`);
+  if (BigInt(vk.nPublic) !== bucket.n_public) throw invalid(`${what}: ${vk.nPublic} public inputs, the bucket declares ${bucket.n_public}`, "key.invalid");
+  if (await lib.curve.verifyingKeyDigest(vk) !== bucket.verifying_key_digest) throw invalid(`${what} does not match its digest on the card`, "key.invalid");
   return plain(bucket.verifying_key);
 }
 
@@ -277,11 +336,11 @@ async function checkProof(snarkjs, key, proofJson, proofHex, signals, whose) {
   try {
     lib.curve.proofFromJson(proofJson, proofHex, "proof");
   } catch (e) {
-    if (e instanceof lib.curve.CurveError) throw invalid(`${e.message}${whose}`);
+    if (e instanceof lib.curve.CurveError) throw invalid(`${e.message}${whose}`, "proof.malformed");
     throw e;
   }
   const ok = await snarkjs.groth16.verify(key, [...signals], plain(proofJson));
-  if (ok !== true) throw invalid(`proof rejected${whose}: the pairing check fails`);
+  if (ok !== true) throw invalid(`proof rejected${whose}: the pairing check fails`, "proof.rejected");
 }
 
 // --------------------------------------------------------------------------------------- attestations
@@ -304,9 +363,40 @@ function readAttestations(texts, schema) {
   return texts.map((text, i) => readDocument(text, schema, texts.length > 1 ? `attestation ${i + 1}` : "attestation"));
 }
 
+// The persistence box the customer asks for (`delta` in standard deviations; the card's default when absent):
+// ModelCard.persistence_box and verifier_client/service_client.py box_problem, word for word.
+function boxProblem(claims, card, delta) {
+  const asked = delta !== undefined && delta !== null;
+  const lens = card.persistence;
+  if (lens == null) {
+    return asked ? `model ${card.model_id} does not prove persistent bias: it takes no delta` : null;
+  }
+  const scaleBits = num(card.scale_bits);
+  const one = 2 ** scaleBits;
+  let expected = BigInt(lens.default_delta);
+  if (asked) {
+    if (typeof delta !== "number" || !Number.isFinite(delta) || delta < 0) {
+      return `delta must be a non-negative number of standard deviations, not ${delta}`;
+    }
+    expected = BigInt(Math.ceil(delta * one));  // exact: a double times a power of two, rounded up as Python's ceil
+    const cap = lib.claims.persistenceDeltaCap(card);
+    if (expected > cap) {
+      return `delta ${lib.explain.formatG(Number(expected) / one, 6)} exceeds ${lib.explain.formatG(Number(cap) / one, 6)} `
+        + "standard deviations, the widest moved feature's domain";
+    }
+  }
+  const ps = claims.persistence;
+  if (ps == null || BigInt(ps.delta) !== expected) {
+    const stated = ps == null ? "no persistence bounds" : `delta ${ps.delta} / 2^${ps.scale_bits}`;
+    return `the certificate proves ${stated}, not the box you asked for (delta ${expected} / 2^${scaleBits})`;
+  }
+  return null;
+}
+
 // --------------------------------------------------------------------------------------- verdict
 // inputs: { bundleText, cardText, recordText?, pinnedDigest?, trusted?: [hex], requiredLenses?: [name],
-//           trustedAuditors?: [verifier key], attestations?: [attestation document text] }
+//           trustedAuditors?: [verifier key], attestations?: [attestation document text],
+//           delta?: number (the persistence box asked for, standard deviations; the card's default otherwise) }
 // env: { snarkjs, schemas: { bundle, card, attestation, attestation_statement } (parsed JSON Schemas) }
 // Returns { valid: true, claims, report, cardDigest, recordChecked, auditors, card } or
 // { valid: false, kind, reason, cardDigest? }. `auditors`: the trusted auditors whose attestation covers the card.
@@ -318,18 +408,18 @@ async function verifyBundle(inputs, env) {
     if (problem) throw unusable(`malformed card: ${problem}`);
     cardDigest = await lib.canonical.sha256Hex(lib.canonical.canonicalCard(card));
     const pinned = (inputs.pinnedDigest || "").trim().toLowerCase();
-    if (pinned && pinned !== cardDigest) throw invalid(`the card is not the one you pinned (its digest is ${cardDigest})`);
+    if (pinned && pinned !== cardDigest) throw invalid(`the card is not the one you pinned (its digest is ${cardDigest})`, "card.pin-mismatch");
     const bundle = readDocument(inputs.bundleText, env.schemas.bundle, "bundle");
     const verifiers = await readAuditors((inputs.trustedAuditors || []).map((k) => k.trim()).filter((k) => k));
     const attestations = readAttestations(inputs.attestations || [], env.schemas.attestation);
     const claims = bundleClaims(bundle, card, cardDigest);
     const missing = lensProblem(claims, inputs.requiredLenses || []);
-    if (missing) throw invalid(missing);
+    if (missing) throw invalid(missing, "customer.lens");
     let recordChecked = false;
     if (inputs.recordText && inputs.recordText.trim()) {
       let query;
       try {
-        query = lib.record.encodeRecord(card, lib.canonical.parseJson(inputs.recordText, MAX_NUMBER_CHARS));
+        query = lib.record.encodeRecord(card, parseStrictText(inputs.recordText, "record"));
       } catch (e) {
         if (e instanceof lib.record.RecordError || e instanceof SyntaxError) throw unusable(`your record: ${e.message}`);
         throw e;
@@ -337,34 +427,37 @@ async function verifyBundle(inputs, env) {
       const differing = card.feature_names.filter((_, i) => query[i] !== claims.query[i]);
       if (differing.length) {
         const which = differing.slice(0, 5).join(", ") + (differing.length > 5 ? "..." : "");
-        throw invalid(`the certificate is about another customer's record, not yours (query differs in: ${which})`);
+        throw invalid(`the certificate is about another customer's record, not yours (query differs in: ${which})`, "customer.record");
       }
       recordChecked = true;
     }
     const attested = await lib.attestation.checkAttestations(card, cardDigest, attestations, verifiers,
       env.schemas.attestation_statement);
-    if (attested.problem !== null) throw invalid(attested.problem);
+    if (attested.problem !== null) throw invalid(attested.problem, "customer.auditor");
     const trusted = (inputs.trusted || []).map((h) => h.trim().toLowerCase()).filter((h) => h);
     const proofs = [[claims.bucket, bundle.proof, bundle.proof_hex, bundle.public_signals, ""],
       ...(bundle.parts || []).map((p) => [p.bucket, p.proof, p.proof_hex, partSignals(bundle, p.slice_index), ` (slice ${p.slice_index})`])];
     const bucketOf = (name) => card.circuits.find((b) => b.bucket === name);
     for (const [name] of proofs) {
       const trustProblem = setupTrustProblem(bucketOf(name), trusted);
-      if (trustProblem) throw invalid(trustProblem);
+      if (trustProblem) throw invalid(trustProblem, "customer.contributor");
     }
     const keys = new Map();
     for (const [name, proofJson, proofHex, signals, whose] of proofs) {
       if (!keys.has(name)) keys.set(name, await checkedKey(bucketOf(name)));
       await checkProof(env.snarkjs, keys.get(name), proofJson, proofHex, signals, whose);
     }
+    const box = boxProblem(claims, card, inputs.delta);
+    if (box) throw invalid(box, "customer.box");
     return { valid: true, claims, cardDigest, recordChecked, report: lib.explain.validReport(claims, card), card,
       auditors: attested.auditors };
   } catch (e) {
-    if (e instanceof Refusal) return { valid: false, kind: e.kind, reason: e.message, cardDigest };
+    if (e instanceof Refusal) return { valid: false, kind: e.kind, reason: e.message, code: e.code, cardDigest };
     return { valid: false, kind: "unusable", reason: `this page could not check the documents (${e.message})`, cardDigest };
   }
 }
 
-const FairProofVerify = { verifyBundle, cardProblem, contradiction, derivedClaims };
+const FairProofVerify = { verifyBundle, cardProblem, contradiction, derivedClaims, decodeText, textProblem, parseStrictText,
+  TextError };
 if (typeof module !== "undefined") module.exports = FairProofVerify;
 else globalThis.FairProofVerify = FairProofVerify;
