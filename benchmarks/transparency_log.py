@@ -52,7 +52,7 @@ sys.path.insert(0, str(ROOT))
 from sqlalchemy import (BigInteger, Column, DateTime, Index, LargeBinary, MetaData, String, Table, Text,
                         insert, text)
 
-from commitments.log import CertificateIssued, DecisionRequested, leaf_bytes
+from commitments.log import CertificateCommitted, DecisionRequested, leaf_bytes
 from prover_service.service.database import ServiceDatabase, open_service_database
 from prover_service.service.schema import utcnow
 from prover_service.service.transparency_log import TransparencyLog
@@ -62,7 +62,7 @@ RESULTS = Path(__file__).resolve().parent / "results" / "transparency_log.json"
 BATCHES = (1, 100, 1000)
 TARGET_LEAVES_PER_S = 2000.0
 TARGET_INCLUSION_MS = 20.0
-Leaf = DecisionRequested | CertificateIssued
+Leaf = DecisionRequested | CertificateCommitted
 
 
 def log(msg: str) -> None:
@@ -71,11 +71,11 @@ def log(msg: str) -> None:
 
 # ------------------------------------------------------------------ leaves and databases
 _CARD = hashlib.sha256(b"benchmark card").hexdigest()
-_FIELD = 21888242871839275222246405745257275088548364400416034343698204186575808495617
 
 
 def make_leaves(start: int, count: int) -> list[Leaf]:
-    """Leaves as the service writes them: a decision, then its certificate (three public signals)."""
+    """Leaves as the service writes them: a decision, then its certificate (certificate_committed: its claims
+    and the salted commitment to its signals)."""
     leaves: list[Leaf] = []
     for i in range(start, start + count):
         request_id = str(uuid.UUID(int=(i // 2) + 1))
@@ -83,10 +83,10 @@ def make_leaves(start: int, count: int) -> list[Leaf]:
             leaves.append(DecisionRequested(model_id="german-4x2-fair", card_digest=_CARD, request_id=request_id,
                                             decision=i % 3 % 2))
         else:
-            signals = tuple(str(int.from_bytes(hashlib.sha256(b"%d %d" % (i, j)).digest()) % _FIELD)
-                            for j in range(3))
-            leaves.append(CertificateIssued(model_id="german-4x2-fair", card_digest=_CARD, bucket="k4-f4",
-                                            public_signals=signals, request_id=request_id))
+            leaves.append(CertificateCommitted(
+                model_id="german-4x2-fair", card_digest=_CARD, bucket="k4-f4", request_id=request_id,
+                decision=i % 3 % 2, status="certified", eps_numerator=i % 4096, eps_scale_bits=16, capped=False,
+                signals_commitment=hashlib.sha256(b"signals %d" % i).hexdigest()))
     return leaves
 
 

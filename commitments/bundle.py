@@ -161,6 +161,11 @@ class CertificateBundle(_Frozen):
     parts: tuple[SlicePart, ...] = Field(default=(), exclude_if=lambda parts: not parts)
     # The decision request this certificate answers (its leaf in the transparency log names it too).
     request_id: RequestId | None = None
+    # The salt of this certificate's leaf in the transparency log (commitments.log.signals_commitment):
+    # 64 hex digits, never published (the bank keeps it with the bundle and serves it to the customer only),
+    # so the leaf hides the public signals from everyone else; None for a
+    # bundle logged before salts existed (its leaf is the old certificate_issued) or never logged.
+    log_salt: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$", exclude_if=lambda salt: salt is None)
     # Inclusion of this certificate and of its card in the bank's transparency log, against one
     # signed checkpoint. Attached when the bundle is served, so it is the only part that changes.
     log: LogEvidence | None = None

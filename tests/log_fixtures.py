@@ -7,14 +7,14 @@ any size and root, signed for real.
 from __future__ import annotations
 
 import hashlib
+import secrets
 from collections.abc import Sequence
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from commitments.bundle import CertificateBundle
 from commitments.card import ModelCard
-from commitments.log import (CardPublished, ConsistencyProof, LogEvidence, LogInclusion, certificate_leaf,
-                             leaf_bytes)
+from commitments.log import CardPublished, ConsistencyProof, LogEvidence, LogInclusion, bundle_certificate_leaf, leaf_bytes
 from transparency import merkle, note
 from transparency.checkpoint import Checkpoint
 
@@ -102,8 +102,15 @@ def card_leaf(card: ModelCard) -> bytes:
 
 
 def bundle_leaf(bundle: CertificateBundle) -> bytes:
-    return leaf_bytes(certificate_leaf(bundle.model_id, bundle.card_digest, bundle.bucket, bundle.public_signals,
-                                       bundle.request_id))
+    """The certificate's leaf as the service logs it: `certificate_committed` for a bundle with a log salt,
+    the old `certificate_issued` (public signals in the clear) for one without."""
+    return leaf_bytes(bundle_certificate_leaf(bundle))
+
+
+def salted(bundle: CertificateBundle, salt: str | None = None) -> CertificateBundle:
+    """The bundle as the service issues it now: with a log salt (random unless given), so its leaf is the
+    `certificate_committed` one."""
+    return bundle.model_copy(update={"log_salt": salt or secrets.token_hex(32)})
 
 
 def with_evidence(bundle: CertificateBundle, evidence: LogEvidence | None) -> CertificateBundle:

@@ -31,9 +31,9 @@ import pytest
 from bank_fixtures import MODEL
 from commitments.bundle import CertificateBundle
 from commitments.card import ModelCard
-from commitments.log import (CardAttested, CardPublished, ConsistencyProof, DecisionRequested, LogEntries,
-                             LogEntry, LogInclusion, LogKey, PublishedCard, SignedCheckpoint, card_order_problem,
-                             leaf_bytes, parse_leaf)
+from commitments.log import (CardAttested, CardPublished, CertificateCommitted, CertificateIssued, ConsistencyProof,
+                             DecisionRequested, LogEntries, LogEntry, LogInclusion, LogKey, PublishedCard,
+                             SignedCheckpoint, card_order_problem, certificate_leaf, leaf_bytes, parse_leaf)
 from prover_service.cli import build_parser
 from prover_service.commands import monitor as monitor_command
 from prover_service.commands import witness as witness_command
@@ -185,8 +185,9 @@ class ForgedLog:
 
     def __init__(self, signer: note.Signer, leaves: Sequence[str], cards: Mapping[str, str], *,
                  origin: str | None = None, served_leaves: Sequence[str] | None = None,
-                 named: note.Verifier | None = None):
+                 named: note.Verifier | None = None, redacted: Mapping[int, str] | None = None):
         self.signer, self.origin = signer, origin or signer.name
+        self.redacted = dict(redacted or {})  # leaf index -> the kind it is served redacted as (hash only)
         self.named = named or signer.verifier()  # the key /v1/log/key names
         self.leaves, self.cards = list(leaves), dict(cards)
         self.served = list(served_leaves) if served_leaves is not None else self.leaves
@@ -201,6 +202,12 @@ class ForgedLog:
     def _fetch(self, ids):
         return {i: self.nodes[i] for i in ids}
 
+    def _entry(self, i: int) -> LogEntry:
+        if i in self.redacted:
+            return LogEntry(index=i, leaf_hash=merkle.leaf_hash(self.served[i].encode()).hex(),
+                            redacted=self.redacted[i])
+        return LogEntry(index=i, data=self.served[i])
+
     def transport(self) -> httpx.MockTransport:
         return httpx.MockTransport(self.handle)
 
@@ -213,7 +220,7 @@ class ForgedLog:
             return _json(SignedCheckpoint(checkpoint=self.note))
         if path == "/v1/log/entries":
             start, end = int(query["start"]), min(int(query["end"]), int(query["start"]) + 1000)
-            return _json(LogEntries(entries=tuple(LogEntry(index=i, data=self.served[i]) for i in range(start, end))))
+            return _json(LogEntries(entries=tuple(self._entry(i) for i in range(start, end))))
         if path == "/v1/log/proof/consistency":
             old, new = int(query["old"]), int(query["new"])
             proof = merkle.consistency_proof(old, new, self._fetch)
@@ -238,10 +245,15 @@ def _data(leaf) -> str:
     return leaf_bytes(leaf).decode("ascii")
 
 
+def _is_certificate(data: str) -> bool:
+    """A certificate's leaf, of the kind the service logs (certificate_committed) or the old one."""
+    return '"certificate_committed"' in data or '"certificate_issued"' in data
+
+
 def _altered(leaves: Sequence[str]) -> list[str]:
     """The log with its last certificate rewritten: another request id (a history the bank prefers)."""
     out = list(leaves)
-    i = max(i for i, d in enumerate(out) if '"certificate_issued"' in d)
+    i = max(i for i, d in enumerate(out) if _is_certificate(d))
     leaf = parse_leaf(out[i].encode())
     out[i] = _data(leaf.model_copy(update={"request_id": str(uuid.uuid4())}))
     return out
@@ -279,6 +291,9 @@ def test_a_run_reports_what_the_certificates_prove(live, tmp_path):
     assert m["certificates"] == len(live.issued) and m["decision_requests"] == len(live.issued) + len(live.pending)
     assert m["answered_requests"] == len(live.issued) and m["pending_requests"] == sorted(live.pending)
     assert m["flips"] == sum(c.status == "counterfactual_flip" for c in claims)
+    assert m["capped"] == sum(c.capped for c in claims)
+    assert m["radius"]["exact"] == sum(c.status == "certified" and c.eps_exact for c in claims)
+    assert result.report["redacted_certificates"] == 0
     assert sorted(m["eps_values"]) == sorted(exact_decimal(c.eps) for c in claims)
     assert m["eps"]["min"] == exact_decimal(min(c.eps for c in claims))
     assert m["eps"]["max"] == exact_decimal(max(c.eps for c in claims))
@@ -290,17 +305,19 @@ def test_a_run_reports_what_the_certificates_prove(live, tmp_path):
     assert MODEL in table and m["eps"]["median"] in table and "VIOLATION" not in table and "FLAG" not in table
     assert f"{len(live.pending)} decision request(s) without a certificate: {live.pending[0]}" in table
     assert list((tmp_path / "auditor" / "cards").iterdir())[0].name == f"{card.digest()}.json"
-    # Rejection twin: the same log with a certificate whose signals name another commitment than its card.
+    # The statistics come from the certificate_committed leaves, which hold no query.
     leaves, cards = live.leaves()
-    i = next(i for i, d in enumerate(leaves) if '"certificate_issued"' in d)
+    assert sum('"certificate_committed"' in d for d in leaves) == len(live.issued)
+    assert not any('"certificate_issued"' in d or "public_signals" in d or "query" in d for d in leaves)
+    # Rejection twin: the same log with a certificate whose eps exceeds its bucket's cap.
+    i = next(i for i, d in enumerate(leaves) if _is_certificate(d))
     leaf = parse_leaf(leaves[i].encode())
-    signals = list(leaf.public_signals)
-    signals[0] = str(int(signals[0]) + 1)
-    forged = ForgedLog(live.signer(), leaves[:i] + [_data(leaf.model_copy(update={"public_signals": tuple(signals)}))]
+    cap = card.bucket(leaf.bucket).shape.eps_cap
+    forged = ForgedLog(live.signer(), leaves[:i] + [_data(leaf.model_copy(update={"eps_numerator": cap + 1}))]
                        + leaves[i + 1:], cards)
     bad = _run(forged.transport(), tmp_path / "other")
     assert bad.exit_status == 1 and "cannot be honest under its card" in bad.violations[0]
-    assert "not the card's commitment" in bad.violations[0]
+    assert f"exceeds the cap {cap}" in bad.violations[0]
 
 
 def test_a_second_run_downloads_only_the_new_entries(live, followed):
@@ -463,7 +480,7 @@ def test_a_published_card_the_log_cannot_show_is_a_violation(live, followed, ser
 def test_certificates_the_log_cannot_back_are_violations(live, followed):
     state, kept = followed
     leaves, cards = live.leaves()
-    honest = next(parse_leaf(d.encode()) for d in leaves if '"certificate_issued"' in d)
+    honest = next(parse_leaf(d.encode()) for d in leaves if _is_certificate(d))
     unpublished = _data(honest.model_copy(update={"card_digest": "ab" * 32}))
     result = _run(ForgedLog(live.signer(), leaves + [unpublished], cards).transport(), state)
     assert result.exit_status == 1 and "which the log had not published" in result.violations[0]
@@ -471,7 +488,7 @@ def test_certificates_the_log_cannot_back_are_violations(live, followed):
     # A certificate proving another decision than its request announced.
     request = str(uuid.uuid4())
     card = ModelCard.from_json(cards[honest.card_digest])
-    announced = 1 - int(honest.public_signals[1])
+    announced = 1 - honest.decision
     lie = [_data(DecisionRequested(model_id=MODEL, card_digest=honest.card_digest, request_id=request,
                                    decision=announced)),
            _data(honest.model_copy(update={"request_id": request}))]
@@ -487,6 +504,118 @@ def test_certificates_the_log_cannot_back_are_violations(live, followed):
 def _attestation(card_digest: str, auditor: str, model_id: str = MODEL) -> str:
     return _data(CardAttested(model_id=model_id, card_digest=card_digest, auditor_key=note.generate_key(auditor)[1],
                               attestation_digest=uuid.uuid4().hex * 2))
+
+
+def _committed(leaves: Sequence[str]) -> CertificateCommitted:
+    leaf = parse_leaf(next(d for d in leaves if '"certificate_committed"' in d).encode())
+    assert isinstance(leaf, CertificateCommitted)
+    return leaf
+
+
+def _impossible(leaf: CertificateCommitted, card: ModelCard, what: str) -> tuple[dict, str]:
+    """Fields no honest certificate under `card` can state, and the words of the monitor's refusal."""
+    cap = card.bucket(leaf.bucket).shape.eps_cap
+    slices = len(card.slices())
+    spread, persistence = leaf.spread, leaf.persistence
+    assert spread is not None and persistence, "the session's card proves both lenses"
+    first = persistence[0]
+    return {
+        "decision": ({"decision": len(card.architecture.class_labels)}, "is not a class of this model"),
+        "eps above the cap": ({"eps_numerator": cap + 1, "capped": False}, f"exceeds the cap {cap}"),
+        "eps at another scale": ({"eps_scale_bits": leaf.eps_scale_bits + 1}, "is stated at 2^-"),
+        "a flip with a radius": ({"status": "counterfactual_flip", "eps_numerator": 1, "capped": False},
+                                 "a counterfactual flip certifies radius 0"),
+        "capped wrongly": ({"capped": not leaf.capped}, "capped is"),
+        "a bucket the card lacks": ({"bucket": "k999-f999"}, "which its card"),
+        "no spread": ({"spread": None}, "the card proves the spread lens"),
+        "too many decisions": ({"spread": spread.model_copy(update={"distinct_decisions": slices + 1})},
+                               "distinct decisions is not between 1 and"),
+        "too many margin buckets": ({"spread": spread.model_copy(update={"score_buckets": slices + 1})},
+                                    "margin buckets is not between 1 and"),
+        "certified yet slices differ": ({"status": "certified", "eps_numerator": 1, "capped": cap == 1,
+                                         "spread": spread.model_copy(update={"distinct_decisions": 2})},
+                                        "every slice decides the same"),
+        "no persistence": ({"persistence": None}, "the card proves the persistence lens"),
+        "a value too many": ({"persistence": (first.model_copy(update={"favoured": first.favoured + 1}),
+                                              *persistence[1:])}, f"the persistence summary of {first.attribute!r}"),
+        "another attribute": ({"persistence": (first.model_copy(update={"attribute": "zodiac"}), *persistence[1:])},
+                              "names attributes"),
+    }[what]
+
+
+@pytest.mark.parametrize("what", ["decision", "eps above the cap", "eps at another scale", "a flip with a radius",
+                                  "capped wrongly", "a bucket the card lacks", "no spread", "too many decisions",
+                                  "too many margin buckets", "certified yet slices differ", "no persistence",
+                                  "a value too many", "another attribute"])
+def test_certificate_leaf_fields_no_honest_certificate_can_have_are_violations(live, followed, what):
+    state, kept = followed
+    leaves, cards = live.leaves()
+    leaf = _committed(leaves)
+    card = ModelCard.from_json(cards[leaf.card_digest])
+    fields, reason = _impossible(leaf, card, what)
+    forged = leaf.model_copy(update={**fields, "request_id": str(uuid.uuid4())})
+    result = _run(ForgedLog(live.signer(), leaves + [_data(forged)], cards).transport(), state)
+    assert result.exit_status == 1 and _kept(state) == kept
+    assert result.violations[0].startswith(f"the certificate at leaf {len(leaves)} cannot be honest under its card")
+    assert reason in result.violations[0], result.violations
+    # Refusal twin: the honest leaf's fields, for another request, are possible (a note: no request announced it).
+    honest = leaf.model_copy(update={"request_id": str(uuid.uuid4())})
+    result = _run(ForgedLog(live.signer(), leaves + [_data(honest)], cards).transport(), state)
+    assert result.exit_status == 0 and "answers no pending decision request" in result.notes[0]
+    assert result.state.models[MODEL].certificates == kept.models[MODEL].certificates + 1
+
+
+def _old_era(live, leaves: Sequence[str]) -> tuple[list[str], int, CertificateIssued]:
+    """The live log as it would be had one certificate been issued before salted leaves existed: a decision
+    request and an old certificate_issued leaf (public signals in the clear) right after the card's leaf."""
+    bundle = live.issued[0]
+    request = str(uuid.uuid4())
+    old = certificate_leaf(bundle.model_id, bundle.card_digest, bundle.bucket, bundle.public_signals, request)
+    requested = DecisionRequested(model_id=MODEL, card_digest=bundle.card_digest, request_id=request,
+                                  decision=bundle.decision)
+    first = next(i for i, d in enumerate(leaves) if '"card_published"' in d) + 1
+    return [*leaves[:first], _data(requested), _data(old), *leaves[first:]], first + 1, old
+
+
+def test_old_certificate_leaves_served_redacted_are_counted_and_nothing_else_may_be_withheld(live, tmp_path):
+    live.ensure_history()
+    leaves, cards = live.leaves()
+    logged, at, old = _old_era(live, leaves)
+    honest = _run(ForgedLog(live.signer(), leaves, cards).transport(), tmp_path / "now")
+    redacted = _run(ForgedLog(live.signer(), logged, cards, redacted={at: "certificate_issued"}).transport(),
+                    tmp_path / "redacted")
+    assert redacted.exit_status == 0 and redacted.violations == [], redacted.violations
+    assert redacted.report["redacted_certificates"] == 1 and honest.report["redacted_certificates"] == 0
+    now, then = honest.report["models"][MODEL], redacted.report["models"][MODEL]
+    # No statistics from the redacted leaf; its request stays pending.
+    assert {k: then[k] for k in ("certificates", "eps_values", "decisions", "flips", "capped", "radius")} == \
+        {k: now[k] for k in ("certificates", "eps_values", "decisions", "flips", "capped", "radius")}
+    assert then["decision_requests"] == now["decision_requests"] + 1 and old.request_id in then["pending_requests"]
+    assert "served redacted" in render_report(redacted.report)
+    # Twin: the same old leaf served in full is still parsed, and counted from its signals.
+    full = _run(ForgedLog(live.signer(), logged, cards).transport(), tmp_path / "full")
+    assert full.exit_status == 0 and full.report["redacted_certificates"] == 0
+    assert full.report["models"][MODEL]["certificates"] == now["certificates"] + 1
+    assert old.request_id not in full.report["models"][MODEL]["pending_requests"]
+    # Refusals: another kind withheld, an old certificate after the first certificate_committed leaf, and a
+    # redacted entry whose hash is not the leaf's.
+    other = _run(ForgedLog(live.signer(), logged, cards, redacted={at - 1: "decision_requested"}).transport(),
+                 tmp_path / "other-kind")
+    assert other.exit_status == 1
+    assert other.violations == [f"leaf {at - 1} is served redacted as 'decision_requested': only an old "
+                                "certificate_issued leaf may be withheld"]
+    late = [*leaves, _data(old)]
+    after = _run(ForgedLog(live.signer(), late, cards, redacted={len(leaves): "certificate_issued"}).transport(),
+                 tmp_path / "late")
+    assert after.exit_status == 1 and "certificate_committed leaves since leaf" in after.violations[0]
+    # The same late old leaf served in full is audited, and noted: it publishes its customer's signals.
+    shown = _run(ForgedLog(live.signer(), late, cards).transport(), tmp_path / "late-in-full")
+    assert shown.exit_status == 0 and any(f"leaf {len(leaves)} is an old certificate_issued leaf" in n
+                                          and "publishes its customer's public signals" in n for n in shown.notes)
+    lying = ForgedLog(live.signer(), logged, cards, redacted={at: "certificate_issued"})
+    lying.served = [*logged[:at], logged[at].replace(old.request_id, str(uuid.uuid4())), *logged[at + 1:]]
+    mismatch = _run(lying.transport(), tmp_path / "mismatch")
+    assert mismatch.exit_status == 1 and "do not hash to its signed root" in mismatch.violations[0]
 
 
 def test_attestations_are_counted_per_model_by_auditor(live, followed):
@@ -527,7 +656,7 @@ def test_a_leaf_before_its_card_breaks_the_one_rule_of_order(live, followed, wha
     card_json = next(iter(cards.values()))
     new_json = _recommitted(card_json, description="a card published after what is issued under it")
     new = ModelCard.from_json(new_json)
-    certificate = parse_leaf(next(d for d in leaves if '"certificate_issued"' in d).encode())
+    certificate = parse_leaf(next(d for d in leaves if _is_certificate(d)).encode())
     under_new = {
         "certificate": _data(certificate.model_copy(update={"card_digest": new.digest()})),
         "decision request": _data(DecisionRequested(model_id=MODEL, card_digest=new.digest(),
@@ -559,7 +688,7 @@ def test_the_command_pages_through_a_long_log_and_plots_fair_against_unfair(live
     card_json = next(iter(cards.values()))
     unfair_json = _recommitted(card_json, model_id="german-4x2-unfair")
     unfair = ModelCard.from_json(unfair_json)
-    certificate = next(parse_leaf(d.encode()) for d in leaves if '"certificate_issued"' in d)
+    certificate = next(parse_leaf(d.encode()) for d in leaves if _is_certificate(d))
     more = [_data(CardPublished(model_id=unfair.model_id, commitment=unfair.commitment, card_digest=unfair.digest()))]
     more += [_data(certificate.model_copy(update={"model_id": unfair.model_id, "card_digest": unfair.digest(),
                                                   "request_id": None}))] * 3

@@ -106,7 +106,7 @@ def test_a_job_finished_twice_keeps_one_certificate_and_one_audit_entry(db):
     assert kept == again == "11111111-1111-1111-1111-111111111111"
     assert ledger.get(job.id).status == "succeeded" and ledger.get(job.id).certificate_id == kept
     assert ledger.certificate("22222222-2222-2222-2222-222222222222") is None
-    assert _log_kinds(db) == ["decision_requested", "certificate_issued"]  # one leaf per event, never two
+    assert _log_kinds(db) == ["decision_requested", "certificate_committed"]  # one leaf per event, never two
     with db.engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM service_audit_log WHERE job_id = :j"), {"j": job.id}).scalar() == 1
     assert ledger.claim(job.id, "c") is None  # a finished job is never run again

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from commitments.log import CertificateIssued, DecisionRequested
+from commitments.log import CertificateCommitted, DecisionRequested
 from prover_service.service.database import ServiceDatabase, open_service_database
 from prover_service.service.transparency_log import StoredCheckpoint, TransparencyLog
 from tests.log_fixtures import subtree_hashes
@@ -42,15 +42,17 @@ READY = "ready"
 
 
 # ------------------------------------------------------------------ the child: append until killed
-def _leaves(rng: random.Random, count: int) -> list[DecisionRequested | CertificateIssued]:
+def _leaves(rng: random.Random, count: int) -> list[DecisionRequested | CertificateCommitted]:
     """A decision and its certificate, as the service logs them, `count` leaves in all."""
     digest = hashlib.sha256(b"crash test card").hexdigest()
-    leaves: list[DecisionRequested | CertificateIssued] = []
+    leaves: list[DecisionRequested | CertificateCommitted] = []
     while len(leaves) < count:
         request_id = str(uuid.UUID(int=rng.getrandbits(128)))
         leaves.append(DecisionRequested(model_id="m", card_digest=digest, request_id=request_id, decision=1))
-        leaves.append(CertificateIssued(model_id="m", card_digest=digest, bucket="k4-f4",
-                                        public_signals=(str(rng.getrandbits(200)), "1"), request_id=request_id))
+        leaves.append(CertificateCommitted(model_id="m", card_digest=digest, bucket="k4-f4", request_id=request_id,
+                                           decision=1, status="certified", eps_numerator=rng.getrandbits(16),
+                                           eps_scale_bits=16, capped=False,
+                                           signals_commitment=rng.getrandbits(256).to_bytes(32, "big").hex()))
     return leaves[:count]
 
 

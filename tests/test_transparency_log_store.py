@@ -21,7 +21,8 @@ import pytest
 from sqlalchemy import event, text
 from sqlalchemy.exc import DBAPIError
 
-from commitments.log import CardPublished, CertificateIssued, DecisionRequested, leaf_bytes
+from commitments.log import (CardPublished, CertificateCommitted, CertificateIssued, DecisionRequested, LogEntry,
+                             leaf_bytes)
 from prover_service.service.database import ServiceDatabase, open_service_database
 from prover_service.service.errors import BadRequest, NotFound
 from prover_service.service.transparency_log import LogCorrupt, TransparencyLog
@@ -31,7 +32,7 @@ from transparency import merkle, note
 from transparency.checkpoint import Checkpoint
 
 ORIGIN = "store.test/log"
-Leaf = CardPublished | DecisionRequested | CertificateIssued
+Leaf = CardPublished | DecisionRequested | CertificateCommitted | CertificateIssued
 
 
 # ------------------------------------------------------------------ fixtures
@@ -71,8 +72,15 @@ def make_leaf(i: int) -> Leaf:
         return CardPublished(model_id="m", commitment=str(1000 + i), card_digest=digest)
     if i % 3 == 1:
         return DecisionRequested(model_id="m", card_digest=digest, request_id=request_id, decision=i % 2)
-    return CertificateIssued(model_id="m", card_digest=digest, bucket="k4-f4", public_signals=(str(i), "1"),
-                             request_id=request_id)
+    return CertificateCommitted(model_id="m", card_digest=digest, bucket="k4-f4", request_id=request_id, decision=i % 2,
+                                status="certified", eps_numerator=i, eps_scale_bits=16, capped=False,
+                                signals_commitment=hashlib.sha256(b"signals %d" % i).hexdigest())
+
+
+def old_certificate(i: int) -> CertificateIssued:
+    """The certificate leaf the service appended before salted leaves: its public signals (a query) in clear."""
+    return CertificateIssued(model_id="m", card_digest=hashlib.sha256(b"card %d" % (i // 3)).hexdigest(),
+                             bucket="k4-f4", public_signals=(str(i), "1", "424242"), request_id=str(uuid.UUID(int=i + 1)))
 
 
 def append_batch(db: ServiceDatabase, log: TransparencyLog, leaves: Sequence[Leaf]) -> list[int]:
@@ -405,6 +413,25 @@ def test_entries_refuse_ranges_outside_the_log_and_pages_stop_at_1000(db, log):
     page = log.entries(2, 1003)
     assert [e.index for e in page] == list(range(2, 1002))  # one page: at most 1000 entries
     assert all(e.data == leaf_bytes(leaves[e.index]).decode() for e in page)
+
+
+def test_old_certificate_leaves_are_served_redacted_and_every_other_leaf_in_full(db, log):
+    leaves = [make_leaf(0), make_leaf(1), old_certificate(2), make_leaf(3), make_leaf(4), make_leaf(5)]
+    append_batch(db, log, leaves)
+    entries = log.entries(0, len(leaves))
+    old = entries[2]
+    assert old == LogEntry(index=2, leaf_hash=merkle.leaf_hash(leaf_bytes(leaves[2])).hex(), redacted="certificate_issued")
+    assert "424242" not in old.model_dump_json()  # the hash and the kind, not the signals
+    assert [e.data for i, e in enumerate(entries) if i != 2] == [leaf_bytes(x).decode() for i, x in enumerate(leaves)
+                                                                   if i != 2]  # twin: the others in full
+    # The stored tree is unchanged: the redacted leaf's hash is the one in the tree, its inclusion provable.
+    hashes = [bytes.fromhex(e.leaf_hash) if e.data is None else merkle.leaf_hash(e.data.encode()) for e in entries]
+    naive = NaiveTree()
+    naive.leaves = hashes
+    assert naive.mth(0, len(hashes)) == log.root(len(leaves))
+    assert log.find(hashes[2], len(leaves)) == 2
+    merkle.verify_inclusion(hashes[2], 2, len(leaves), [bytes.fromhex(h) for h in log.inclusion(2, len(leaves)).proof],
+                            log.root(len(leaves)))
 
 
 def test_proofs_refuse_sizes_beyond_the_log(db, log):

@@ -2,7 +2,8 @@
 
 Certificates are issued in five rounds (ten in the default run, fifty in the
 slow one); every bundle's certificate and card are in the log against a
-signed checkpoint, and a customer and an auditor following the log across the
+signed checkpoint (a certificate_committed leaf, under the salt only the
+bundle holds), and a customer and an auditor following the log across the
 checkpoints find each consistent with the one before. A model recommitted
 under the running service changes nothing customers see until an admin
 publishes the new card, and both cards are in the log.
@@ -94,7 +95,8 @@ def _certificates_in_the_log(live, auditor, tmp_path, certificates: int) -> None
                 verdict = check_log_evidence(bundle, card, bundle.log, pins, log_key=log_key.verifier_key,
                                              consistency=client.consistency)
                 assert verdict.origin == log_key.origin and "FORK" not in verdict.consistency
-                assert bundle.request_id is not None
+                assert bundle.request_id is not None and bundle.log_salt is not None
+                assert verdict.leaf_kind == "certificate_committed"
             checkpoints.append(client.checkpoint().checkpoint)
             run = monitor(client, auditor)  # the auditor follows each round: consistency, recomputed tree
             assert run.exit_status == 0 and run.violations == [] and run.new_entries > 0, run.violations
@@ -110,9 +112,10 @@ def _certificates_in_the_log(live, auditor, tmp_path, certificates: int) -> None
         for start in range(start_size, newest.size, 1000):
             leaves += [parse_leaf(e.data.encode()) for e in client.entries(start, min(newest.size, start + 1000)).entries]
     kinds = [leaf.kind for leaf in leaves]
-    assert kinds.count("decision_requested") == kinds.count("certificate_issued") == certificates
+    assert kinds.count("decision_requested") == kinds.count("certificate_committed") == certificates
+    assert "certificate_issued" not in kinds  # the old leaf, with the query in its signals, is never appended
     requests = {leaf.request_id for leaf in leaves if leaf.kind == "decision_requested"}
-    assert {leaf.request_id for leaf in leaves if leaf.kind == "certificate_issued"} == requests
+    assert {leaf.request_id for leaf in leaves if leaf.kind == "certificate_committed"} == requests
     assert pins.log(log_key.origin).checkpoint.size == newest.size
     stats = run.report["models"][MODEL_DIRECTORY]
     assert all(stats[k] - base[k] == certificates for k in counted), (stats, base)

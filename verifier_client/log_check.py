@@ -4,7 +4,19 @@ A bundle from the service carries `log`: the inclusion of its certificate and
 of its card in the log, against one checkpoint signed by the log's key. The
 customer rebuilds both leaves from what the proof and the pinned card
 establish (never from the bundle's word), checks both audit paths to the
-checkpoint's root, and checks the checkpoint:
+checkpoint's root, and checks the checkpoint.
+
+The certificate's leaf (`commitments.log.CertificateCommitted`) is rebuilt from
+the claims derived from the proof's public signals and the card
+(`commitments.claims.bundle_claims`): decision, status, eps, cap and the
+lenses' summaries, and the salted commitment to the signals under the
+bundle's `log_salt`. A leaf whose public fields say anything else than the
+proof, or that commits under another salt or to another certificate, is
+another leaf, and its audit path fails. A bundle without `log_salt` was
+logged before salts existed: its leaf is the old `certificate_issued`, rebuilt
+from the signals as before.
+
+The checkpoint must be:
 
 - signed by the log key the customer pinned (or named with --log-key); a
   checkpoint under another key for the same origin is refused;
@@ -30,8 +42,9 @@ from typing import Callable, Iterable
 
 from commitments.bundle import CertificateBundle
 from commitments.card import ModelCard
-from commitments.log import (CardPublished, ConsistencyProof, LogEvidence, LogInclusion, card_order_problem,
-                             certificate_leaf, leaf_bytes)
+from commitments.claims import ClaimError, Claims, bundle_claims
+from commitments.log import (CardPublished, CertificateLeaf, ConsistencyProof, LogEvidence, LogInclusion,
+                             card_order_problem, certificate_leaf, committed_certificate_leaf, leaf_bytes)
 from transparency import merkle, note
 from transparency.checkpoint import Checkpoint, CheckpointError
 from transparency.cosignature import CosignatureVerifier
@@ -55,12 +68,48 @@ class LogVerdict:
     witnesses: tuple[str, ...]  # trusted witnesses whose cosignatures verified
     key_first_use: bool  # this check pinned the log's key
     consistency: str  # in words: how this checkpoint relates to the one kept before
+    leaf_kind: str = "certificate_committed"  # the certificate leaf's kind ("certificate_issued": the old one)
 
     def describe(self) -> str:
         cosigned = f", cosigned by {', '.join(self.witnesses)}" if self.witnesses else ""
+        old = ("; the certificate's leaf is of the old kind, which holds its public signals (the log serves "
+               "it redacted)") if self.leaf_kind == "certificate_issued" else ""
         return (f"Transparency log {self.origin}: certificate is leaf {self.certificate_index} and its card leaf "
                 f"{self.card_index} of the signed checkpoint of {self.tree_size} leaves{cosigned}; "
-                f"{self.consistency}")
+                f"{self.consistency}{old}")
+
+
+def expected_certificate_leaf(bundle: CertificateBundle, card: ModelCard,
+                              card_digest: str | None = None) -> CertificateLeaf:
+    """The certificate's leaf as the customer rebuilds it: from the claims derived from the public signals
+    and `card` (never from the bundle's readable fields), the bundle's bucket and request id, and its
+    `log_salt`; the old `certificate_issued` leaf for a bundle without a salt. LogRefused when the bundle's
+    claims do not hold under the card, or its salt or signals cannot be committed to."""
+    digest = card.digest() if card_digest is None else card_digest
+    if bundle.log_salt is None:
+        return certificate_leaf(card.model_id, digest, bundle.bucket, bundle.public_signals, bundle.request_id)
+    try:
+        claims = bundle_claims(bundle, card, digest)
+    except ClaimError as exc:
+        raise LogRefused(f"the certificate does not hold under its card: {exc}") from None
+    try:
+        return claims_leaf(claims, digest, bundle.request_id, bundle.public_signals, bundle.log_salt)
+    except ValueError as exc:
+        raise LogRefused(f"the certificate's leaf cannot be rebuilt: {exc}") from None
+
+
+def claims_leaf(claims: Claims, card_digest: str, request_id: str | None, public_signals: tuple[str, ...],
+                salt: str) -> CertificateLeaf:
+    """The `certificate_committed` leaf of verified `claims` (ValueError for a malformed salt)."""
+    persistence = claims.persistence
+    return committed_certificate_leaf(
+        model_id=claims.model_id, card_digest=card_digest, bucket=claims.bucket, request_id=request_id,
+        decision=claims.decision, status=claims.status, eps_numerator=claims.eps_numerator,
+        eps_scale_bits=claims.eps_scale_bits, capped=claims.capped,
+        spread=None if claims.spread is None else (claims.spread.distinct_decisions, claims.spread.score_buckets),
+        persistence=None if persistence is None else [(persistence.attributes[i], persistence.status(i))
+                                                      for i in range(len(persistence.bounds))],
+        public_signals=public_signals, salt=salt)
 
 
 def parse_witness_key(vkey: str) -> CosignatureVerifier:
@@ -110,11 +159,11 @@ def check_log_evidence(bundle: CertificateBundle, card: ModelCard, evidence: Log
     if missing:
         raise LogRefused(f"the checkpoint lacks a cosignature by trusted witness {missing[0]}")
 
-    certificate = leaf_bytes(certificate_leaf(card.model_id, card.digest(), bundle.bucket, bundle.public_signals,
-                                              bundle.request_id))
-    _check_inclusion("certificate", certificate, evidence.certificate, checkpoint)
+    card_digest = card.digest()
+    leaf = expected_certificate_leaf(bundle, card, card_digest)
+    _check_inclusion("certificate", leaf_bytes(leaf), evidence.certificate, checkpoint)
     card_leaf = leaf_bytes(CardPublished(model_id=card.model_id, commitment=card.commitment,
-                                         card_digest=card.digest()))
+                                         card_digest=card_digest))
     _check_inclusion("card", card_leaf, evidence.card, checkpoint)
     order = card_order_problem(evidence.card.leaf_index, evidence.certificate.leaf_index)
     if order:
@@ -128,7 +177,7 @@ def check_log_evidence(bundle: CertificateBundle, card: ModelCard, evidence: Log
     for service in bindings:
         pins.bind_log(service, card.model_id, origin, verifier.vkey())
     return LogVerdict(origin, checkpoint.size, evidence.certificate.leaf_index, evidence.card.leaf_index,
-                      tuple(w.name for w in witnesses), first_use, words)
+                      tuple(w.name for w in witnesses), first_use, words, leaf.kind)
 
 
 def _origin(signed: str) -> str:

@@ -24,23 +24,36 @@ they are exactly the signed tree:
 3. Entries [kept size, new size) are fetched page by page, each parsed as a
    canonical FairProof leaf, and their leaf hashes appended to the compact
    range kept from the last run; the resulting root must be the checkpoint's.
+   An old `certificate_issued` leaf (it holds a customer's query) is served
+   redacted, as its leaf hash alone: it takes its place in the tree, is
+   counted as redacted, and adds nothing to the statistics. A redacted entry
+   of any other kind is a violation: nothing else may be withheld; so is a
+   redacted entry after the log's first `certificate_committed` leaf (the
+   service stopped writing old leaves then, so nothing later is old). What a
+   redacted entry is cannot be checked otherwise: its kind is the log's word.
 4. Every leaf is audited: a published card is fetched, must hash to its
    digest, parse strictly, name the leaf's model and commitment, and be
    included in a checkpoint consistent with this one; a decision request, a
    certificate and an auditor's attestation (card_attested) must name a card
    the log published for their model, at an earlier leaf (the one rule for
    the order of leaves, `commitments.log.card_order_problem`, which the
-   customer applies too); a certificate's decision, radius eps = E / 2^t,
-   status and cap are derived from its public signals and that card
-   (commitments.claims), never read from anywhere else, and must match the
-   decision its request announced.
+   customer applies too). A certificate leaf (`certificate_committed`) states
+   its decision, status, radius eps = E / 2^t, cap and lens summaries, and
+   commits to its public signals under a salt the public never sees: the
+   monitor checks that every stated field is possible under the card it
+   names (`certificate_leaf_problem`: the rules of commitments.claims,
+   restricted to what the leaf carries; the customer, who holds the salt,
+   checks that the fields are its proof's), and that its decision is the one
+   its request announced. An old certificate leaf served in full
+   (`certificate_issued`) has its claims derived from its public signals and
+   the card, as before.
 
 Statistics per model: cards published and commitment changes, decision
 requests, certificates and the share of requests answered by one (matched by
 request id), flips, eps min/median/max as exact rationals, and the auditors'
 attestations logged for its cards (how many, by which auditor: the name of
-the auditor's key). A counterfactual flip certifies radius 0 and counts as
-eps = 0. Each certified radius is counted as exact or fast (a lower bound) by
+the auditor's key), and old certificate leaves served redacted. A
+counterfactual flip certifies radius 0 and counts as eps = 0. Each certified radius is counted as exact or fast (a lower bound) by
 the radius of the bucket its leaf names on its card, as a customer's verifier
 labels it.
 
@@ -52,9 +65,10 @@ What counts as what:
   origin, entries that do not hash to the signed root, a leaf that is not a
   canonical FairProof event, a published card the log cannot show as
   published, a decision, certificate or attestation under a card the log had
-  not published (or published only at a later leaf), public signals no
-  honest certificate under the card can have, a certificate proving another
-  decision than its request announced. A violation never advances the kept
+  not published (or published only at a later leaf), public signals or
+  certificate fields no honest certificate under the card can have, a
+  certificate proving another decision than its request announced, a
+  redacted entry of another kind than an old certificate. A violation never advances the kept
   checkpoint: the state stays as it was, and the signed checkpoints involved
   are written under `evidence/`.
 - FLAG (exit status 0): a model re-committed, i.e. a card published for a
@@ -97,10 +111,11 @@ from typing import Any, Callable, Final, Iterator, Literal, Sequence
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from commitments.canonical import NonCanonical
-from commitments.card import ModelCard
+from commitments.card import EXACT_RADIUS, ModelCard
 from commitments.claims import ClaimError, Claims, claims_from_signals
-from commitments.log import (MAX_ENTRIES_PER_PAGE, CardAttested, CardPublished, CertificateIssued, DecisionRequested,
-                             LogEntry, LogInclusion, LogKey, card_order_problem, leaf_bytes, parse_leaf)
+from commitments.log import (MAX_ENTRIES_PER_PAGE, REDACTED_KINDS, CardAttested, CardPublished, CertificateCommitted,
+                             CertificateIssued, DecisionRequested, LogEntry, LogInclusion, LogKey, card_order_problem,
+                             leaf_bytes, parse_leaf)
 from transparency import merkle, note
 from transparency.checkpoint import Checkpoint, CheckpointError
 
@@ -296,6 +311,8 @@ class MonitorState(_Model):
     compact_range: list[str] = []  # hex hashes of merkle.root_nodes(checkpoint size)
     cards: dict[str, CardSeen] = {}  # by card digest
     models: dict[str, ModelStats] = {}
+    redacted_certificates: int = 0  # old certificate_issued leaves served redacted (their model is not shown)
+    committed_since: int | None = None  # the first certificate_committed leaf: no old certificate leaf after it
 
     @property
     def size(self) -> int:
@@ -648,10 +665,31 @@ class Audit:
             self.card_published(index, leaf)
         elif isinstance(leaf, DecisionRequested):
             self.decision_requested(index, leaf)
+        elif isinstance(leaf, CertificateCommitted):
+            if self.state.committed_since is None:
+                self.state.committed_since = index
+            self.certificate_committed(index, leaf)
         elif isinstance(leaf, CertificateIssued):
+            if self.state.committed_since is not None:
+                self.notes.append(f"leaf {index} is an old certificate_issued leaf, logged after the log switched to "
+                                  f"certificate_committed at leaf {self.state.committed_since}: it publishes its "
+                                  "customer's public signals (the query among them)")
             self.certificate_issued(index, leaf)
         else:
             self.card_attested(index, leaf)
+
+    def redacted(self, index: int, kind: str) -> None:
+        """An entry served as its leaf hash only: an old certificate leaf may be (it holds a query), and
+        is counted; any other kind withheld is a violation."""
+        if kind not in REDACTED_KINDS:
+            self.violations.append(f"leaf {index} is served redacted as {kind[:64]!r}: only an old "
+                                   f"{' or '.join(REDACTED_KINDS)} leaf may be withheld")
+            return
+        if self.state.committed_since is not None:
+            self.violations.append(f"leaf {index} is served redacted as an old certificate, but the log logs "
+                                   f"certificate_committed leaves since leaf {self.state.committed_since}")
+            return
+        self.state.redacted_certificates += 1
 
     def finish(self) -> None:
         """After the run's last leaf: a leaf that named a card the log had not published is a violation,
@@ -733,19 +771,36 @@ class Audit:
             return
         stats = self.stats(leaf.model_id)
         count_certificate(stats, claims)
-        if leaf.request_id is None or leaf.request_id not in stats.pending_requests:
-            stats.certificates_without_request += 1
-            self.notes.append(f"model {leaf.model_id}: the certificate at leaf {index} answers no pending "
-                              f"decision request ({leaf.request_id or 'none named'})")
+        self._answer(index, leaf.model_id, leaf.request_id, claims.decision, card)
+
+    def certificate_committed(self, index: int, leaf: CertificateCommitted) -> None:
+        if not self._published_card(index, "certificate", leaf.model_id, leaf.card_digest):
             return
-        announced = stats.pending_requests.pop(leaf.request_id)
+        card = self.cards.get(leaf.card_digest)
+        problem = certificate_leaf_problem(leaf, card)
+        if problem:
+            self.violations.append(f"the certificate at leaf {index} cannot be honest under its card: {problem}")
+            return
+        stats = self.stats(leaf.model_id)
+        _count(stats, card.architecture.class_labels[leaf.decision], leaf.status, leaf.capped,
+               card.bucket(leaf.bucket).shape.radius == EXACT_RADIUS, leaf.eps_numerator, leaf.eps_scale_bits)
+        self._answer(index, leaf.model_id, leaf.request_id, leaf.decision, card)
+
+    def _answer(self, index: int, model_id: str, request_id: str | None, decision: int, card: ModelCard) -> None:
+        """Match the certificate at leaf `index` (proving `decision`) to its pending decision request."""
+        stats = self.stats(model_id)
+        if request_id is None or request_id not in stats.pending_requests:
+            stats.certificates_without_request += 1
+            self.notes.append(f"model {model_id}: the certificate at leaf {index} answers no pending "
+                              f"decision request ({request_id or 'none named'})")
+            return
+        announced = stats.pending_requests.pop(request_id)
         stats.answered_requests += 1
-        if announced != claims.decision:
+        if announced != decision:
             labels = card.architecture.class_labels
             said = labels[announced] if announced < len(labels) else str(announced)
-            self.violations.append(f"request {leaf.request_id} was logged with decision {said!r}, its certificate "
-                                   f"at leaf {index} proves {claims.decision_label!r}")
-
+            self.violations.append(f"request {request_id} was logged with decision {said!r}, its certificate "
+                                   f"at leaf {index} proves {labels[decision]!r}")
 
     def card_attested(self, index: int, leaf: CardAttested) -> None:
         if not self._published_card(index, "attestation", leaf.model_id, leaf.card_digest):
@@ -767,12 +822,70 @@ def auditor_name(auditor_key: str) -> str:
 
 def count_certificate(stats: ModelStats, claims: Claims) -> None:
     """Add one certificate's derived claims to its model's statistics."""
+    _count(stats, claims.decision_label, claims.status, claims.capped, claims.eps_exact, claims.eps_numerator,
+           claims.eps_scale_bits)
+
+
+def _count(stats: ModelStats, decision_label: str, status: str, capped: bool, exact: bool, eps_numerator: int,
+           eps_scale_bits: int) -> None:
     stats.certificates += 1
-    stats.decisions[claims.decision_label] = stats.decisions.get(claims.decision_label, 0) + 1
-    stats.flips += claims.status == "counterfactual_flip"
-    stats.capped += claims.capped
-    stats.exact_radius += claims.status == "certified" and claims.eps_exact
-    stats.eps.append((claims.eps_numerator, claims.eps_scale_bits))
+    stats.decisions[decision_label] = stats.decisions.get(decision_label, 0) + 1
+    stats.flips += status == "counterfactual_flip"
+    stats.capped += capped
+    stats.exact_radius += status == "certified" and exact
+    stats.eps.append((eps_numerator, eps_scale_bits))
+
+
+def certificate_leaf_problem(leaf: CertificateCommitted, card: ModelCard) -> str | None:
+    """Why no honest certificate under `card` can have the fields `leaf` states, or None: the rules
+    commitments.claims applies to public signals, restricted to what the leaf carries (its signals are
+    hidden under the customer's salt)."""
+    try:
+        bucket = card.bucket(leaf.bucket)
+    except KeyError:
+        return f"it names bucket {leaf.bucket!r}, which its card {leaf.card_digest[:16]}... does not have"
+    labels = card.architecture.class_labels
+    if leaf.decision >= len(labels):
+        return f"decision {leaf.decision} is not a class of this model"
+    if leaf.eps_scale_bits != card.eps_scale_bits:
+        return f"eps is stated at 2^-{leaf.eps_scale_bits}, the card's radii are at 2^-{card.eps_scale_bits}"
+    cap = bucket.shape.eps_cap
+    if leaf.eps_numerator > cap:
+        return f"E = {leaf.eps_numerator} exceeds the cap {cap} of bucket {bucket.bucket}"
+    if leaf.status == "counterfactual_flip" and leaf.eps_numerator != 0:
+        return "a counterfactual flip certifies radius 0, E is not 0"
+    if leaf.capped != (leaf.status == "certified" and leaf.eps_numerator == cap):
+        return (f"capped is {str(leaf.capped).lower()}, but the status and E = {leaf.eps_numerator} "
+                f"(cap {cap}) say {str(not leaf.capped).lower()}")
+    slices = len(card.slices())
+    if (leaf.spread is None) != (card.spread is None):
+        return "the card proves the spread lens, the leaf has no spread" if card.spread is not None else \
+            "the leaf states a spread, the card proves no spread lens"
+    if leaf.spread is not None:
+        if not 1 <= leaf.spread.distinct_decisions <= min(slices, len(labels)):
+            return (f"{leaf.spread.distinct_decisions} distinct decisions is not between 1 and "
+                    f"{min(slices, len(labels))} (the slices and the classes)")
+        if not 1 <= leaf.spread.score_buckets <= slices:
+            return f"{leaf.spread.score_buckets} margin buckets is not between 1 and the {slices} slices"
+        if leaf.status == "certified" and leaf.spread.distinct_decisions != 1:
+            return "a certified radius means every slice decides the same, the spread says otherwise"
+    if (leaf.persistence is None) != (card.persistence is None):
+        return "the card proves the persistence lens, the leaf has no persistence" if card.persistence is not None \
+            else "the leaf states a persistence summary, the card proves no persistence lens"
+    if leaf.persistence is not None:
+        values: dict[str, int] = {}
+        for a, _ in card.persistence_pairs():
+            name = card.sensitive[a].name
+            values[name] = values.get(name, 0) + 1
+        stated = [s.attribute for s in leaf.persistence]
+        if stated != list(values):
+            return f"the persistence summary names attributes {stated}, the card's are {list(values)}"
+        for s in leaf.persistence:
+            if s.favoured + s.disfavoured + s.inconclusive != values[s.attribute] - 1:
+                return (f"the persistence summary of {s.attribute!r} counts "
+                        f"{s.favoured + s.disfavoured + s.inconclusive} values, it has "
+                        f"{values[s.attribute] - 1} besides the customer's own")
+    return None
 
 
 def describe_recommit(model_id: str, recommit: Recommit) -> str:
@@ -876,6 +989,11 @@ def _follow(client: ServiceClient, files: StateDir, verifier: note.Verifier, kep
     accumulator = kept.accumulator()
     audit = Audit(state, CardSource(client, files, verifier, tree))
     for entry in fetch_entries(client, kept.size, tree.size, progress):
+        if entry.data is None:  # redacted: its leaf hash stands in the tree, `audit` judges its kind
+            assert entry.leaf_hash is not None and entry.redacted is not None  # LogEntry's validator
+            accumulator.append(bytes.fromhex(entry.leaf_hash))
+            audit.redacted(entry.index, entry.redacted)
+            continue
         data = entry.data.encode("utf-8")
         accumulator.append(merkle.leaf_hash(data))
         audit.leaf(entry.index, data)
@@ -955,6 +1073,8 @@ def build_report(state: MonitorState, *, violations: Sequence[str], notes: Seque
         "notes": list(notes),
         "new_entries": new_entries,
         "models": {m: model_report(s) for m, s in sorted(state.models.items())},
+        # old certificate_issued leaves served redacted: in the tree, in no model's statistics
+        "redacted_certificates": state.redacted_certificates,
     }
 
 
@@ -999,6 +1119,9 @@ def render_report(report: dict[str, Any], new_flags: Sequence[str] = ()) -> str:
             lines.append("  ".join(cells))
     else:
         lines.append("no model events in the log yet")
+    if report.get("redacted_certificates"):
+        lines.append(f"{report['redacted_certificates']} old certificate leaf(s) served redacted (leaf hash only): "
+                     "in the tree, not in the statistics")
     for model_id, m in report["models"].items():
         pending = m["pending_requests"]
         if pending:

@@ -8,12 +8,16 @@ after its first worker finished unseen still yields one certificate.
 
 A certificate job's request and its certificate each append a leaf to the
 transparency log in the same transaction as their row, so the log shows every
-decision asked for and every certificate issued, and nothing else.
+decision asked for and every certificate issued, and nothing else. The
+certificate's leaf (`certificate_committed`) says only its decision, status,
+eps and lens summaries, and commits to its public signals under a salt drawn
+here (`secrets`) and stored only in the customer's bundle (`log_salt`).
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -24,7 +28,7 @@ from sqlalchemy.exc import IntegrityError
 
 from commitments.bundle import CertificateBundle
 from commitments.card import ModelCard
-from commitments.log import DecisionRequested, certificate_leaf
+from commitments.log import LOG_SALT_BYTES, DecisionRequested, bundle_certificate_leaf
 
 from .database import ServiceDatabase
 from .publication import publish_added_buckets
@@ -206,10 +210,14 @@ class JobLedger:
         """
         if card.digest() != bundle.card_digest or card.model_id != bundle.model_id:
             raise ValueError("internal: the bundle was not proved under the card given")
-        bundle = bundle.model_copy(update={"request_id": job_id, "log": None})
+        # The leaf's salt: it is never published, only stored with the bundle and served with it to its
+        # customer, so the leaf's commitment hides the signals (the query among them) from everyone else. The leaf's public fields are the bundle's readable
+        # ones, which the prover checked are the claims of its signals (commitments.claims.bundle_claims).
+        bundle = bundle.model_copy(update={"request_id": job_id, "log": None,
+                                           "log_salt": secrets.token_hex(LOG_SALT_BYTES)})
         text = bundle.model_dump_json()
         digest = hashlib.sha256(text.encode()).hexdigest()
-        leaf = certificate_leaf(bundle.model_id, bundle.card_digest, bundle.bucket, bundle.public_signals, job_id)
+        leaf = bundle_certificate_leaf(bundle)
         now = utcnow()
         try:
             with self.db.transaction() as session:

@@ -2,7 +2,8 @@
 
     GET  /v1/log/key                          -> LogKey
     GET  /v1/log/checkpoint                   -> SignedCheckpoint (the newest; signs one if the tree grew)
-    GET  /v1/log/entries?start&end            -> LogEntries (leaves [start, end), at most 1000)
+    GET  /v1/log/entries?start&end            -> LogEntries (leaves [start, end), at most 1000; an old
+                                                 certificate_issued leaf redacted to its leaf hash)
     GET  /v1/log/proof/inclusion?leaf_hash&tree_size -> LogInclusion
     GET  /v1/log/proof/consistency?old&new    -> ConsistencyProof
     GET  /v1/log/cards/{card_digest}          -> PublishedCard
@@ -43,7 +44,9 @@ async def checkpoint(state: State) -> SignedCheckpoint:
 
 @router.get("/entries", response_model=LogEntries)
 def entries(state: State, start: Size, end: Annotated[int, Query(ge=1, lt=2**63)]) -> LogEntries:
-    """Leaves [start, end) as their canonical JSON; a page holds at most 1000 (ask again from the next)."""
+    """Leaves [start, end) as their canonical JSON; a page holds at most 1000 (ask again from the next).
+    An old `certificate_issued` leaf, which holds a customer's query, is served redacted: its leaf hash and
+    kind only (enough to recompute the tree)."""
     return LogEntries(entries=tuple(state.log.entries(start, end)))
 
 

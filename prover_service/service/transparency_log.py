@@ -13,6 +13,13 @@ PostgreSQL alike; the new leaves take the indices [old size, new size).
 
 Checkpoints are C2SP signed notes, signed with the log key the deployment
 keeps outside the models directory, one per tree size, and never rewritten.
+
+Entries are served as their leaves' canonical JSON, except the old
+`certificate_issued` leaves (`commitments.log.REDACTED_KINDS`), which hold a
+customer's query in their public signals: those are served redacted, their
+leaf hash and kind only, so anyone can still recompute the tree but nobody
+reads the query. The leaf itself stays in the database (the tree is
+append-only), and its customer, who holds the data, still checks its inclusion.
 """
 from __future__ import annotations
 
@@ -26,7 +33,8 @@ from sqlalchemy import and_, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from commitments.log import ConsistencyProof, Leaf, LogEntry, LogEvidence, LogInclusion, leaf_bytes
+from commitments.log import (REDACTED_KINDS, ConsistencyProof, Leaf, LogEntry, LogEvidence, LogInclusion,
+                             leaf_bytes)
 from transparency import merkle, note
 from transparency.checkpoint import Checkpoint
 from transparency.cosignature import CosignatureVerifier
@@ -130,16 +138,19 @@ class TransparencyLog:
             return merkle.root(size, lambda ids: _fetch(session, ids))
 
     def entries(self, start: int, end: int) -> list[LogEntry]:
+        """Leaves [start, end) (at most MAX_ENTRIES) as the public sees them: an old certificate leaf
+        (REDACTED_KINDS) by its leaf hash and kind only, every other leaf as its canonical JSON."""
         size = self.size()
         if not 0 <= start < end <= size:
             raise BadRequest(f"entries [{start}, {end}) are not inside the log of {size} leaves")
         end = min(end, start + MAX_ENTRIES)
         with self.db.sessions() as session:
-            rows = session.execute(select(LogLeaf.idx, LogLeaf.data).where(LogLeaf.idx >= start, LogLeaf.idx < end)
-                                   .order_by(LogLeaf.idx)).all()
+            rows = session.execute(select(LogLeaf.idx, LogLeaf.kind, LogLeaf.leaf_hash, LogLeaf.data)
+                                   .where(LogLeaf.idx >= start, LogLeaf.idx < end).order_by(LogLeaf.idx)).all()
         if [r.idx for r in rows] != list(range(start, end)):
             raise LogCorrupt(f"the log is missing leaves in [{start}, {end})")
-        return [LogEntry(index=r.idx, data=r.data) for r in rows]
+        return [LogEntry(index=r.idx, leaf_hash=bytes(r.leaf_hash).hex(), redacted=r.kind) if r.kind in REDACTED_KINDS
+                else LogEntry(index=r.idx, data=r.data) for r in rows]
 
     def inclusion(self, index: int, tree_size: int) -> LogInclusion:
         self._check_size(tree_size)
