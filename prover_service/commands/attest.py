@@ -62,14 +62,14 @@ def _error(message: str, code: int = 2) -> int:
 def run_keygen(args: argparse.Namespace) -> int:
     from transparency.note import NoteError, generate_key
 
-    from .key_files import KeyFileError, write_new_file
+    from .key_files import KeyFileError, write_new_key
 
     try:
         private_key, verifier_key = generate_key(args.name)
     except NoteError as exc:
         return _error(f"--name {args.name!r}: {exc}")
     try:
-        write_new_file(args.out, private_key + "\n")
+        write_new_key(args.out, private_key, "auditor key")
     except KeyFileError as exc:
         return _error(str(exc))
     print(verifier_key)

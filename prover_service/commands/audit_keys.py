@@ -59,13 +59,15 @@ def run(args: argparse.Namespace) -> int:
     from commitments.card import ModelCard
     from prover_service.key_audit import audit_card
 
+    from transparency.note import Signer
+
     from .key_files import KeyFileError, read_signer, write_new_file
 
     if (args.attest is None) != (args.signing_key is None):
         return _error("--attest and --signing-key go together")
     try:
         card = ModelCard.from_json(args.card.read_bytes())
-        signer = read_signer(args.signing_key) if args.signing_key is not None else None
+        signer = read_signer(args.signing_key, Signer, "auditor key") if args.signing_key is not None else None
     except OSError as exc:
         return _error(f"cannot read {args.card}: {exc.strerror or exc}")
     except NonCanonical as exc:
@@ -97,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
 
     attestation = sign_attestation(audit.statement(datetime.now(timezone.utc).date().isoformat()), signer)
     try:
-        write_new_file(args.attest, attestation.model_dump_json(indent=1) + "\n", mode=0o644)
+        write_new_file(args.attest, attestation.model_dump_json(indent=1) + "\n", 0o644, "an attestation")
     except KeyFileError as exc:
         return _error(str(exc))
     print(f"attestation by {signer.name} of card {card.digest()[:16]}... written to {args.attest} "

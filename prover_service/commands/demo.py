@@ -174,15 +174,15 @@ def _auditor_attests(card, workdir: Path, model_dir: Path, backend):
 
     from commitments.attestation import Attestation, sign_attestation, statement_mismatch, verify_signature
     from prover_service.key_audit import audit_card
-    from transparency.note import generate_key
+    from transparency.note import Signer, generate_key
 
-    from .key_files import read_signer, write_new_file
+    from .key_files import read_signer, write_new_key
 
     key_path, out = _auditor_key_path(workdir), _attestation_path(workdir)
     if not key_path.is_file():
         key_path.parent.mkdir(parents=True, exist_ok=True)
-        write_new_file(key_path, generate_key(AUDITOR_KEY_NAME)[0] + "\n")
-    signer = read_signer(key_path)
+        write_new_key(key_path, generate_key(AUDITOR_KEY_NAME)[0], "auditor key")
+    signer = read_signer(key_path, Signer, "auditor key")
     vkey = signer.verifier().vkey()
     if not card.circuits:
         return vkey, None

@@ -31,7 +31,6 @@ an unreachable service or a service error.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -78,18 +77,16 @@ def run_keygen(args: argparse.Namespace) -> int:
     from transparency.cosignature import generate_key
     from transparency.note import NoteError
 
+    from .key_files import KeyFileError, write_new_key
+
     try:
         private_key, verifier_key = generate_key(args.name)
     except NoteError as exc:
         return _error(f"--name {args.name!r}: {exc}")
     try:
-        fd = os.open(args.out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return _error(f"{args.out} exists; a witness key is never overwritten")
-    except OSError as exc:
-        return _error(f"cannot create {args.out}: {exc.strerror or exc}")
-    with os.fdopen(fd, "w") as handle:
-        handle.write(private_key + "\n")
+        write_new_key(args.out, private_key, "witness key")
+    except KeyFileError as exc:
+        return _error(str(exc))
     print(verifier_key)
     return 0
 
@@ -101,12 +98,12 @@ class _Unusable(Exception):
 def _signer(path: Path):
     from transparency.cosignature import CosignatureSigner
 
+    from .key_files import KeyFileError, read_signer
+
     try:
-        return CosignatureSigner.from_key(path.read_text().strip())
-    except OSError as exc:
-        raise _Unusable(f"cannot read the witness key {path}: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise _Unusable(f"{path} is not a witness key: {exc}") from None
+        return read_signer(path, CosignatureSigner, "witness key")
+    except KeyFileError as exc:
+        raise _Unusable(str(exc)) from None
 
 
 def _pinned_log(args: argparse.Namespace, client):
