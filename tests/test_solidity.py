@@ -3,15 +3,16 @@
 Honest certificates are accepted by the bucket's verifier and by the registry; a dishonest bank's
 variants are refused: a changed signal, a signal given as itself plus r, another proof, a proof under
 another card's commitment, an unknown bucket, and a registry's bucket verifier asked with signals of
-the wrong length.
+the wrong length. The registry's claim rules, per-slice certificates, audit circuits and deployment
+checks: tests/test_registry_claims.py.
 """
 from __future__ import annotations
 
 import pytest
 
 from circuits.field import Q, R
-from verifier_client.solidity import (REGISTRY_SOURCE, card_verifiers, compile_contracts, contract_name,
-                                      find_solc_module, proof_calldata)
+from verifier_client.solidity import (card_verifiers, compile_contracts, contract_name, find_solc_module,
+                                      proof_calldata, registry_source)
 
 
 
@@ -22,9 +23,14 @@ def evm():
         pytest.skip("solc from npm is not installed (npm ci)")
     pytest.importorskip("eth_tester")
 
+
 VERIFY = "verify(uint256[2],uint256[2][2],uint256[2],uint256[])"
 CERTIFY = "verifyCertificate(string,uint256[2],uint256[2][2],uint256[2],uint256[])"
 PROOF_TYPES = ["uint256[2]", "uint256[2][2]", "uint256[2]"]
+
+
+class DeploymentRefused(RuntimeError):
+    """A contract's constructor reverted."""
 
 
 class Chain:
@@ -41,7 +47,14 @@ class Chain:
 
         data = "0x" + bytecode + encode(list(types), list(args)).hex()
         tx = self.tester.send_transaction({"from": self.account, "data": data, "gas": 10_000_000})
-        return self.tester.get_transaction_receipt(tx)["contract_address"]
+        receipt = self.tester.get_transaction_receipt(tx)
+        if receipt.get("status") == 0:
+            try:  # the revert reason: the same creation as a call
+                self.tester.call({"from": self.account, "data": data, "gas": 10_000_000})
+            except Exception as exc:  # eth_tester's TransactionFailed, with the reason
+                raise DeploymentRefused(str(exc)) from None
+            raise DeploymentRefused(f"the constructor reverted ({receipt['gas_used']} gas)")
+        return receipt["contract_address"]
 
     def call(self, to: str, signature: str, types, args) -> tuple[bool, int]:
         """(the boolean result, the gas the call used as a transaction with ample gas). Not estimate_gas: a
@@ -57,17 +70,33 @@ class Chain:
         return result, receipt["gas_used"]
 
 
+def compile_card(card, check_keys: bool = True):
+    """Every verifier of `card` and its registry, compiled: (contract name -> CompiledContract, verifiers)."""
+    verifiers = card_verifiers(card)
+    sources = {f"{v.contract}.sol": v.source for v in verifiers}
+    sources["FairProofRegistry.sol"] = registry_source(card, check_keys=check_keys)
+    return compile_contracts(sources), verifiers
+
+
+def deploy_card(chain: Chain, card, compiled=None, check_keys: bool = True) -> tuple[str, dict[str, str]]:
+    """(registry address, bucket or audit circuit -> verifier address): every verifier of the card deployed,
+    then the registry with their addresses in the card's order."""
+    if compiled is None:
+        compiled, verifiers = compile_card(card, check_keys)
+    else:
+        verifiers = card_verifiers(card)
+    addresses = {v.bucket: chain.deploy(compiled[v.contract].bytecode) for v in verifiers}
+    registry = chain.deploy(compiled["FairProofRegistry"].bytecode, ["address[]"],
+                            [[addresses[v.bucket] for v in verifiers]])
+    return registry, addresses
+
+
 @pytest.fixture(scope="module")
 def deployed(bank, evm):
-    card = bank.card
     bucket = bank.bundles[0].bucket
-    (verifier,) = [v for v in card_verifiers(card) if v.bucket == bucket]
-    compiled = compile_contracts({f"{verifier.contract}.sol": verifier.source, "FairProofRegistry.sol": REGISTRY_SOURCE})
     chain = Chain()
-    address = chain.deploy(compiled[verifier.contract].bytecode)
-    registry = chain.deploy(compiled["FairProofRegistry"].bytecode, ["bytes32", "uint256", "string[]", "address[]"],
-                            [bytes.fromhex(card.digest()), int(card.commitment), [bucket], [address]])
-    return chain, address, registry, bucket
+    registry, addresses = deploy_card(chain, bank.card)
+    return chain, addresses[bucket], registry, bucket
 
 
 def _args(bundle, signals=None):
