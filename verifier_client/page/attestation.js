@@ -11,8 +11,9 @@
 "use strict";
 
 const att = typeof module !== "undefined"
-  ? { canonical: require("./canonical.js"), schema: require("./schema.js") }
-  : { canonical: globalThis.FairProofCanonical, schema: globalThis.FairProofSchema };
+  ? { canonical: require("./canonical.js"), schema: require("./schema.js"), explain: require("./explain.js") }
+  : { canonical: globalThis.FairProofCanonical, schema: globalThis.FairProofSchema,
+    explain: globalThis.FairProofExplain };
 
 const HEADER = "fairproof-card-attestation/v1";
 const SIG_ED25519 = 0x01;
@@ -26,24 +27,7 @@ class AttestationError extends Error {}
 class NotSignedBy extends AttestationError {}
 
 // ---------------------------------------------------------------------------------------- Python's words
-// repr() of a str, as Python 3 writes it: quotes, escapes, and non-printable characters (Unicode's Other and
-// Separator categories but the ASCII space) as \xNN, \uNNNN or \UNNNNNNNN.
-const NONPRINTABLE = /^[\p{C}\p{Z}]$/u;
-function pyRepr(s) {
-  const quote = s.includes("'") && !s.includes('"') ? '"' : "'";
-  let out = quote;
-  for (const ch of s) {
-    const code = ch.codePointAt(0);
-    if (ch === quote || ch === "\\") out += `\\${ch}`;
-    else if (ch === "\t") out += "\\t";
-    else if (ch === "\n") out += "\\n";
-    else if (ch === "\r") out += "\\r";
-    else if (ch !== " " && NONPRINTABLE.test(ch)) {
-      out += code <= 0xff ? `\\x${hex(code, 2)}` : code <= 0xffff ? `\\u${hex(code, 4)}` : `\\U${hex(code, 8)}`;
-    } else out += ch;
-  }
-  return out + quote;
-}
+const pyRepr = (s) => att.explain.pyRepr(s);
 const hex = (n, width) => n.toString(16).padStart(width, "0");
 const codePoints = (s, n) => Array.from(s).slice(0, n).join(""); // s[:n], counted as Python counts
 // str.isspace(): every character Python calls white space.

@@ -129,18 +129,24 @@ function spreadSummary(claims, card) {
   return lines.join("\n");
 }
 
-// Python's repr of a str, for the labels the text quotes (as the f-strings' !r).
+// Python's repr() of a str, as Python 3 writes it: quotes, escapes, and non-printable characters (Unicode's
+// Other and Separator categories but the ASCII space) as \xNN, \uNNNN or \UNNNNNNNN. The text quotes labels
+// with it (the f-strings' !r), and the attestation checks name keys and characters with it.
+const NONPRINTABLE = /^[\p{C}\p{Z}]$/u;
+const hexDigits = (n, width) => n.toString(16).padStart(width, "0");
 function pyRepr(s) {
   const quote = s.includes("'") && !s.includes('"') ? '"' : "'";
   let out = quote;
   for (const ch of s) {
     const code = ch.codePointAt(0);
     if (ch === quote || ch === "\\") out += `\\${ch}`;
+    else if (ch === "\t") out += "\\t";
     else if (ch === "\n") out += "\\n";
     else if (ch === "\r") out += "\\r";
-    else if (ch === "\t") out += "\\t";
-    else if (code < 0x20 || code === 0x7f) out += `\\x${code.toString(16).padStart(2, "0")}`;
-    else out += ch;
+    else if (ch !== " " && NONPRINTABLE.test(ch)) {
+      out += code <= 0xff ? `\\x${hexDigits(code, 2)}` : code <= 0xffff ? `\\u${hexDigits(code, 4)}`
+        : `\\U${hexDigits(code, 8)}`;
+    } else out += ch;
   }
   return out + quote;
 }
@@ -212,6 +218,6 @@ function validReport(claims, card) {
   return lines.join("\n");
 }
 
-const FairProofExplain = { formatG, radiusDecimal, radiusSummary, explain, validReport };
+const FairProofExplain = { formatG, radiusDecimal, radiusSummary, explain, validReport, pyRepr };
 if (typeof module !== "undefined") module.exports = FairProofExplain;
 else globalThis.FairProofExplain = FairProofExplain;
