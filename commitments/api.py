@@ -77,6 +77,10 @@ class DecisionRequest(_Message):
 # The header that carries a job's capability token (returned once, in DecisionAccepted.job_token).
 JOB_TOKEN_HEADER = "X-Job-Token"
 ADMIN_KEY_HEADER = "X-API-Key"  # the operator's key, on admin endpoints
+# A client-chosen key (16-128 of A-Z a-z 0-9 . _ : -, random: it is the job token's secret) that makes a decision
+# request idempotent: the same key and record again answer the same job and token, never a second job.
+IDEMPOTENCY_KEY_HEADER = "Idempotency-Key"
+IDEMPOTENCY_KEY_PATTERN = r"^[A-Za-z0-9._:-]{16,128}$"
 
 
 class DecisionAccepted(_Message):

@@ -10,6 +10,7 @@ proof holds under the card and that the certificate is about this record.
 from __future__ import annotations
 
 import json
+import secrets
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
@@ -19,8 +20,8 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from circuits.backends import CurveBackend
-from commitments.api import (ADMIN_KEY_HEADER, API_PREFIX, FINISHED, JOB_TOKEN_HEADER, DecisionAccepted, DecisionRequest, ErrorBody,
-                             JobView, ModelList)
+from commitments.api import (ADMIN_KEY_HEADER, API_PREFIX, FINISHED, IDEMPOTENCY_KEY_HEADER, JOB_TOKEN_HEADER,
+                             DecisionAccepted, DecisionRequest, ErrorBody, JobView, ModelList)
 from commitments.attestation import Attestation, AttestationList
 from commitments.bundle import CertificateBundle
 from commitments.canonical import NonCanonical, parse_strict
@@ -45,6 +46,12 @@ DEFAULT_WAIT = 300.0  # seconds, for a certificate job to finish
 # A certificate takes seconds to prove; polling every second keeps a crowd's job reads from taking
 # the proving cores (service_load: 0.84 certificates/s with 50 customers polling every 0.25 s, 1.21 at 1 s).
 DEFAULT_POLL_INTERVAL = 1.0
+MAX_LOST_ANSWERS = 3  # a decision request whose answer was lost is sent again (same idempotency key) this often
+
+
+def new_idempotency_key() -> str:
+    """A fresh random Idempotency-Key for one decision request (it is also the secret of its job token)."""
+    return secrets.token_urlsafe(32)
 
 
 class ServiceError(Exception):
@@ -96,19 +103,30 @@ class ServiceClient:
         return self._call("POST", f"/models/{_segment(model_id)}/attestations", Attestation,
                           json=attestation.model_dump(mode="json"), headers=headers)
 
-    def submit(self, model_id: str, record: Mapping[str, Any], delta: float | None = None) -> DecisionAccepted:
+    def submit(self, model_id: str, record: Mapping[str, Any], delta: float | None = None, *,
+               idempotency_key: str | None = None) -> DecisionAccepted:
+        """POST the decision request. With `idempotency_key` (`new_idempotency_key()`), an answer lost to the
+        network is asked for again with the same key: the service answers the job the first request made,
+        never a second one."""
         try:
             optional: dict[str, Any] = {"delta": delta} if delta is not None else {}  # no delta: the field unset
             body = DecisionRequest(record=dict(record), **optional)
         except (ValidationError, TypeError, ValueError) as exc:
             raise ServiceError(None, f"the record cannot be sent: {_first_error(exc)}") from None
+        headers = {IDEMPOTENCY_KEY_HEADER: idempotency_key} if idempotency_key else {}
         deadline = self._clock() + DEFAULT_WAIT
+        lost = 0
         while True:
             try:
                 return self._call("POST", f"/models/{_segment(model_id)}/decisions", DecisionAccepted,
-                                  json=body.model_dump(mode="json"))
+                                  json=body.model_dump(mode="json"), headers=headers)
             except ServiceError as exc:
-                # A full queue (429) or a service briefly unavailable (503) says when to come back.
+                # A full queue (429) or a service briefly unavailable (503) says when to come back; an answer
+                # lost on the way (no status) is asked for again only under an idempotency key.
+                if exc.status is None and idempotency_key and lost < MAX_LOST_ANSWERS:
+                    lost += 1
+                    self._sleep(min(2.0 ** lost, 10.0))
+                    continue
                 wait = exc.retry_after
                 if exc.status not in (429, 503) or wait is None or self._clock() + wait > deadline:
                     raise
@@ -289,7 +307,7 @@ def request_certificate(client: ServiceClient, pins: PinStore, model_id: str, re
                      attested_by=_attested(card, attestations, trusted_auditors))
     query = encode_record(card, record)  # before sending: a record the card refuses gets no decision
     persistence_delta(card, delta)  # before sending: a box the card cannot prove is not asked for
-    accepted = client.submit(model_id, record, delta)
+    accepted = client.submit(model_id, record, delta, idempotency_key=new_idempotency_key())
     if accepted.model_id != model_id:
         raise ServiceError(None, f"submitted to model {model_id!r}, the service answered for {accepted.model_id!r}")
     job = client.wait(accepted.job_id, accepted.job_token, on_progress, poll_interval, timeout)

@@ -9,7 +9,10 @@ for the certificate in the same request.
 from __future__ import annotations
 
 import asyncio
+import base64
 import errno
+import hashlib
+import hmac
 import logging
 import math
 import os
@@ -23,21 +26,24 @@ from functools import partial
 from pathlib import Path as FilePath
 from typing import Annotated, Any, AsyncIterator
 
-from fastapi import FastAPI, Path, Query, Request, status
+from fastapi import FastAPI, Header, Path, Query, Request, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from sqlalchemy import select, text
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DataError as SQLAlchemyDataError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from commitments.api import (API_PREFIX, DecisionAccepted, DecisionRequest, ErrorBody, Health, JobView, ModelList,
-                             ModelSummary, PrecomputeRequest, RegisterModel)
+from commitments.api import (API_PREFIX, IDEMPOTENCY_KEY_HEADER, IDEMPOTENCY_KEY_PATTERN, DecisionAccepted,
+                             DecisionRequest, ErrorBody, Health, JobView, ModelList, ModelSummary, PrecomputeRequest,
+                             RegisterModel)
 from commitments.bundle import CertificateBundle
 from commitments.card import ModelCard
 
-from .errors import STORAGE_ERRNOS, BadRequest, NotFound, ServiceError, TooManyRequests, Unavailable
+from .errors import (STORAGE_ERRNOS, BadRequest, Conflict, NotFound, ServiceError, TooManyRequests, Unavailable,
+                     is_outage, outage_reason)
 from .state import JobAccess, token_hash
 from .jobs import CERTIFICATE, PRECOMPUTE, JobRecord, QueueCaps, QueueFull
 from . import attestation_routes, log_routes
@@ -114,6 +120,11 @@ def create_app(settings: Settings, *, backend=None) -> FastAPI:
     return app
 
 
+# Integer query parameters are bounded by their columns' ranges, so that a value out of range is a 422 before the
+# database sees it: AuditEntry.seq is a 32-bit INTEGER (the log's sizes and indexes, BIGINT, are bounded in
+# log_routes).
+INT32_MAX = 2**31 - 1
+
 # Outages (database down, disk full) are answered 503 with this Retry-After, never a 500.
 OUTAGE_RETRY_SECONDS = 5
 
@@ -146,6 +157,18 @@ def _admit(ledger, settings, model_id: str) -> None:
         raise _queue_full(f"the service has {settings.max_queued_jobs} certificates waiting")
 
 
+def _idempotency_hash(model_id: str, key: str) -> str:
+    """What the ledger keeps of an Idempotency-Key: a hash, so a database reader learns no job token."""
+    return hashlib.sha256(b"fairproof idempotency\0" + model_id.encode() + b"\0" + key.encode()).hexdigest()
+
+
+def _idempotent_token(model_id: str, key: str) -> str:
+    """The job token of an idempotent request: derived from the client's key (as secret as the key), so a
+    retry is answered the same token without the service ever storing it."""
+    mac = hmac.new(key.encode(), b"fairproof job token\0" + model_id.encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(mac).decode().rstrip("=")
+
+
 def _submit(ledger, settings, *args, **kwargs) -> JobRecord:
     try:
         return ledger.submit(*args, caps=QueueCaps(settings.max_queued_per_model, settings.max_queued_jobs),
@@ -163,10 +186,24 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(DBAPIError)
     @app.exception_handler(SQLAlchemyTimeout)
-    async def database_down(request: Request, exc: Exception) -> JSONResponse:
-        log.error("database unavailable", extra={"path": request.url.path, "error": type(exc).__name__})
-        return JSONResponse({"detail": "the service's database is unavailable; retry shortly"}, status_code=503,
-                            headers={"Retry-After": str(OUTAGE_RETRY_SECONDS)})
+    async def database_error(request: Request, exc: Exception) -> JSONResponse:
+        """503 with Retry-After only for an outage (the database unreachable, its pool exhausted, its disk
+        full): retrying helps. A value the database refuses (out of its column's range, malformed, a duplicate)
+        is the request's fault: 4xx, which a client does not retry. Anything else is a bug: 500."""
+        if is_outage(exc):
+            log.error("database unavailable", extra={"path": request.url.path, "error": outage_reason(exc)})
+            return JSONResponse({"detail": "the service's database is unavailable; retry shortly"}, status_code=503,
+                                headers={"Retry-After": str(OUTAGE_RETRY_SECONDS)})
+        if isinstance(exc, SQLAlchemyDataError):
+            log.info("database refused a value", extra={"path": request.url.path, "error": outage_reason(exc)})
+            return JSONResponse({"detail": "a value in the request is out of range or malformed for what it names"},
+                                status_code=422)
+        if isinstance(exc, IntegrityError):
+            log.info("database refused a duplicate", extra={"path": request.url.path, "error": outage_reason(exc)})
+            return JSONResponse({"detail": "the request conflicts with what the service already holds"},
+                                status_code=409)
+        log.error("database error", extra={"path": request.url.path, "error": outage_reason(exc)}, exc_info=exc)
+        return JSONResponse({"detail": "internal error in the service's database access"}, status_code=500)
 
     @app.exception_handler(OSError)
     async def storage_failing(request: Request, exc: OSError) -> JSONResponse:
@@ -289,8 +326,16 @@ def _routes(app: FastAPI) -> None:
               responses={200: {"model": DecisionAccepted, "description": "the certificate was ready within `wait`"}})
     async def request_decision(model_id: ModelId, body: DecisionRequest, state: State, request: Request,
                                wait: Annotated[float, Query(ge=0, le=60, description="seconds to wait for the "
-                                                                                    "certificate")] = 0) -> Any:
-        """A customer's record in; the decision and the job that proves its certificate out."""
+                                                                                    "certificate")] = 0,
+                               idempotency_key: Annotated[str | None, Header(
+                                   alias=IDEMPOTENCY_KEY_HEADER, pattern=IDEMPOTENCY_KEY_PATTERN,
+                                   description="a random key of the client's: the same key and record again "
+                                               "answer the same job and token (a retry after a lost answer)")]
+                               = None) -> Any:
+        """A customer's record in; the decision and the job that proves its certificate out.
+
+        With an Idempotency-Key, a retry of the same request answers the job the first made (never a second
+        job, certificate or log leaf); the same key with another record or box is 409."""
         loaded = await run_in_threadpool(state.registry.get, model_id)
         card = await run_in_threadpool(state.registry.card, model_id)
         if card.commitment != loaded.commitment:  # a publication between the two reads: never mix them
@@ -305,14 +350,21 @@ def _routes(app: FastAPI) -> None:
         if wait_s is not None:
             raise TooManyRequests(f"too many decision requests from this client; retry in {math.ceil(wait_s)} s",
                                   math.ceil(wait_s))
-        await run_in_threadpool(_admit, state.ledger, state.settings, model_id)
         query, decision = await run_in_threadpool(loaded.decide, body.record)
-        token = secrets.token_urlsafe(32)
-        job = await run_in_threadpool(partial(_submit, state.ledger, state.settings, CERTIFICATE, model_id,
-                                              {"query": list(query), **delta}, decision=decision,
-                                              card_digest=card.digest(),
-                                              access_hash=token_hash(token)))
-        await state.dispatcher.enqueue(job.id)
+        job_request = {"query": list(query), **delta}
+        idempotency = None if idempotency_key is None else _idempotency_hash(model_id, idempotency_key)
+        held = None if idempotency is None else await run_in_threadpool(state.ledger.idempotent, idempotency)
+        if held is None:
+            await run_in_threadpool(_admit, state.ledger, state.settings, model_id)
+        token = secrets.token_urlsafe(32) if idempotency_key is None else _idempotent_token(model_id, idempotency_key)
+        job = held or await run_in_threadpool(partial(_submit, state.ledger, state.settings, CERTIFICATE, model_id,
+                                                      job_request, decision=decision, card_digest=card.digest(),
+                                                      access_hash=token_hash(token), idempotency_hash=idempotency))
+        if job.request != job_request or job.access_hash != token_hash(token):
+            raise Conflict(f"the Idempotency-Key was used for another decision request (job {job.id}); "
+                           "choose a new random key for each decision")
+        if held is None:
+            await state.dispatcher.enqueue(job.id)
         log.info("decision requested", extra={"job_id": job.id, "model_id": model_id, "decision": decision})
         if wait:
             deadline = time.monotonic() + wait
@@ -390,7 +442,7 @@ def _routes(app: FastAPI) -> None:
         return _job_view(job)
 
     @app.get(f"{API_PREFIX}/admin/audit", tags=["admin"], dependencies=[Admin])
-    def audit_log(state: State, after: Annotated[int, Query(ge=0, le=2**63 - 1)] = 0,
+    def audit_log(state: State, after: Annotated[int, Query(ge=0, le=INT32_MAX, description="the last `seq` read")] = 0,
                   limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> dict[str, Any]:
         """Issued certificates in issue order (append-only)."""
         with state.db.sessions() as session:

@@ -57,3 +57,53 @@ class TooManyRequests(ServiceError):
 
 class ConfigurationError(ServiceError):
     """The service's own settings are unusable (reported at start, never to a customer)."""
+
+
+# ------------------------------------------------------------------ outages versus bad input
+def _chain(exc: BaseException):
+    """The exception and its causes (a driver's error wrapped by SQLAlchemy or procrastinate)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def is_outage(exc: BaseException) -> bool:
+    """The database or the disk is unavailable (not the request, not the job): a 503 with Retry-After to a
+    client, a retry after a pause to a worker. Connection and operational errors (server gone, refused
+    connection, pool timeout, disk full, too many connections, shutdown in progress) are outages; data
+    errors, integrity errors and programming errors are not."""
+    import sqlite3
+
+    import psycopg
+    from sqlalchemy import exc as sa
+
+    for e in _chain(exc):
+        if isinstance(e, sa.DBAPIError):
+            if e.connection_invalidated:
+                return True
+            if isinstance(e, (sa.OperationalError, sa.InterfaceError)):
+                return True
+            if e.orig is not None and e.orig is not e and is_outage(e.orig):
+                return True
+            return False
+        if isinstance(e, (sa.TimeoutError, sa.DisconnectionError)):
+            return True
+        if isinstance(e, (psycopg.OperationalError, psycopg.InterfaceError, sqlite3.OperationalError,
+                          sqlite3.InterfaceError)):
+            return True
+        if isinstance(e, OSError) and e.errno in STORAGE_ERRNOS:
+            return True
+        if isinstance(e, (psycopg.Error, sqlite3.Error)):
+            return False
+    return False
+
+
+def outage_reason(exc: BaseException) -> str:
+    """One line naming an outage: the innermost driver error's class and first line."""
+    inner = exc
+    for e in _chain(exc):
+        inner = e
+    text = str(inner).strip().splitlines()
+    return f"{type(inner).__name__}: {text[0][:200]}" if text else type(inner).__name__

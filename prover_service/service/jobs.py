@@ -97,15 +97,37 @@ class JobLedger:
     # ------------------------------------------------------------ submit/read
     def submit(self, kind: str, model_id: str, request: dict[str, Any], *, decision: int | None = None,
                card_digest: str | None = None, access_hash: str | None = None,
-               caps: QueueCaps | None = None) -> JobRecord:
+               caps: QueueCaps | None = None, idempotency_hash: str | None = None) -> JobRecord:
         """Record a job; a certificate job (which needs `decision` and `card_digest`) is logged too.
         `access_hash`: the SHA-256 of the token that reads the job (None: admins only). With `caps`, a
         certificate job is refused (QueueFull) while the unfinished certificate jobs are at a cap; the
-        count and the insert are one step, so concurrent submissions never overshoot it."""
+        count and the insert are one step, so concurrent submissions never overshoot it.
+        `idempotency_hash`: one job per such hash; a submission whose hash a job already holds (a retry,
+        even one racing the first) returns that job and records nothing (see `idempotent`)."""
+        if idempotency_hash is not None:
+            held = self.idempotent(idempotency_hash)
+            if held is not None:
+                return held
         now = utcnow()
         job = Job(id=str(uuid.uuid4()), kind=kind, model_id=model_id, status=QUEUED, stage="waiting for a worker",
                   progress=0.0, attempts=0, request_json=json.dumps(request), decision=decision,
-                  access_hash=access_hash, created_at=now, updated_at=now)
+                  access_hash=access_hash, idempotency_hash=idempotency_hash, created_at=now, updated_at=now)
+        try:
+            return self._insert(job, kind, model_id, decision, card_digest, caps)
+        except IntegrityError:
+            held = self.idempotent(idempotency_hash) if idempotency_hash is not None else None
+            if held is None:
+                raise
+            return held  # a concurrent submission of the same key won: its job, nothing of ours recorded
+
+    def idempotent(self, idempotency_hash: str) -> JobRecord | None:
+        """The job submitted under this idempotency hash, if any."""
+        with self.db.sessions() as session:
+            job = session.scalars(select(Job).where(Job.idempotency_hash == idempotency_hash)).first()
+            return None if job is None else self._record(job, None)
+
+    def _insert(self, job: Job, kind: str, model_id: str, decision: int | None, card_digest: str | None,
+                caps: QueueCaps | None) -> JobRecord:
         with self.db.transaction() as session:
             if kind == CERTIFICATE:
                 if decision is None or card_digest is None:
@@ -117,6 +139,7 @@ class JobLedger:
                 if caps is not None:
                     self._check_caps(session, model_id, caps)
             session.add(job)
+            session.flush()  # a duplicate idempotency hash fails here, before the transaction commits
         return self._record(job, None)
 
     def submit_once(self, kind: str, model_id: str, request: dict[str, Any]) -> tuple[JobRecord, bool]:

@@ -31,13 +31,16 @@ OUTAGE_PAUSE_SECONDS = 2.0
 
 
 def is_outage(exc: BaseException) -> bool:
-    """The database or the disk failed (not the job): the job is retried without counting the attempt."""
-    from sqlalchemy.exc import DBAPIError
-    from sqlalchemy.exc import TimeoutError as PoolTimeout
+    """The database or the disk failed (not the job): the job is retried without counting the attempt. A data or
+    integrity error is the job's own failure and counts (`errors.is_outage` tells them apart)."""
+    from .errors import is_outage as outage
 
-    from .errors import STORAGE_ERRNOS
+    return outage(exc)
 
-    return isinstance(exc, (DBAPIError, PoolTimeout)) or (isinstance(exc, OSError) and exc.errno in STORAGE_ERRNOS)
+
+# A job interrupted by an outage is handed back (its attempt refunded) once the database answers again: tried
+# with backoff for up to this long, after which its lease runs out and the sweep offers it again.
+RELEASE_RETRY_SECONDS = 60.0
 
 
 def public_reason(exc: Exception, job_id: str) -> str:
@@ -122,6 +125,7 @@ class _Heartbeat:
         self.ledger.renew(self.job_id, self.owner, stage=stage, progress=progress)
 
     def _run(self) -> None:
+        failing = False  # one log line when renewals start failing and one when they work again, not one per beat
         while not self._stop.wait(self.interval):
             stage, progress = self.stage or (None, None)
             try:
@@ -129,8 +133,15 @@ class _Heartbeat:
             except LeaseLost:
                 self.lost = True
                 return
-            except Exception:  # a database hiccup: try again at the next beat
-                log.warning("lease renewal failed", extra={"job_id": self.job_id}, exc_info=True)
+            except Exception as exc:  # a database hiccup: try again at the next beat
+                if not failing:
+                    log.warning("lease renewal failing; retrying at every beat",
+                                extra={"job_id": self.job_id, "error": f"{type(exc).__name__}: {str(exc)[:150]}"})
+                    failing = True
+            else:
+                if failing:
+                    log.info("lease renewal works again", extra={"job_id": self.job_id})
+                    failing = False
 
 
 @dataclass
@@ -168,13 +179,32 @@ class JobRunner:
         except Exception as exc:
             outage = is_outage(exc)
             log.exception("job interrupted; it will be retried", extra={"job_id": job.id, "outage": outage})
-            try:
-                self.ledger.release(job.id, self.owner, f"{type(exc).__name__}: {str(exc)[:150]}", refund=outage)
-            finally:  # released, or its lease runs out: either way another try comes after the pause
-                if outage:
-                    time.sleep(OUTAGE_PAUSE_SECONDS)
+            reason = f"{type(exc).__name__}: {str(exc)[:150]}"
+            if outage:
+                self._release_after_outage(job.id, reason)
+            else:
+                self.ledger.release(job.id, self.owner, reason)
             return "queued"
         return "succeeded"
+
+    def _release_after_outage(self, job_id: str, reason: str) -> None:
+        """Hand the job back with its attempt refunded, once the database answers (backoff, for up to
+        RELEASE_RETRY_SECONDS; then its lease runs out instead). Then the pause: an outage is not spun through
+        at a proof a second."""
+        deadline = time.monotonic() + RELEASE_RETRY_SECONDS
+        delay = OUTAGE_PAUSE_SECONDS
+        try:
+            while True:
+                try:
+                    self.ledger.release(job_id, self.owner, reason, refund=True)
+                    return
+                except Exception as exc:
+                    if not is_outage(exc) or time.monotonic() + delay > deadline:
+                        raise
+                    time.sleep(delay)
+                    delay = min(delay * 2, 8.0)
+        finally:  # released, or its lease runs out: either way another try comes after the pause
+            time.sleep(OUTAGE_PAUSE_SECONDS)
 
     def _certificate(self, job: JobRecord, heartbeat: _Heartbeat) -> None:
         from prover_service.bucket_keys import KeysNotReady

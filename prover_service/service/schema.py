@@ -71,6 +71,8 @@ class Job(Base):
     result_json: Mapped[str | None] = mapped_column(Text, nullable=True)
     # SHA-256 (hex) of the job's capability token, returned once to the submitter; None: admin only.
     access_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # SHA-256 (hex) of the model id and the client's Idempotency-Key: one job per key and model.
+    idempotency_hash: Mapped[str | None] = mapped_column(String(64), nullable=True, unique=True)
     lease_owner: Mapped[str | None] = mapped_column(String(100), nullable=True)
     lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
