@@ -237,7 +237,7 @@ class PinStore:
                     data.pins.append(pin)
                     self._write(data)
                 return PinCheck(pin, first_use=True)
-            stale = [p for p in pinned if p.card_digest != digest]
+            stale = [p for p in pinned if (p.commitment, p.card_digest) != (card.commitment, digest)]
             if not stale:
                 return PinCheck(pinned[0], first_use=False)
             changes = [_update_problem(p, card, self.path, accept_update, attested_by) for p in stale]
