@@ -577,7 +577,8 @@ def proof_calldata(proof: SnarkjsProof) -> tuple[list[int], list[list[int]], lis
     return a, b, c
 
 
-def per_slice_calldata(bundle: CertificateBundle) -> tuple[list[str], list, list, list, list[list[int]]]:
+def per_slice_calldata(bundle: CertificateBundle) -> tuple[list[str], list[list[int]], list[list[list[int]]],
+                                                           list[list[int]], list[list[int]]]:
     """(bucket names, a's, b's, c's, public signals) of every slice's proof of a per-slice certificate, slice
     0 first (the bundle's own proof, then its parts in order): verifyPerSliceCertificate's arguments."""
     from commitments.claims import part_signals
