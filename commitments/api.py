@@ -120,8 +120,9 @@ class RegisterModel(_Message):
 
 
 class PrecomputeRequest(_Message):
-    key_queries: int = Field(default=0, ge=0, le=1000,
-                             description="also set up the circuit keys the first N test customers need")
+    key_queries: int = Field(default=0, ge=0, le=1000, strict=True,
+                             description="also set up the circuit keys the first N test customers need (an "
+                                         "integer: not \"5\", 5.0 or true)")
 
 
 class Health(_Message):

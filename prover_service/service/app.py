@@ -169,6 +169,16 @@ def _idempotent_token(model_id: str, key: str) -> str:
     return base64.urlsafe_b64encode(mac).decode().rstrip("=")
 
 
+def _submit_precompute(ledger, settings, model_id: str, request: dict[str, Any]) -> JobRecord | None:
+    """The precompute job for this request: the same one already waiting or running, else a new one while
+    fewer than `max_queued_precompute` are; None when the cap is reached."""
+    if ledger.backlog(PRECOMPUTE) >= settings.max_queued_precompute:
+        held, _ = ledger.submit_once(PRECOMPUTE, model_id, request, create=False)
+        return held
+    job, _ = ledger.submit_once(PRECOMPUTE, model_id, request)
+    return job
+
+
 def _submit(ledger, settings, *args, **kwargs) -> JobRecord:
     try:
         return ledger.submit(*args, caps=QueueCaps(settings.max_queued_per_model, settings.max_queued_jobs),
@@ -437,9 +447,12 @@ def _routes(app: FastAPI) -> None:
     async def start_precompute(model_id: ModelId, body: PrecomputeRequest, state: State) -> JobView:
         """Enumerate the model's regions into its store (resumable) and optionally set up circuit keys."""
         await run_in_threadpool(state.registry.get, model_id)
-        job = await run_in_threadpool(state.ledger.submit, PRECOMPUTE, model_id, body.model_dump())
-        await state.dispatcher.enqueue(job.id)
-        return _job_view(job)
+        job = await run_in_threadpool(_submit_precompute, state.ledger, state.settings, model_id, body.model_dump())
+        if job is not None:
+            await state.dispatcher.enqueue(job.id)
+            return _job_view(job)
+        raise TooManyRequests(f"{state.settings.max_queued_precompute} precompute jobs are waiting or running; "
+                              "retry when one has finished", 30)
 
     @app.get(f"{API_PREFIX}/admin/audit", tags=["admin"], dependencies=[Admin])
     def audit_log(state: State, after: Annotated[int, Query(ge=0, le=INT32_MAX, description="the last `seq` read")] = 0,

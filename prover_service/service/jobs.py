@@ -142,14 +142,18 @@ class JobLedger:
             session.flush()  # a duplicate idempotency hash fails here, before the transaction commits
         return self._record(job, None)
 
-    def submit_once(self, kind: str, model_id: str, request: dict[str, Any]) -> tuple[JobRecord, bool]:
-        """An unfinished job of this kind, model and request if one exists, else a new one; (job, created)."""
+    def submit_once(self, kind: str, model_id: str, request: dict[str, Any], *,
+                    create: bool = True) -> tuple[JobRecord | None, bool]:
+        """An unfinished job of this kind, model and request if one exists, else a new one (none without
+        `create`); (job, created)."""
         wanted = json.dumps(request)
         with self.db.sessions() as session:
             for job in session.scalars(select(Job).where(Job.kind == kind, Job.model_id == model_id,
                                                          Job.status.in_((QUEUED, RUNNING)))):
                 if json.loads(job.request_json) == json.loads(wanted):
                     return self._record(job, None), False
+        if not create:
+            return None, False
         return self.submit(kind, model_id, request), True
 
     def backlog(self, kind: str, model_id: str | None = None) -> int:

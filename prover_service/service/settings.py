@@ -73,6 +73,9 @@ class Settings(BaseSettings):
     # decision request gets 429 with Retry-After (each costs seconds of proving).
     max_queued_jobs: int = Field(default=200, ge=1)
     max_queued_per_model: int = Field(default=100, ge=1)
+    # Precompute jobs (region enumeration, key setup: minutes each) waiting or running at once, beyond which
+    # an admin's new request gets 429; the same request again answers the job already waiting.
+    max_queued_precompute: int = Field(default=4, ge=1, le=1000)
     # Decision requests one client (peer address) may make a minute, in bursts up to as many; 0: no limit
     # (behind a reverse proxy every client is the proxy: limit per client there instead).
     rate_limit_per_minute: int = Field(default=60, ge=0)

@@ -1,0 +1,41 @@
+"""Precompute jobs are capped: an admin client cannot queue them without bound, and a typed contract
+refuses what is not an integer where one is asked for."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from fastapi.testclient import TestClient
+
+from bank_fixtures import MODEL
+from prover_service.service.app import create_app
+from prover_service.service.settings import Settings
+
+ADMIN = {"X-API-Key": "precompute-cap-test-admin-key"}
+PATH = f"/v1/admin/models/{MODEL}/precompute"
+
+
+@pytest.fixture
+def client(bank, tmp_path):
+    shutil.copytree(bank.prover.workspace.root, tmp_path / "models" / MODEL)
+    settings = Settings(models_dir=tmp_path / "models", admin_api_key=ADMIN["X-API-Key"], workers=0,
+                        max_queued_precompute=2)
+    with TestClient(create_app(settings)) as client:
+        assert client.post("/v1/admin/models", json={"directory": MODEL}, headers=ADMIN).status_code == 201
+        yield client
+
+
+def test_precompute_jobs_beyond_the_cap_are_429_and_a_repeat_is_the_same_job(client):
+    first = client.post(PATH, json={"key_queries": 0}, headers=ADMIN)
+    second = client.post(PATH, json={"key_queries": 1}, headers=ADMIN)
+    assert first.status_code == second.status_code == 202 and first.json()["job_id"] != second.json()["job_id"]
+    third = client.post(PATH, json={"key_queries": 2}, headers=ADMIN)
+    assert third.status_code == 429 and third.headers["retry-after"] == "30"
+    again = client.post(PATH, json={"key_queries": 1}, headers=ADMIN)  # the same request: the job waiting
+    assert again.status_code == 202 and again.json()["job_id"] == second.json()["job_id"]
+
+
+@pytest.mark.parametrize("value", ["5", 5.0, True, -1, 1001])
+def test_key_queries_is_an_integer_in_range(client, value):
+    answer = client.post(PATH, json={"key_queries": value}, headers=ADMIN)
+    assert answer.status_code == 422, (value, answer.status_code)
