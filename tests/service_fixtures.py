@@ -343,3 +343,23 @@ def private_postgres(*, disk_mb: int | None = None) -> Iterator[PrivatePostgres]
         if mounted:
             subprocess.run(["umount", "-l", str(root / "disk")], capture_output=True)
         shutil.rmtree(root, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def bank_app(bank, directory: Path, admin_key: str, **settings) -> Iterator:
+    """The real app in process (TestClient, SQLite, no workers unless given: jobs stay queued) with the
+    bank's German model copied under `directory` and registered."""
+    import shutil
+
+    from fastapi.testclient import TestClient
+
+    from bank_fixtures import MODEL
+    from prover_service.service.app import create_app
+    from prover_service.service.settings import Settings
+
+    shutil.copytree(bank.prover.workspace.root, directory / "models" / MODEL)
+    config = Settings(**{"models_dir": directory / "models", "admin_api_key": admin_key, "workers": 0, **settings})
+    with TestClient(create_app(config)) as client:
+        answer = client.post("/v1/admin/models", json={"directory": MODEL}, headers={"X-API-Key": admin_key})
+        assert answer.status_code == 201, answer.text
+        yield client

@@ -8,7 +8,6 @@ own. The customer's client sends a key and asks again when an answer is lost.
 from __future__ import annotations
 
 import json
-import shutil
 
 import httpx
 import pytest
@@ -16,8 +15,7 @@ from fastapi.testclient import TestClient
 
 from bank_fixtures import MODEL
 from commitments.log import parse_leaf
-from prover_service.service.app import create_app
-from prover_service.service.settings import Settings
+from service_fixtures import bank_app
 from verifier_client.service_client import ServiceClient, new_idempotency_key
 
 ADMIN = {"X-API-Key": "idempotency-test-admin-key"}
@@ -26,11 +24,7 @@ PATH = f"/v1/models/{MODEL}/decisions"
 
 @pytest.fixture
 def client(bank, tmp_path):
-    shutil.copytree(bank.prover.workspace.root, tmp_path / "models" / MODEL)
-    settings = Settings(models_dir=tmp_path / "models", admin_api_key=ADMIN["X-API-Key"], workers=0,
-                        rate_limit_per_minute=0)
-    with TestClient(create_app(settings)) as client:
-        assert client.post("/v1/admin/models", json={"directory": MODEL}, headers=ADMIN).status_code == 201
+    with bank_app(bank, tmp_path, ADMIN["X-API-Key"], rate_limit_per_minute=0) as client:
         yield client
 
 

@@ -2,14 +2,10 @@
 refuses what is not an integer where one is asked for."""
 from __future__ import annotations
 
-import shutil
-
 import pytest
-from fastapi.testclient import TestClient
 
 from bank_fixtures import MODEL
-from prover_service.service.app import create_app
-from prover_service.service.settings import Settings
+from service_fixtures import bank_app
 
 ADMIN = {"X-API-Key": "precompute-cap-test-admin-key"}
 PATH = f"/v1/admin/models/{MODEL}/precompute"
@@ -17,11 +13,7 @@ PATH = f"/v1/admin/models/{MODEL}/precompute"
 
 @pytest.fixture
 def client(bank, tmp_path):
-    shutil.copytree(bank.prover.workspace.root, tmp_path / "models" / MODEL)
-    settings = Settings(models_dir=tmp_path / "models", admin_api_key=ADMIN["X-API-Key"], workers=0,
-                        max_queued_precompute=2)
-    with TestClient(create_app(settings)) as client:
-        assert client.post("/v1/admin/models", json={"directory": MODEL}, headers=ADMIN).status_code == 201
+    with bank_app(bank, tmp_path, ADMIN["X-API-Key"], max_queued_precompute=2) as client:
         yield client
 
 
