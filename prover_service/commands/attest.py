@@ -69,7 +69,7 @@ def run_keygen(args: argparse.Namespace) -> int:
     except NoteError as exc:
         return _error(f"--name {args.name!r}: {exc}")
     try:
-        write_new_key(args.out, private_key, "auditor key")
+        write_new_key(args.out, private_key, "an auditor key")
     except KeyFileError as exc:
         return _error(str(exc))
     print(verifier_key)

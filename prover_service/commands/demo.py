@@ -181,7 +181,7 @@ def _auditor_attests(card, workdir: Path, model_dir: Path, backend):
     key_path, out = _auditor_key_path(workdir), _attestation_path(workdir)
     if not key_path.is_file():
         key_path.parent.mkdir(parents=True, exist_ok=True)
-        write_new_key(key_path, generate_key(AUDITOR_KEY_NAME)[0], "auditor key")
+        write_new_key(key_path, generate_key(AUDITOR_KEY_NAME)[0], "an auditor key")
     signer = read_signer(key_path, Signer, "auditor key")
     vkey = signer.verifier().vkey()
     if not card.circuits:

@@ -28,7 +28,7 @@ def write_new_file(path: Path, text: str, mode: int = 0o600, what: str = "it") -
 
 def write_new_key(path: Path, private_key: str, what: str) -> None:
     """A private key (C2SP skey) into a new file of mode 0600, never over an existing one."""
-    write_new_file(path, private_key + "\n", 0o600, f"a {what}")
+    write_new_file(path, private_key + "\n", 0o600, what)
 
 
 def read_signer(path: Path, kind: type[S], what: str) -> S:

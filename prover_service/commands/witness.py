@@ -84,7 +84,7 @@ def run_keygen(args: argparse.Namespace) -> int:
     except NoteError as exc:
         return _error(f"--name {args.name!r}: {exc}")
     try:
-        write_new_key(args.out, private_key, "witness key")
+        write_new_key(args.out, private_key, "a witness key")
     except KeyFileError as exc:
         return _error(str(exc))
     print(verifier_key)
