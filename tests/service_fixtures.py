@@ -363,3 +363,16 @@ def bank_app(bank, directory: Path, admin_key: str, **settings) -> Iterator:
         answer = client.post("/v1/admin/models", json={"directory": MODEL}, headers={"X-API-Key": admin_key})
         assert answer.status_code == 201, answer.text
         yield client
+
+
+def connector_error(inner: Exception):
+    """`inner` as procrastinate raises it: wrapped in a ConnectorException (`__cause__`), as the queue sees it."""
+    from procrastinate.exceptions import ConnectorException
+
+    try:
+        try:
+            raise inner
+        except Exception as exc:
+            raise ConnectorException() from exc
+    except ConnectorException as outer:
+        return outer

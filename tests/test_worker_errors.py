@@ -101,19 +101,11 @@ def test_an_outage_is_503_with_retry_after(client, kind):
 
 
 def test_outages_are_told_from_bad_input_through_wrappers():
-    from procrastinate.exceptions import ConnectorException
 
     from prover_service.service.errors import is_outage
     from prover_service.service.runner import is_outage as job_outage
 
-    def wrapped(inner: BaseException) -> BaseException:
-        try:
-            try:
-                raise inner
-            except Exception as exc:
-                raise ConnectorException() from exc
-        except ConnectorException as outer:
-            return outer
+    from tests.service_fixtures import connector_error as wrapped
 
     outages = [psycopg_pool.PoolTimeout("couldn't get a connection after 3.00 sec"),
                psycopg.errors.DiskFull("could not extend file"), psycopg.errors.AdminShutdown("terminating"),

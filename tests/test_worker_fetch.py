@@ -13,21 +13,10 @@ import logging
 import psycopg
 import psycopg_pool
 import pytest
-from procrastinate.exceptions import ConnectorException
 
-from tests.service_fixtures import fresh_pg_database
+from tests.service_fixtures import connector_error as _wrapped, fresh_pg_database
 
 pytestmark = pytest.mark.postgres
-
-
-def _wrapped(inner: Exception) -> ConnectorException:
-    try:
-        try:
-            raise inner
-        except Exception as exc:
-            raise ConnectorException() from exc
-    except ConnectorException as outer:
-        return outer
 
 
 def test_the_fetch_loop_rides_out_pool_timeouts_and_a_full_disk(caplog, monkeypatch):
