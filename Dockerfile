@@ -1,7 +1,8 @@
 # The bank-side image: the prover service (`fairproof serve`, `fairproof worker`;
 # see docker-compose.yml), certification, proving and the store. Training needs
 # torch and runs outside this image; models are mounted under /models.
-# snarkjs's browser build for the verification page (/verify), from npm as package-lock.json pins it.
+# snarkjs's browser build and canonicalize (RFC 8785) for the verification page (/verify), from npm as
+# package-lock.json pins them.
 FROM node:20-slim AS browser-build
 WORKDIR /build
 COPY package.json package-lock.json ./
@@ -24,6 +25,7 @@ COPY statement statement
 COPY transparency transparency
 COPY verifier_client verifier_client
 COPY --from=browser-build /build/node_modules/snarkjs/build/snarkjs.min.js verifier_client/page/vendor/snarkjs.min.js
+COPY --from=browser-build /build/node_modules/canonicalize/lib/canonicalize.js verifier_client/page/vendor/canonicalize.js
 RUN pip install --no-cache-dir --no-deps ".[prover]"
 
 # The native kernels (Fr NTT, fixed-base windows) are compiled now, with a compiler that does not stay in

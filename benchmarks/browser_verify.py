@@ -54,7 +54,7 @@ def main() -> int:
     print("building the bank (train, commit, precompute, prove) ...", flush=True)
     bank = Bank(work / "bank", work / "models")
     bundle, card, record = bank.bundles[0], bank.card, bank.records[0]
-    bundle_text, card_text, record_text = bundle.model_dump_json(), card.model_dump_json(), json.dumps(record)
+    bundle_text, card_text, record_text = bundle.model_dump_json(), card.canonical_json(), json.dumps(record)
     results: dict[str, dict] = {}
 
     print("page in Chromium ...", flush=True)

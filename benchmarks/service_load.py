@@ -433,7 +433,7 @@ def verify_burst(url: str, burst: Burst) -> int:
     from tests.service_fixtures import MODEL_DIRECTORY
     from verifier_client.verify import verify_bundle
 
-    card = ModelCard.model_validate_json(httpx.get(f"{url}/v1/models/{MODEL_DIRECTORY}/card", timeout=30).text)
+    card = ModelCard.from_json(httpx.get(f"{url}/v1/models/{MODEL_DIRECTORY}/card", timeout=30).text)
     refused = 0
     for decision, text in burst.bundles:
         bundle = CertificateBundle.model_validate_json(text)

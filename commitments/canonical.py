@@ -10,6 +10,8 @@ So the verifier side reads public documents through this module only:
 - JSON is strict: no duplicate keys, no NaN or Infinity, no number longer
   than any value a document can hold, then pydantic in strict mode (no
   "1" for 1, no 1.0 for 1, no true for 1);
+- a card's digest is SHA-256 over its RFC 8785 canonical form (JCS, `canonical_bytes`), so every
+  integer it holds is within I-JSON's +-(2^53 - 1) and larger ones are decimal strings (`DecimalInt`);
 - text is strict (one reading of every byte, the verification page's too,
   verifier_client/page/verify.js `decodeText` and `textProblem`): UTF-8
   only, no byte-order mark, no string or key holding a lone surrogate
@@ -28,6 +30,7 @@ from typing import Annotated, Any, Callable, TypeVar
 
 from dataclasses import dataclass
 
+import rfc8785
 from pydantic import BaseModel, GetCoreSchemaHandler, GetJsonSchemaHandler, ValidationError
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
@@ -106,6 +109,77 @@ def hex_string(length: int, what: str) -> Any:  # a typing special form, not a c
 
 
 Sha256Hex = Annotated[str, hex_validator(64, "SHA-256 digest")]
+
+
+@dataclass(frozen=True)
+class DecimalInt:
+    """An integer too wide for I-JSON, written as a canonical decimal string: `Annotated[int, DecimalInt(...)]`.
+
+    Python code holds an int in [low, bound); a JSON document holds the decimal string (never a number,
+    which RFC 8785 could not canonicalise and a browser would round)."""
+
+    low: int
+    bound: int
+    what: str
+
+    def _parse(self, text: str) -> int:
+        value = parse_decimal(text, self.bound, self.what)
+        if value < self.low:
+            raise NonCanonical(f"{self.what}: {text} is below {self.low}")
+        return value
+
+    def _check(self, value: int) -> int:
+        if not self.low <= value < self.bound:
+            raise ValueError(f"{self.what}: {value} is not in [{self.low}, {self.bound})")
+        return value
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        from_text = core_schema.chain_schema([core_schema.str_schema(strict=True),
+                                              core_schema.no_info_plain_validator_function(self._parse)])
+        from_int = core_schema.chain_schema([core_schema.int_schema(strict=True),
+                                             core_schema.no_info_plain_validator_function(self._check)])
+        return core_schema.json_or_python_schema(
+            json_schema=from_text, python_schema=core_schema.union_schema([from_int, from_text]),
+            serialization=core_schema.plain_serializer_function_ser_schema(str, when_used="json"))
+
+    def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        pattern = {0: r"^(0|[1-9][0-9]*)$", 1: r"^[1-9][0-9]*$"}[self.low]  # the lower bounds a pattern states
+        return {"type": "string", "pattern": pattern, "x-fairproof-below": str(self.bound)}
+
+
+# -- RFC 8785 -----------------------------------------------------------------------------
+
+I_JSON_MAX = 2**53 - 1  # RFC 7493: the integers every JSON reader holds exactly
+
+
+def canonical_bytes(value: Any, what: str) -> bytes:
+    """RFC 8785 (JSON Canonicalization Scheme) of a JSON value, with the `rfc8785` package.
+
+    NonCanonical, naming the place, for what JCS cannot write: an integer beyond +-(2^53 - 1) (spell it as
+    a decimal string), a non-finite number or a lone surrogate."""
+    check_values(value, what)
+    place = _first_wide_integer(value)
+    if place is not None:
+        raise NonCanonical(f"{what}: {place[0]}: the integer {place[1]} is beyond 2^53 - 1, which JSON cannot "
+                           "hold exactly (RFC 7493, RFC 8785)")
+    try:
+        return rfc8785.dumps(value)
+    except rfc8785.CanonicalizationError as exc:  # pragma: no cover - every case is refused above
+        raise NonCanonical(f"{what}: {exc}") from None
+
+
+def _first_wide_integer(value: Any) -> tuple[str, int] | None:
+    stack: list[tuple[Any, list[str | int]]] = [(value, [])]
+    while stack:
+        v, path = stack.pop()
+        if isinstance(v, int) and not isinstance(v, bool):
+            if abs(v) > I_JSON_MAX:
+                return _where(path), v
+        elif isinstance(v, dict):
+            stack.extend((x, [*path, k]) for k, x in reversed(list(v.items())))
+        elif isinstance(v, list):
+            stack.extend((x, [*path, i]) for i, x in reversed(list(enumerate(v))))
+    return None
 
 
 # -- strict JSON ---------------------------------------------------------------------------

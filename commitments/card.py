@@ -5,8 +5,10 @@ the sensitive features and their domains, the public preprocessing (so a
 customer can map their own record to the query vector), the commitment to the
 weights, and for every circuit bucket its shape, the digest of its constraint
 system, its verifying key and the record of its key setup. It never holds a
-weight or the salt. Its digest (SHA-256 of the canonical JSON, every bucket
-included) is what bundles name and customers pin.
+weight or the salt. Its digest (SHA-256 of the RFC 8785 canonical form of the
+card exactly as published, every bucket included) is what bundles name and
+customers pin; a version-2 card (digests over Python's JSON of the filled-in
+card) is re-published once as version 3 (commitments.card_migration).
 
 A bucket's shape says which radius its statement proves (`radius`): "fast",
 GeoCert's projection radius, a lower bound on the true one; or "exact", the
@@ -25,16 +27,21 @@ import itertools
 import json
 import math
 from fractions import Fraction
+from collections.abc import Mapping
 from typing import Annotated, Any, Final, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, SerializerFunctionWrapHandler, model_serializer,
+                      model_validator)
 
 from fairness.schema import FeatureSchema
 
 from .bundle import G1Json, G2Json
-from .canonical import FrDecimal, Sha256Hex, hex_validator
+from .canonical import I_JSON_MAX, DecimalInt, FrDecimal, NonCanonical, Sha256Hex, canonical_bytes, hex_validator
 
-CARD_VERSION: Final = 2  # Final: its type is Literal[2], the field's
+CARD_VERSION: Final = 3  # Final: its type is Literal[3], the field's
+LEGACY_CARD_VERSION: Final = 2  # digests over Python's JSON of the filled-in card (commitments.card_migration)
+LEGACY_CARD_MESSAGE: Final = ("model card: card_version 2 is from before card digests were RFC 8785 canonical JSON; "
+                              "the bank re-publishes the same card as version 3 (`fairproof card migrate`)")
 Blake2bHex: TypeAlias = Annotated[str, hex_validator(128, "BLAKE2b-512 hash")]
 
 # Which radius a bucket's statement proves (statement.shape: FAST_RADIUS, EXACT_RADIUS).
@@ -152,7 +159,7 @@ class SpreadLensCard(_Frozen):
     logit margin, buckets `bucket_width` wide at the logit scale 2^(scale_bits (hidden layers + 2))."""
 
     favourable_class: int = Field(ge=0)
-    bucket_width: int = Field(ge=1, lt=1 << 200)
+    bucket_width: Annotated[int, DecimalInt(1, 1 << 200, "spread bucket width")]  # beyond 2^53: a decimal string
 
 
 def scaled_delta(delta: float, scale_bits: int) -> int:
@@ -265,7 +272,13 @@ def audit_circuit_name(n_rows: int, favourable_class: int) -> str:
 
 
 class ModelCard(_Frozen):
-    card_version: Literal[2] = CARD_VERSION
+    """The bank's public statement about its model (see the module docstring).
+
+    A card's digest is SHA-256 over the RFC 8785 canonical form of the card exactly as published: a card
+    read from JSON keeps the value it was read from (nothing filled in, nothing dropped), one built here
+    is published as `published_value()` writes it."""
+
+    card_version: Literal[3] = CARD_VERSION
     model_id: str
     description: str = ""
     dataset: str
@@ -300,6 +313,11 @@ class ModelCard(_Frozen):
             raise ValueError(f"feature encodings must have {n} entries")
         if any(lo > hi for lo, hi in zip(self.box_lower, self.box_upper)):
             raise ValueError("domain box has a lower bound above its upper bound")
+        scaled = [*self.box_lower, *self.box_upper, *(v for f in self.sensitive for v in f.values),
+                  *(c.shape.eps_cap for c in self.circuits)]
+        if any(abs(v) > I_JSON_MAX for v in scaled):
+            raise ValueError(f"the domain box, sensitive codes or eps caps at scale 2^{self.scale_bits} pass 2^53 - 1, "
+                             "which a card cannot hold exactly (RFC 8785): choose a smaller scale")
         columns = [f.column for f in self.sensitive]
         if len(set(columns)) != len(columns) or any(c >= n for c in columns):
             raise ValueError("sensitive columns must be distinct input indices")
@@ -363,23 +381,55 @@ class ModelCard(_Frozen):
         if expected != published:
             raise ValueError("the sensitive attributes differ from the feature schema's (name, column, codes, labels)")
 
-    def canonical_json(self) -> str:
-        # A card without a schema keeps the form (and digest) it had before schemas existed.
+    # -- publication: the card as published, its canonical form and digest ------------------------
+    _published: Any = PrivateAttr(default=None)  # the JSON value read, for a card read from JSON
+    _digest: str | None = PrivateAttr(default=None)
+
+    def __eq__(self, other: object) -> bool:
+        """Cards are equal when their fields are (however each was spelled when published)."""
+        return isinstance(other, ModelCard) and self.__dict__ == other.__dict__
+
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> "ModelCard":
+        copy = super().model_copy(update=update, deep=deep)
+        if update:  # another card: published as this code writes it
+            copy._published, copy._digest = None, None
+        return copy
+
+    def published_value(self) -> Any:
+        """The card's JSON value as published: as read, or, for a card built here, its fields without the
+        optional parts it lacks (what `published_json` writes)."""
+        return self._published if self._published is not None else self.written_value()
+
+    def written_value(self) -> Any:
+        """The JSON value this code writes for the card's fields: every field but the optional parts the card
+        lacks (so cards without them keep the form they had before those parts existed)."""
         absent = {name for name in ("feature_schema", "import_check", "spread", "persistence") if getattr(self, name) is None}
         if not self.audit_circuits:
-            absent.add("audit_circuits")  # and a card without audit circuits the digest it had before them
-        data = self.model_dump(mode="json", exclude=absent or None)
-        return json.dumps(data, sort_keys=True, separators=(",", ":"))
+            absent.add("audit_circuits")
+        return self.model_dump(mode="json", exclude=absent or None)
+
+    def published_json(self, indent: int | None = 2) -> str:
+        """The card's JSON as a file publishes it (reading it back gives the same digest)."""
+        return json.dumps(self.published_value(), indent=indent, ensure_ascii=False) + "\n"
+
+    def canonical_json(self) -> str:
+        """RFC 8785 canonical form of the card as published: what the digest hashes, and what a service or
+        a pin stores (it reads back as the same card with the same digest)."""
+        return canonical_bytes(self.published_value(), "model card").decode("utf-8")
 
     def digest(self) -> str:
-        """SHA-256 of the canonical JSON of the whole card, circuit buckets included.
+        """SHA-256 of the RFC 8785 canonical form of the whole card as published, circuit buckets included.
 
         This is what a bundle names and a customer pins. It covers every
         bucket (shape, R1CS digest, verifying key, setup transcript), so a key
         cannot be slipped in beside a pinned card: a card with another bucket
-        is another card.
+        is another card. The page computes the same (page/canonical.js) with
+        the npm `canonicalize` package.
         """
-        return hashlib.sha256(self.canonical_json().encode()).hexdigest()
+        if self._digest is None:
+            self._digest = hashlib.sha256(self.canonical_json().encode("utf-8")).hexdigest()
+        return self._digest
 
     def slices(self) -> list[tuple[int, ...]]:
         """Every combination of sensitive values, in the statement's order (the flip index counts these)."""
@@ -518,7 +568,16 @@ class ModelCard(_Frozen):
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "ModelCard":
-        """Strict parse (canonical JSON and values); raises commitments.canonical.NonCanonical."""
-        from .canonical import parse_strict
+        """Strict parse (canonical JSON and values); raises commitments.canonical.NonCanonical.
 
-        return parse_strict(cls, text, "model card")
+        The card keeps the JSON value it was read from: its digest is that value's, exactly as published."""
+        from .canonical import load_json, parse_strict
+
+        value = load_json(text, "model card")
+        version = value.get("card_version") if isinstance(value, dict) else None
+        if version == LEGACY_CARD_VERSION:
+            raise NonCanonical(LEGACY_CARD_MESSAGE)
+        digest = hashlib.sha256(canonical_bytes(value, "model card")).hexdigest()
+        card = parse_strict(cls, text, "model card")
+        card._published, card._digest = value, digest
+        return card

@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "prover_service.commands.import_model",
     "prover_service.commands.schema",
     "prover_service.commands.commit",
+    "prover_service.commands.card",
     "prover_service.commands.precompute",
     "prover_service.commands.certify",
     "prover_service.commands.prove",

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from circuits.field import R
 from commitments.canonical import NonCanonical
-from commitments.card import ModelCard
+from commitments.card import LEGACY_CARD_MESSAGE, ModelCard
 from fairness.errors import ModelError
 from fairness.fixed_point import FixedPointModel, to_fixed_point
 from fairness.model import ModelArtifact, load_artifact
@@ -98,11 +98,14 @@ class ModelWorkspace:
         try:
             return ModelCard.from_json(self.card_path.read_bytes())
         except NonCanonical as exc:
+            if str(exc) == LEGACY_CARD_MESSAGE:
+                raise ModelError(f"{self.card_path}: card_version 2 (from before RFC 8785 card digests): run "
+                                 f"`fairproof card migrate --model {self.root}`") from None
             raise ModelError(f"{self.card_path} is not a valid model card ({exc}); a card written by an older "
                              "version must be recommitted: `fairproof commit --force`") from None
 
     def save_card(self, card: ModelCard) -> None:
-        write_atomically(self.card_path, card.model_dump_json(indent=2) + "\n")
+        write_atomically(self.card_path, card.published_json())
 
     def salt(self) -> int:
         try:

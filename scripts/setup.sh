@@ -18,9 +18,11 @@ fi
 
 if command -v npm >/dev/null; then
   npm ci --silent --no-audit --no-fund >/dev/null 2>&1 || npm install --silent --no-audit --no-fund
-  # The verification page inlines snarkjs's browser build: packaged beside its modules, never fetched.
+  # The verification page inlines snarkjs's browser build and canonicalize (RFC 8785): packaged beside its
+  # modules, never fetched.
   mkdir -p verifier_client/page/vendor
   cp node_modules/snarkjs/build/snarkjs.min.js verifier_client/page/vendor/snarkjs.min.js
+  cp node_modules/canonicalize/lib/canonicalize.js verifier_client/page/vendor/canonicalize.js
 else
   echo "warning: npm not found; snarkjs interoperability tests will be skipped" >&2
 fi

@@ -54,7 +54,7 @@ class Bank:
         records = load_dataset("german").records_test
         self.records = [dict(records[0]), dict(records[1])]
         self.bundles = [prover.prove(query_from_record(artifact, prover.model, r)).bundle for r in self.records]
-        self.card = ModelCard.model_validate_json(prover.card.model_dump_json())  # as served
+        self.card = ModelCard.model_validate_json(prover.card.canonical_json())  # as served
         self.prover = prover
 
 
@@ -97,7 +97,7 @@ class FakeService:
                                    card_url=f"/v1/models/{MODEL}/card")
             return httpx.Response(200, text=ModelList(models=(summary,)).model_dump_json())
         if key == ("GET", f"/v1/models/{MODEL}/card"):
-            return httpx.Response(200, text=self.card.model_dump_json())
+            return httpx.Response(200, text=self.card.canonical_json())
         if key == ("GET", f"/v1/models/{MODEL}/attestations"):
             from commitments.attestation import AttestationList
 

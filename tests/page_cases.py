@@ -64,7 +64,7 @@ def _twist_point_outside_the_subgroup():
 
 def page_cases(bank) -> list[PageCase]:
     card, genuine, other = bank.card, bank.bundles[0], bank.bundles[1]
-    card_text = card.model_dump_json()
+    card_text = card.canonical_json()
     record0, record1 = json.dumps(bank.records[0]), json.dumps(bank.records[1])
     cases = [PageCase("honest", genuine.model_dump_json(), card_text, record0, "VALID"),
              PageCase("honest, second customer", other.model_dump_json(), card_text, record1, "VALID"),
@@ -84,7 +84,7 @@ def page_cases(bank) -> list[PageCase]:
 
     bad_card, _, bad_bundle, _ = _delta_is_gamma_forgery(bank)
     cases.append(PageCase("bank's card, key with delta = gamma", bad_bundle.model_dump_json(),
-                          bad_card.model_dump_json(), reason="degenerate"))
+                          bad_card.canonical_json(), reason="degenerate"))
     cases.append(PageCase("delta = gamma bundle, genuine card", bad_bundle.model_dump_json(), card_text,
                           reason="another model card"))
 
@@ -96,16 +96,16 @@ def page_cases(bank) -> list[PageCase]:
     cases.append(PageCase("trivial-circuit key, genuine card", trivial.model_dump_json(), card_text,
                           reason="another model card"))
     cases.append(PageCase("trivial-circuit key on the bank's card, contributor required", trivial.model_dump_json(),
-                          trivial_card.model_dump_json(), trusted=("ab" * 64,), reason="bank alone"))
+                          trivial_card.canonical_json(), trusted=("ab" * 64,), reason="bank alone"))
     cases.append(PageCase("trivial-circuit key on the bank's card, genuine card pinned", trivial.model_dump_json(),
-                          trivial_card.model_dump_json(), pinned=card.digest(), expected="VALID",
+                          trivial_card.canonical_json(), pinned=card.digest(), expected="VALID",
                           extra={"page": "INVALID"}, reason="pinned"))
 
     swapped = _card_with_key(card, card.circuits[0].bucket, vk)
     lying = swapped.model_copy(update={"circuits": tuple(
         b.model_copy(update={"verifying_key_digest": card.circuits[0].verifying_key_digest}) for b in swapped.circuits)})
     cases.append(PageCase("key swapped under its digest", genuine.model_copy(update={"card_digest": lying.digest()})
-                          .model_dump_json(), lying.model_dump_json(), reason="does not match its digest"))
+                          .model_dump_json(), lying.canonical_json(), reason="does not match its digest"))
 
     for name, edit in SPELLINGS.items():
         cases.append(PageCase(f"spelling: {name}", _edited(genuine, edit), card_text, expected="UNUSABLE"))
@@ -169,7 +169,7 @@ def attestation_cases(bank) -> list[PageCase]:
     from transparency import note
 
     card, genuine = bank.card, bank.bundles[0]
-    bundle, card_text, record = genuine.model_dump_json(), card.model_dump_json(), json.dumps(bank.records[0])
+    bundle, card_text, record = genuine.model_dump_json(), card.canonical_json(), json.dumps(bank.records[0])
     skey, vkey = note.generate_key(AUDITOR)
     auditor = note.Signer.from_key(skey)
     impostor = note.Signer.from_key(note.generate_key(AUDITOR)[0])  # another key under the same name

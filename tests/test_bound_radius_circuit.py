@@ -224,7 +224,7 @@ def test_bound_certificates_are_proved_verified_and_said_to_be_bounds(bank, boun
         bigger = forged(bundle, eps=Radius(numerator=bundle.eps.numerator + 1, scale_bits=bundle.eps.scale_bits))
         assert not verify_bundle(bigger, card)
     (tmp_path / "b.json").write_text(bundles[0].model_dump_json())
-    (tmp_path / "c.json").write_text(card.model_dump_json())
+    (tmp_path / "c.json").write_text(card.canonical_json())
     assert verify_main([str(tmp_path / "b.json"), "--card", str(tmp_path / "c.json"),
                         "--pin-file", str(tmp_path / "pins")]) == 0
     out = capsys.readouterr().out
@@ -261,7 +261,7 @@ def test_the_page_verifies_bound_certificates_in_the_verifiers_words(bound_bank,
     from verifier_client.cli import main as verify_main
 
     prover, bundles = bound_bank
-    card_text = prover.card.model_dump_json()
+    card_text = prover.card.canonical_json()
     (tmp_path / "b.json").write_text(bundles[0].model_dump_json())
     (tmp_path / "c.json").write_text(card_text)
     assert verify_main([str(tmp_path / "b.json"), "--card", str(tmp_path / "c.json"), "--pin-file",

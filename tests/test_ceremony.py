@@ -140,7 +140,7 @@ def proved(bank, ceremony):
     finally:
         db.dispose()
     card_path, bundle_path = bank["root"] / "card.json", bank["root"] / "bundle.json"
-    card_path.write_text(workspace.card().model_dump_json())
+    card_path.write_text(workspace.card().canonical_json())
     bundle_path.write_text(result.bundle.model_dump_json())
     return {"card": card_path, "bundle": bundle_path, "card_model": workspace.card()}
 
@@ -446,7 +446,7 @@ def test_the_auditor_attests_what_it_audited_and_the_customer_accepts_only_that_
                    str(attestation)) == 1
     # `attest show` refuses a card the attestation does not cover, and a tampered attestation.
     lying = proved["card_model"].model_copy(update={"description": "another card"})
-    (tmp_path / "lying.json").write_text(lying.model_dump_json())
+    (tmp_path / "lying.json").write_text(lying.canonical_json())
     assert fairproof(["attest", "show", str(attestation), "--card", str(tmp_path / "lying.json")]) == 1
     data = json.loads(attestation.read_text())
     data["note"] = data["note"].replace(proved["card_model"].model_id, "another-model")
@@ -464,7 +464,7 @@ def test_no_attestation_is_written_for_a_card_that_fails_the_audit(bank, ptau, p
         return b.model_copy(update={"setup": b.setup.model_copy(update={"contributions": fake})})
 
     lying = _lie(proved["card_model"], bank["bucket"], fake_auditor)
-    (tmp_path / "lying.json").write_text(lying.model_dump_json())
+    (tmp_path / "lying.json").write_text(lying.canonical_json())
     out = tmp_path / "attestation.json"
     assert fairproof(["audit-keys", "--card", str(tmp_path / "lying.json"), "--ptau", str(ptau), "--keys",
                       str(bank["model"] / "keys"), "--quiet", "--attest", str(out), "--signing-key", str(key)]) == 1

@@ -75,7 +75,7 @@ def proved(fair):
 def _files(tmp_path, bundle: CertificateBundle, card: ModelCard) -> tuple[str, str]:
     b, c = tmp_path / "bundle.json", tmp_path / "card.json"
     b.write_text(bundle.model_dump_json())
-    c.write_text(card.model_dump_json())
+    c.write_text(card.canonical_json())
     return str(b), str(c)
 
 
@@ -291,7 +291,7 @@ def test_card_and_bundle_reveal_no_weight_nor_salt(fair, proved):
     secrets = {abs(v) for w in net.weights for row in w for v in row} | {abs(v) for b in net.biases for v in b}
     secrets = {v for v in secrets if v >= 1 << 10}  # small integers occur everywhere by chance
     secrets.add(fair.salt)
-    card_text = fair.card.model_dump_json()
+    card_text = fair.card.canonical_json()
     assert set(json.loads(card_text)) == set(ModelCard.model_fields)
     for text in [card_text, *(p.bundle.model_dump_json() for p in proved)]:
         numbers = set(_integers_in(json.loads(text)))

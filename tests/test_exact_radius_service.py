@@ -102,11 +102,11 @@ def test_a_bucket_name_that_does_not_say_its_radius_is_refused(exact, tmp_path, 
                 b["bucket"] = to
 
     for name, to in (("k4-f4-exact", "k4-f4-fast"), ("k4-f4", "k4-f4-exact")):
-        data = json.loads(exact["card"].model_dump_json())
+        data = json.loads(exact["card"].canonical_json())
         rename(data, name, to)
         code, _, err = _files(tmp_path, capsys, exact["bundle"].model_dump_json(), json.dumps(data))
         assert code == 2 and "circuits" in err and "Traceback" not in err, err
-    data = json.loads(exact["card"].model_dump_json())
+    data = json.loads(exact["card"].canonical_json())
     for b in data["circuits"]:  # the exact shape under the fast bucket's name
         if b["bucket"] == "k4-f4":
             b["shape"]["radius"] = "exact"
@@ -121,7 +121,7 @@ def test_an_honest_exact_bundle_verifies_and_prints_the_plaintext_exact_eps(exac
     bundle, plaintext = exact["bundle"], exact["plaintext"]
     assert plaintext.radius_is_exact and exact["certificate"].radius_is_exact
     decimal = radius_decimal(plaintext.eps, plaintext.eps_bits)
-    code, out, err = _files(tmp_path, capsys, bundle.model_dump_json(), exact["card"].model_dump_json(),
+    code, out, err = _files(tmp_path, capsys, bundle.model_dump_json(), exact["card"].canonical_json(),
                             "--record", _record(tmp_path, bank.records[0]))
     assert code == 0, err
     assert f"Radius: eps = {decimal} (exact: the true radius rounded down to 2^-{plaintext.eps_bits})" in out
@@ -131,7 +131,7 @@ def test_an_honest_exact_bundle_verifies_and_prints_the_plaintext_exact_eps(exac
     assert verdict and verdict.radius == "exact" and verdict.claims.radius == "exact" and verdict.claims.eps_exact
     assert verdict.claims.eps_numerator == plaintext.eps and verdict.claims.eps_decimal == decimal
     # The fast certificate of the same customer, on the same card: a lower bound, never above the exact one.
-    code, out, _ = _files(tmp_path, capsys, exact["fast"].model_dump_json(), exact["card"].model_dump_json())
+    code, out, _ = _files(tmp_path, capsys, exact["fast"].model_dump_json(), exact["card"].canonical_json())
     fast = verify_bundle(exact["fast"], exact["card"])
     assert code == 0 and fast.radius == "fast" and not fast.claims.eps_exact
     assert f"Radius: eps >= {fast.claims.eps_decimal} is a lower bound (fast" in out and "This eps is exact" not in out
@@ -159,7 +159,7 @@ def test_a_tampered_public_input_of_the_exact_bundle_is_refused(exact, tmp_path,
                                              "query": (bundle.query[0] + 1, *bundle.query[1:])})
     verdict = verify_bundle(tampered, exact["card"])
     assert not verdict and verdict.radius is None and "proof rejected" in verdict.reasons[0]
-    code, _, err = _files(tmp_path, capsys, tampered.model_dump_json(), exact["card"].model_dump_json())
+    code, _, err = _files(tmp_path, capsys, tampered.model_dump_json(), exact["card"].canonical_json())
     assert code == 1 and "proof rejected" in err
 
 
@@ -167,7 +167,7 @@ def test_export_snarkjs_says_what_the_buckets_key_proves(exact, tmp_path, capsys
     from prover_service.cli import main as fairproof
 
     card = tmp_path / "card.json"
-    card.write_text(exact["card"].model_dump_json())
+    card.write_text(exact["card"].canonical_json())
     for bundle, words in ((exact["bundle"], "bucket k4-f4-exact's on the card: its statement proves the exact radius"),
                           (exact["fast"], "bucket k4-f4's on the card: its statement proves the fast radius")):
         path = tmp_path / f"{bundle.bucket}.json"
@@ -187,7 +187,7 @@ def test_an_unsigned_field_claiming_exactness_is_refused(exact, bank, tmp_path, 
     else:
         data["eps"][where.split(".")[1]] = True if where == "eps.exact" else "exact"
     text = json.dumps(data)
-    code, out, err = _files(tmp_path, capsys, text, exact["card"].model_dump_json())
+    code, out, err = _files(tmp_path, capsys, text, exact["card"].canonical_json())
     assert code == 2 and where in err and "exact" not in out, err
     # Service mode: the same bundle served for the customer's certificate.
     import httpx
@@ -203,7 +203,7 @@ def test_a_fast_proof_relabelled_with_the_exact_bucket_does_not_verify(exact, tm
     relabelled = exact["fast"].model_copy(update={"bucket": "k4-f4-exact"})
     verdict = verify_bundle(relabelled, exact["card"])
     assert not verdict and "proof rejected" in verdict.reasons[0]
-    code, out, err = _files(tmp_path, capsys, relabelled.model_dump_json(), exact["card"].model_dump_json())
+    code, out, err = _files(tmp_path, capsys, relabelled.model_dump_json(), exact["card"].canonical_json())
     assert code == 1 and "proof rejected" in err and "exact" not in out
     # And the exact proof named as the fast bucket's is refused too (it would understate, still a lie).
     assert not verify_bundle(exact["bundle"].model_copy(update={"bucket": "k4-f4"}), exact["card"])
@@ -226,7 +226,7 @@ def test_the_label_comes_from_the_verified_bucket_only(exact):
 @pytest.mark.parametrize("direction", ["fast key as exact", "exact key as fast"])
 def test_a_card_listing_one_key_under_both_radii_is_refused(exact, tmp_path, capsys, direction):
     source, target = ("k4-f4", "k4-f4-exact") if direction == "fast key as exact" else ("k4-f4-exact", "k4-f4")
-    data = json.loads(exact["card"].model_dump_json())
+    data = json.loads(exact["card"].canonical_json())
     buckets = {b["bucket"]: b for b in data["circuits"]}
     for field in ("verifying_key", "verifying_key_digest", "r1cs_digest", "n_constraints", "setup"):
         buckets[target][field] = buckets[source][field]

@@ -126,7 +126,7 @@ def test_a_field_and_its_signal_wrapped_by_r_are_refused(bank, tmp_path, capsys,
         d["public_signals"][index] = str(int(d["public_signals"][index]) + R)
 
     text = _edited(bank.bundles[0], edit)
-    code, err = _cli_files(tmp_path, capsys, text, bank.card.model_dump_json())
+    code, err = _cli_files(tmp_path, capsys, text, bank.card.canonical_json())
     assert code == 2 and "bundle" in _one_line(err)
     # Service mode: the service answers the wrapped bundle.
     service = FakeService(bank.card, bank.bundles[0], overrides={
@@ -182,7 +182,7 @@ def test_a_field_outside_the_signals_is_refused(bank, tmp_path, capsys, lie):
     bad = LIES[lie](bank.bundles[0], bank.card)
     verdict = verify_bundle(bad, bank.card)
     assert not verdict and (lie in verdict.reasons[0] or "no circuit bucket" in verdict.reasons[0])
-    code, err = _cli_files(tmp_path, capsys, bad.model_dump_json(), bank.card.model_dump_json())
+    code, err = _cli_files(tmp_path, capsys, bad.model_dump_json(), bank.card.canonical_json())
     assert code == 1 and "INVALID" in _one_line(err)
     assert run_cli(FakeService(bank.card, bad), bank.records[0], tmp_path) == 1
     assert "INVALID" in capsys.readouterr().err
@@ -236,10 +236,10 @@ def test_a_key_with_delta_equal_to_gamma_is_refused(bank, tmp_path, capsys):
     # API and file mode with the bank's own card: the key is refused.
     verdict = verify_bundle(bundle, card)
     assert not verdict and "degenerate" in verdict.reasons[0]
-    code, err = _cli_files(tmp_path, capsys, bundle.model_dump_json(), card.model_dump_json())
+    code, err = _cli_files(tmp_path, capsys, bundle.model_dump_json(), card.canonical_json())
     assert code == 1 and "degenerate" in _one_line(err)
     # File mode with the genuine card: another card.
-    code, err = _cli_files(tmp_path, capsys, bundle.model_dump_json(), bank.card.model_dump_json())
+    code, err = _cli_files(tmp_path, capsys, bundle.model_dump_json(), bank.card.canonical_json())
     assert code == 1 and "another model card" in _one_line(err)
     # Service mode after the genuine card was pinned: the changed card is refused, and a customer who accepts
     # card updates accepts added buckets only, never a bucket's key changed.
@@ -296,7 +296,7 @@ def test_an_honest_key_for_a_trivial_circuit_added_after_pinning_is_refused(bank
     bundle = _forged_claim(bank, card, "k1-f1", proof)
     assert check_proof(vk, public, proof, backend).ok  # a real, non-degenerate key accepts the forgery
     # File mode with the genuine card, and through the API: no such bucket on the card the customer holds.
-    code, err = _cli_files(tmp_path, capsys, bundle.model_dump_json(), bank.card.model_dump_json())
+    code, err = _cli_files(tmp_path, capsys, bundle.model_dump_json(), bank.card.canonical_json())
     assert code == 1 and "another model card" in _one_line(err)
     assert not verify_bundle(bundle, bank.card)
     # Service mode: the genuine card is pinned; a card with an extra bucket is another card.
@@ -310,7 +310,7 @@ def test_an_honest_key_for_a_trivial_circuit_added_after_pinning_is_refused(bank
     assert run_cli(FakeService(card, bundle), bank.records[0], tmp_path, "--accept-card-update",
                    "--trust-contributor", trusted) == 1
     assert "set up by the bank alone" in capsys.readouterr().err
-    code, err = _cli_files(tmp_path, capsys, bundle.model_dump_json(), card.model_dump_json(),
+    code, err = _cli_files(tmp_path, capsys, bundle.model_dump_json(), card.canonical_json(),
                            "--trust-contributor", trusted)
     assert code == 1 and "bank alone" in _one_line(err)
 
@@ -333,16 +333,16 @@ def test_a_key_swapped_under_a_bucket_keeps_no_digest(bank):
 def test_file_mode_binds_the_customer(bank, tmp_path, capsys):
     record = tmp_path / "customer0.json"
     record.write_text(json.dumps(bank.records[0]))
-    code, err = _cli_files(tmp_path, capsys, bank.bundles[1].model_dump_json(), bank.card.model_dump_json(),
+    code, err = _cli_files(tmp_path, capsys, bank.bundles[1].model_dump_json(), bank.card.canonical_json(),
                            "--record", str(record))
     assert code == 1 and "another customer's record" in _one_line(err)
-    code, _ = _cli_files(tmp_path, capsys, bank.bundles[0].model_dump_json(), bank.card.model_dump_json(),
+    code, _ = _cli_files(tmp_path, capsys, bank.bundles[0].model_dump_json(), bank.card.canonical_json(),
                          "--record", str(record))
     assert code == 0
     # Without --record the covered query is printed, feature by feature, in the customer's units.
     b, c = tmp_path / "b.json", tmp_path / "c.json"
     b.write_text(bank.bundles[1].model_dump_json())
-    c.write_text(bank.card.model_dump_json())
+    c.write_text(bank.card.canonical_json())
     assert verify_main([str(b), "--card", str(c), "--pin-file", str(tmp_path / "pins.json")]) == 0
     out = capsys.readouterr().out
     for name, value in bank.records[1].items():
@@ -369,7 +369,7 @@ SPELLINGS = {
 @pytest.mark.parametrize("spelling", list(SPELLINGS))
 def test_non_canonical_bundles_are_unusable(bank, tmp_path, capsys, spelling):
     text = _edited(bank.bundles[0], SPELLINGS[spelling])
-    code, err = _cli_files(tmp_path, capsys, text, bank.card.model_dump_json())
+    code, err = _cli_files(tmp_path, capsys, text, bank.card.canonical_json())
     assert code == 2 and "malformed" in _one_line(err)
     with pytest.raises(NonCanonical):
         CertificateBundle.from_json(text)
@@ -382,9 +382,9 @@ def test_non_canonical_bundles_are_unusable(bank, tmp_path, capsys, spelling):
 def test_duplicate_keys_are_unusable(bank, tmp_path, capsys):
     genuine = bank.bundles[0].model_dump_json()
     text = genuine[:-1] + f', "decision": {1 - bank.bundles[0].decision}}}'
-    code, err = _cli_files(tmp_path, capsys, text, bank.card.model_dump_json())
+    code, err = _cli_files(tmp_path, capsys, text, bank.card.canonical_json())
     assert code == 2 and "duplicate key 'decision'" in _one_line(err)
-    card_text = bank.card.model_dump_json()
+    card_text = bank.card.canonical_json()
     code, err = _cli_files(tmp_path, capsys, genuine, card_text[:-1] + ', "model_id": "other"}')
     assert code == 2 and "duplicate key" in _one_line(err)
 
@@ -425,7 +425,7 @@ def test_export_snarkjs_refuses_a_bundle_whose_fields_contradict_its_signals(ban
     from prover_service.cli import main as fairproof
 
     card = tmp_path / "card.json"
-    card.write_text(bank.card.model_dump_json())
+    card.write_text(bank.card.canonical_json())
     for name, bundle in (("genuine", bank.bundles[0]),
                          ("liar", LIES["eps.capped"](bank.bundles[0], bank.card))):
         path = tmp_path / f"{name}.json"
@@ -437,7 +437,7 @@ def test_export_snarkjs_refuses_a_bundle_whose_fields_contradict_its_signals(ban
         else:
             assert code != 0 and "eps.capped" in _one_line(err) and not (tmp_path / name).exists()
     card_bad, _, bundle_bad, _ = _delta_is_gamma_forgery(bank)
-    card.write_text(card_bad.model_dump_json())
+    card.write_text(card_bad.canonical_json())
     (tmp_path / "bad.json").write_text(bundle_bad.model_dump_json())
     assert fairproof(["export-snarkjs", str(tmp_path / "bad.json"), str(tmp_path / "bad"), "--card", str(card)]) != 0
     assert "degenerate" in _one_line(capsys.readouterr().err)
@@ -448,4 +448,4 @@ def test_the_honest_bundle_round_trips_through_the_strict_parsers(bank):
     for bundle in bank.bundles:
         again = CertificateBundle.from_json(bundle.model_dump_json())
         assert again == bundle and signals_for(again, int(bank.card.commitment)) == bundle.public_signals
-        assert verify_bundle(again, ModelCard.from_json(bank.card.model_dump_json()))
+        assert verify_bundle(again, ModelCard.from_json(bank.card.canonical_json()))

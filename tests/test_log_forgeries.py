@@ -250,7 +250,7 @@ def test_file_mode_checks_evidence_and_can_require_it(bank, honest, tmp_path, ca
 
     log, bundles = honest
     card = tmp_path / "card.json"
-    card.write_text(bank.card.model_dump_json())
+    card.write_text(bank.card.canonical_json())
     plain, logged = tmp_path / "plain.json", tmp_path / "logged.json"
     plain.write_text(bank.bundles[0].model_dump_json())
     logged.write_text(bundles[0].model_dump_json())
@@ -400,7 +400,7 @@ def test_file_mode_refuses_a_forged_committed_leaf(bank, tmp_path, capsys):
     from verifier_client.cli import main
 
     card = tmp_path / "card.json"
-    card.write_text(bank.card.model_dump_json())
+    card.write_text(bank.card.canonical_json())
     bundle = salted(bank.bundles[0])
     log, honest = _forged_leaf(bank, bundle)
     forged_log, forged = _forged_leaf(bank, bundle, **_other_value(bank, bundle, "eps"))

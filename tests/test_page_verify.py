@@ -77,14 +77,14 @@ def test_a_pinned_card_digest_that_differs_is_refused_and_the_genuine_one_accept
 
 
 def test_the_page_is_deterministic_bound_to_its_card_and_admits_only_its_own_scripts(bank):
-    first, again = build_page(bank.card), build_page(ModelCard.from_json(bank.card.model_dump_json()))
+    first, again = build_page(bank.card), build_page(ModelCard.from_json(bank.card.canonical_json()))
     assert first.html == again.html and first.digest == again.digest
     assert bank.card.digest() in first.html and "fairproof-card" in first.html
     free = build_page()
     assert free.digest != first.digest and 'id="fairproof-card"' not in free.html and "card-text" in free.html
     for page in (first, free):
         assert "connect-src 'none'" in page.csp and "unsafe-inline" not in page.csp.split("style-src")[0]
-        assert page.csp.count("'sha256-") == len(MODULES) + 1  # the modules and snarkjs, nothing else
+        assert page.csp.count("'sha256-") == len(MODULES) + 2  # the modules, snarkjs and canonicalize, nothing else
         assert "http://" not in page.html.split("<script>")[0] and "https://" not in page.html.split("<script>")[0]
     served = build_page(card_url="/v1/models/{model_id}/card")
     assert "connect-src 'self'" in served.csp
@@ -101,13 +101,13 @@ def test_a_snarkjs_build_other_than_the_pinned_one_is_refused(tmp_path, monkeypa
 def test_export_page_writes_the_page_and_names_its_digest(bank, tmp_path, capsys):
     from prover_service.cli import main as fairproof
 
-    (tmp_path / "card.json").write_text(bank.card.model_dump_json())
+    (tmp_path / "card.json").write_text(bank.card.canonical_json())
     out = tmp_path / "site" / "verify.html"
     assert fairproof(["export-page", "--card", str(tmp_path / "card.json"), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     page = build_page(bank.card)
     assert out.read_text() == page.html and page.digest in printed
-    (tmp_path / "bad.json").write_text(bank.card.model_dump_json()[:-1] + ', "x": 1}')
+    (tmp_path / "bad.json").write_text(bank.card.canonical_json()[:-1] + ', "x": 1}')
     assert fairproof(["export-page", "--card", str(tmp_path / "bad.json"), "--out", str(out)]) != 0
     assert "not a model card" in capsys.readouterr().err and out.read_text() == page.html  # the old page stays
 

@@ -92,7 +92,7 @@ def _record_text(record: dict, name: str, value: Any) -> str:
 
 
 def _compare(card: ModelCard, texts: list[str]) -> list[tuple[str, Any, Any]]:
-    got = page_queries(card.model_dump_json(), texts)
+    got = page_queries(card.canonical_json(), texts)
     expected = [python_query(card, t) for t in texts]
     def disagree(e: Any, g: Any) -> bool:
         return isinstance(e, dict) != isinstance(g, dict) or (not isinstance(e, dict) and e != g)

@@ -144,7 +144,7 @@ def test_the_same_bytes_are_read_alike(bank, kind):
 
 def test_a_text_field_holding_a_bom_or_a_lone_surrogate_is_refused_as_python_refuses_the_string(bank):
     """The text fields (and the page bound to a card's text): a string, as Python's `check_json(str)`."""
-    honest = bank.card.model_dump_json()
+    honest = bank.card.canonical_json()
     for text in ("\ufeff" + honest, honest.replace('"description":""', '"description":"\\ud800"')):
         assert text != honest
         assert python_refusal("card", text) is not None
@@ -170,7 +170,7 @@ def _cli(tmp_path: Path, capsys, card: bytes, bundle: bytes, record: bytes | Non
 
 def test_verdicts_of_the_cli_and_the_page_on_the_same_files(bank, tmp_path, capsys):
     """End to end: fairproof-verify on the files, the page's verifier on the texts its file input reads."""
-    card, bundle = bank.card.model_dump_json().encode(), bank.bundles[0].model_dump_json().encode()
+    card, bundle = bank.card.canonical_json().encode(), bank.bundles[0].model_dump_json().encode()
     record = json.dumps(bank.records[0]).encode()
     bom = b"\xef\xbb\xbf"
     lone = json.dumps({**bank.records[0], "purpose": "\ud800"}).encode("utf-8", "surrogatepass")
@@ -208,7 +208,7 @@ def test_the_pages_file_inputs_and_link_read_text_strictly(bank, tmp_path):
 
     page = tmp_path / "verify.html"
     page.write_text(build_page().html)
-    card, bundle = bank.card.model_dump_json().encode(), bank.bundles[0].model_dump_json().encode()
+    card, bundle = bank.card.canonical_json().encode(), bank.bundles[0].model_dump_json().encode()
     files = {"card": card, "bundle": bundle, "bom-card": b"\xef\xbb\xbf" + card,
              "latin1-bundle": bundle.replace(b'"', b'"\xe9', 1)}
     for name, data in files.items():

@@ -165,7 +165,7 @@ def test_verifier_prints_the_persistence(bank, tmp_path, capsys):
 
     b, c = tmp_path / "bundle.json", tmp_path / "card.json"
     b.write_text(bank.bundles[0].model_dump_json())
-    c.write_text(bank.card.model_dump_json())
+    c.write_text(bank.card.canonical_json())
     assert verify_main([str(b), "--card", str(c), "--pin-file", str(tmp_path / "pins.json"),
                         "--require-lens", "persistence"]) == 0
     out = capsys.readouterr().out
@@ -208,7 +208,7 @@ def test_file_mode_checks_the_box_asked_for(bank, tmp_path, capsys):
 
     b, c = tmp_path / "bundle.json", tmp_path / "card.json"
     b.write_text(bank.bundles[0].model_dump_json())
-    c.write_text(bank.card.model_dump_json())
+    c.write_text(bank.card.canonical_json())
     base = [str(b), "--card", str(c), "--pin-file", str(tmp_path / "pins.json")]
     assert verify_main([*base, "--delta", "0.25"]) == 0
     assert verify_main([*base, "--delta", "0.26"]) == 1

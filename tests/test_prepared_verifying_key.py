@@ -12,6 +12,7 @@ from circuits.groth16 import (Proof, VerifyingKey, check_prepared_proof, check_p
 from circuits.groth16.verify import check_verifying_key
 from circuits.snarkjs.json_formats import proof_to_json
 from commitments.bundle import SnarkjsProof
+from commitments.canonical import NonCanonical
 from commitments.card import ModelCard
 from verifier_client.verify import bucket_prepared_key, bundle_proof, card_digest, verify_bundle
 from backend_fixtures import mcl_or_skip
@@ -176,7 +177,7 @@ def test_the_verifier_keeps_one_prepared_key_per_key_content(bank, backend):
     assert verify_bundle(bank.bundles[0], bank.card, backend)
     pvk = bucket_prepared_key(bucket, backend)
     assert pvk is bucket_prepared_key(bucket, backend) and pvk.backend == backend.name
-    reparsed = ModelCard.model_validate_json(bank.card.model_dump_json())  # new objects, same content
+    reparsed = ModelCard.model_validate_json(bank.card.canonical_json())  # new objects, same content
     assert bucket_prepared_key(reparsed.bucket(bucket.bucket), backend) is pvk
 
 
@@ -186,19 +187,19 @@ def test_the_card_digest_follows_the_content_not_the_object(bank):
     edited = genuine.model_copy(update={"description": genuine.description + " (edited)"})
     assert card_digest(edited) == edited.digest() != bundle.card_digest
     assert "another model card" in verify_bundle(bundle, edited).reasons[0]
-    # The same object changed behind pydantic's back gets its new digest, not the one it had.
-    card = ModelCard.model_validate_json(genuine.model_dump_json())
+    # A card read from JSON is the card as published: another spelling of the same fields is another card.
+    card = ModelCard.from_json(genuine.canonical_json())
     assert card_digest(card) == bundle.card_digest
-    object.__setattr__(card, "description", "changed in place")
-    assert card_digest(card) == card.digest() != bundle.card_digest
-    assert "another model card" in verify_bundle(bundle, card).reasons[0]
-    # pydantic's JSON writes NaN and infinities alike (null); their digests, and cache keys, differ.
-    cards = []
+    respelled = ModelCard.from_json(genuine.canonical_json().replace('"description":""', '"description":"" ', 1))
+    assert respelled == card and card_digest(respelled) == bundle.card_digest  # whitespace is not a spelling
+    filled = ModelCard.from_json(genuine.model_dump_json())  # every default written out: published otherwise
+    assert filled == card and card_digest(filled) != bundle.card_digest
+    assert "another model card" in verify_bundle(bundle, filled).reasons[0]
+    # No canonical form holds NaN or an infinity: such a card has no digest at all.
     for mean in (float("nan"), float("inf"), float("-inf")):
         features = (genuine.features[0].model_copy(update={"mean": mean}), *genuine.features[1:])
-        cards.append(genuine.model_copy(update={"features": features}))
-    assert [card_digest(c) for c in cards] == [c.digest() for c in cards]
-    assert len({card_digest(c) for c in cards}) == 3
+        with pytest.raises(NonCanonical, match="not finite"):
+            card_digest(genuine.model_copy(update={"features": features}))
 
 
 def _with_proof(bundle, proof_json, proof_hex):

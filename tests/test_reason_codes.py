@@ -38,7 +38,7 @@ def test_every_emitted_code_is_documented_and_every_documented_code_emitted():
 
 
 def _json_verdict(tmp_path: Path, capsys, card, bundle, *extra: str) -> CertificateReport:
-    (tmp_path / "card.json").write_text(card.model_dump_json())
+    (tmp_path / "card.json").write_text(card.canonical_json())
     (tmp_path / "bundle.json").write_text(bundle.model_dump_json())
     code = verify_main([str(tmp_path / "bundle.json"), "--card", str(tmp_path / "card.json"), "--json",
                         "--pin-file", str(tmp_path / "pins.json"), *extra])

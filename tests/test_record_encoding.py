@@ -47,7 +47,7 @@ class Bank:
         self.artifact = artifact_from_dataset(net, self.dataset)
         self.model = to_fixed_point(self.artifact, DEFAULT_SCALE_BITS)
         card = build_card(f"{name}-test", self.artifact, self.model, salt=12345, eps_bits=16)
-        self.card = ModelCard.model_validate_json(card.model_dump_json())  # as the customer receives it
+        self.card = ModelCard.model_validate_json(card.canonical_json())  # as the customer receives it
 
     def encode(self, record):
         """The bank's query, or the exception it raises."""

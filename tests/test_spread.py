@@ -347,7 +347,7 @@ def test_verifier_prints_the_spread(bank, tmp_path, capsys):
 
     b, c = tmp_path / "bundle.json", tmp_path / "card.json"
     b.write_text(bank.bundles[0].model_dump_json())
-    c.write_text(bank.card.model_dump_json())
+    c.write_text(bank.card.canonical_json())
     assert verify_main([str(b), "--card", str(c), "--pin-file", str(tmp_path / "pins.json")]) == 0
     out = capsys.readouterr().out
     assert "Counterfactual spread" in out and "distinct bucket(s)" in out
@@ -412,7 +412,7 @@ def test_a_customer_who_requires_the_spread_refuses_a_certificate_without_it(ban
     assert not verify_bundle(bundle, card, required_lenses=["fairness"]).valid
     b, c = tmp_path / "bundle.json", tmp_path / "card.json"
     b.write_text(bundle.model_dump_json())
-    c.write_text(card.model_dump_json())
+    c.write_text(card.canonical_json())
     pins = ["--pin-file", str(tmp_path / "pins.json")]
     assert verify_main([str(b), "--card", str(c), "--require-lens", "spread", *pins]) == 0
     capsys.readouterr()

@@ -92,7 +92,7 @@ def own_key_forgery(bank, card: ModelCard) -> tuple[ModelCard, CertificateBundle
 
 
 def files(tmp_path: Path, card: ModelCard, bundle: CertificateBundle, *attestations: Attestation) -> list[str]:
-    (tmp_path / "card.json").write_text(card.model_dump_json())
+    (tmp_path / "card.json").write_text(card.canonical_json())
     (tmp_path / "bundle.json").write_text(bundle.model_dump_json())
     argv = [str(tmp_path / "bundle.json"), "--card", str(tmp_path / "card.json"),
             "--pin-file", str(tmp_path / "pins.json")]
@@ -171,7 +171,7 @@ def test_the_banks_own_audit_key_is_refused_in_dataset_mode(bank, tmp_path_facto
     rogue = card.model_copy(update={"audit_circuits": (circuit.model_copy(update={
         "verifying_key": VerifyingKeyJson.model_validate(verifying_key_to_json(vk)),
         "verifying_key_digest": vk_digest(vk)}),)})
-    (tmp_path / "card.json").write_text(rogue.model_dump_json())
+    (tmp_path / "card.json").write_text(rogue.canonical_json())
     (tmp_path / "bundle.json").write_text(bundle.model_copy(update={"card_digest": rogue.digest()}).model_dump_json())
     assert verify_main([*argv, "--pin-file", str(tmp_path / "other-pins.json")]) == 1
     assert "does not cover this card" in capsys.readouterr().err

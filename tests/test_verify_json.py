@@ -27,7 +27,7 @@ def test_the_published_schemas_are_the_models(name):
 def test_a_valid_certificate_as_json(bank, tmp_path, capsys):
     bundle, card = bank.bundles[0], bank.card
     (tmp_path / "b.json").write_text(bundle.model_dump_json())
-    (tmp_path / "c.json").write_text(card.model_dump_json())
+    (tmp_path / "c.json").write_text(card.canonical_json())
     (tmp_path / "r.json").write_text(json.dumps(bank.records[0]))
     code = verify_main([str(tmp_path / "b.json"), "--card", str(tmp_path / "c.json"), "--record",
                         str(tmp_path / "r.json"), "--json", "--pin-file", str(tmp_path / "pins.json")])
@@ -47,7 +47,7 @@ def test_a_forged_certificate_as_json(bank, tmp_path, capsys):
     bundle, card = bank.bundles[0], bank.card
     liar = forged(bundle, eps={**bundle.eps.model_dump(), "numerator": bundle.eps.numerator + 1})
     (tmp_path / "b.json").write_text(liar.model_dump_json())
-    (tmp_path / "c.json").write_text(card.model_dump_json())
+    (tmp_path / "c.json").write_text(card.canonical_json())
     code = verify_main([str(tmp_path / "b.json"), "--card", str(tmp_path / "c.json"), "--json",
                         "--pin-file", str(tmp_path / "pins.json")])
     report = _report(capsys)

@@ -112,6 +112,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from commitments.canonical import NonCanonical
 from commitments.card import EXACT_RADIUS, ModelCard
+from commitments.card_migration import is_legacy, legacy_digest, migrate
 from commitments.claims import ClaimError, Claims, claims_from_signals
 from commitments.log import (MAX_ENTRIES_PER_PAGE, REDACTED_KINDS, CardAttested, CardPublished, CertificateCommitted,
                              CertificateIssued, DecisionRequested, LogEntry, LogInclusion, LogKey, card_order_problem,
@@ -387,7 +388,7 @@ class StateDir:
         if hashlib.sha256(data).hexdigest() != digest:
             raise MonitorError(f"{path} does not hash to its digest: the state directory was altered")
         try:
-            return ModelCard.from_json(data)
+            return migrate(data) if is_legacy(data) else ModelCard.from_json(data)
         except NonCanonical as exc:
             raise MonitorError(f"{path} is not a model card: {exc}") from None
 
@@ -606,11 +607,12 @@ class CardSource:
         text = published.card_json
         if hashlib.sha256(text.encode("utf-8")).hexdigest() != digest:
             return f"the card served for digest {digest} (leaf {index}) does not hash to it"
+        legacy = is_legacy(text)  # a version-2 card, published before card version 3: its old digest
         try:
-            card = ModelCard.from_json(text)
+            card = migrate(text) if legacy else ModelCard.from_json(text)
         except NonCanonical as exc:
             return f"the card of leaf {index} is not a canonical model card: {exc}"
-        if card.digest() != digest:
+        if (legacy_digest(card) if legacy else card.digest()) != digest:
             return f"the card of leaf {index} is not in canonical form"
         if (card.model_id, card.commitment) != (leaf.model_id, leaf.commitment):
             return (f"leaf {index} publishes model {leaf.model_id!r} with commitment {leaf.commitment[:16]}..., "

@@ -44,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from commitments.canonical import NonCanonical
 from commitments.card import ModelCard
+from commitments.card_migration import is_legacy, legacy_digest, migrate
 
 from .card_update import CardChanges, card_changes
 
@@ -84,7 +85,7 @@ class Pin(BaseModel):
         if self.card_json is None:
             return None
         try:
-            return ModelCard.from_json(self.card_json)
+            return migrate(self.card_json) if is_legacy(self.card_json) else ModelCard.from_json(self.card_json)
         except NonCanonical:
             return None
 
@@ -240,9 +241,13 @@ class PinStore:
             stale = [p for p in pinned if (p.commitment, p.card_digest) != (card.commitment, digest)]
             if not stale:
                 return PinCheck(pinned[0], first_use=False)
-            changes = [_update_problem(p, card, self.path, accept_update, attested_by) for p in stale]
-            how = (f"attested by {', '.join(attested_by)}" if attested_by
-                   else f"accepted by you: {changes[0].describe() if changes[0] else 'a new card'}")
+            if all(_republished(p, card) for p in stale):
+                changes: list[CardChanges | None] = [None]
+                how = REPUBLISHED
+            else:
+                changes = [_update_problem(p, card, self.path, accept_update, attested_by) for p in stale]
+                how = (f"attested by {', '.join(attested_by)}" if attested_by
+                       else f"accepted by you: {changes[0].describe() if changes[0] else 'a new card'}")
             repinned = []
             for p in stale:
                 repinned.append(p.model_copy(update={
@@ -386,6 +391,15 @@ def _now() -> str:
 
 def _service_of(pin: Pin) -> str:
     return pin.service if pin.service == FILE_MODE else pin_origin(pin.service)
+
+
+REPUBLISHED = "re-published as card version 3 (its RFC 8785 digest): the same card as pinned"
+
+
+def _republished(pinned: Pin, card: ModelCard) -> bool:
+    """Whether `card` is the pinned version-2 card re-published as version 3: the same commitment, and the
+    digest the pinned card had is the one `card`'s fields have as a version-2 card (so no field changed)."""
+    return pinned.commitment == card.commitment and pinned.card_digest == legacy_digest(card)
 
 
 def _update_problem(pinned: Pin, card: ModelCard, path: Path, accept_update: bool,

@@ -172,18 +172,8 @@ def read_proof(proof_json: SnarkjsProof, proof_hex: str) -> Proof:
 
 
 def card_digest(card: ModelCard) -> str:
-    """card.digest(), kept per card content (writing the key is about half the
-    cost of the canonical JSON and its hash)."""
-    key = _content_key(card)
-    if key is None:
-        return card.digest()
-    with _cache_lock:
-        digest = _digests.get(key)
-    if digest is None:
-        digest = card.digest()
-        with _cache_lock:
-            _remember(_digests, key, digest)
-    return digest
+    """card.digest(): of the card as published (the card keeps it once computed)."""
+    return card.digest()
 
 
 _ContentKey = tuple[type[BaseModel], bytes]  # a model's type and its JSON

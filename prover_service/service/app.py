@@ -324,11 +324,12 @@ def _routes(app: FastAPI) -> None:
         return ModelList(models=tuple(summaries))
 
     @app.get(f"{API_PREFIX}/models/{{model_id}}/card", response_model=ModelCard, tags=["models"])
-    def model_card(model_id: ModelId, state: State) -> ModelCard:
+    def model_card(model_id: ModelId, state: State) -> Response:
         """The model's published card: architecture, domain box, sensitive features, commitment, verifying keys.
 
-        Always the card in the transparency log (`/v1/log/cards/{card_digest}` proves it is there)."""
-        return state.registry.card(model_id)
+        Always the card in the transparency log (`/v1/log/cards/{card_digest}` proves it is there), in its RFC
+        8785 canonical form: the bytes whose SHA-256 is the card digest."""
+        return Response(state.registry.card(model_id).canonical_json(), media_type="application/json")
 
     # ------------------------------------------------------------ decisions
     @app.post(f"{API_PREFIX}/models/{{model_id}}/decisions", response_model=DecisionAccepted,

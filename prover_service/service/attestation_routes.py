@@ -22,7 +22,7 @@ import re
 import secrets
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, status
+from fastapi import APIRouter, Security, status
 from fastapi.responses import JSONResponse
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
@@ -34,14 +34,15 @@ from commitments.card import ModelCard
 from commitments.log import CardAttested
 from transparency import note
 
+from .contract import BODY_ERRORS, ContractRoute, answers
 from .errors import BadRequest, Conflict, Forbidden, NotFound, Unauthorized, Unavailable
 from .schema import CardAttestation, PublishedCard, ServedModel
 from .settings import Settings
-from .state import ModelId, ServiceState, State
+from .state import ADMIN_KEY, ModelId, ServiceState, State
 
 log = logging.getLogger("fairproof.service")
 
-router = APIRouter(tags=["attestations"])
+router = APIRouter(tags=["attestations"], route_class=ContractRoute)
 
 # AttestationList carries at most this many: a model holding as many refuses more (409).
 MAX_ATTESTATIONS_PER_MODEL = 1000
@@ -57,7 +58,8 @@ def body_limits(settings: Settings) -> tuple[tuple[str, re.Pattern[str], int], .
     return (("POST", ATTESTATIONS_PATH, max(settings.max_body_bytes, ATTESTATION_BODY_BYTES)),)
 
 
-@router.get("/models/{model_id}/attestations", response_model=AttestationList)
+@router.get("/models/{model_id}/attestations", response_model=AttestationList, responses=answers(
+    NotFound, BadRequest, Unavailable, notes={404: "no model with this id is served", 422: "the model id is malformed"}))
 def list_attestations(model_id: ModelId, state: State) -> AttestationList:
     """Every auditor's attestation the service holds for any card of the model, in the log's order.
 
@@ -73,9 +75,22 @@ def list_attestations(model_id: ModelId, state: State) -> AttestationList:
 
 
 @router.post("/models/{model_id}/attestations", response_model=Attestation, status_code=status.HTTP_201_CREATED,
-             responses={200: {"model": Attestation, "description": "this attestation was held already"}})
+             responses={
+                 201: {"description": "the attestation, kept and appended to the transparency log"},
+                 200: {"model": Attestation, "description": "this attestation was held already"},
+                 **answers(Unauthorized, Forbidden, NotFound, Conflict, Unavailable, *BODY_ERRORS, notes={
+                     401: "the admin key (header X-API-Key) is wrong",
+                     403: "the auditor is not one this deployment names (FAIRPROOF_AUDITORS), and no admin key "
+                          "was given",
+                     404: "no model with this id is served, or the log published no such card of it",
+                     409: "the model holds as many attestations as its list serves",
+                     422: "the attestation is malformed, mis-signed, or does not attest a card of this model "
+                          "(whether it does cannot be told from the request's shape)"}),
+             },
+             # Anyone may post an auditor's attestation the deployment names; the admin key adds any other.
+             openapi_extra={"security": [{}]})
 def add_attestation(model_id: ModelId, body: Attestation, state: State,
-                    x_api_key: Annotated[str | None, Header(max_length=200)] = None) -> Any:
+                    x_api_key: Annotated[str | None, Security(ADMIN_KEY)]) -> Any:
     """An auditor's attestation of one of the model's published cards (see the module docstring).
 
     Posted by anyone when signed by an auditor the deployment names (FAIRPROOF_AUDITORS); by the
@@ -132,7 +147,7 @@ def _published_card(state: ServiceState, model_id: str, card_digest: str) -> Mod
     if text is None:
         raise NotFound(f"attestation refused: the transparency log published no card {card_digest[:16]}... of "
                        f"model {model_id!r}")
-    card = ModelCard.model_validate_json(text)
+    card = ModelCard.from_json(text)
     if card.digest() != card_digest:
         raise Unavailable(f"model {model_id}: the stored card {card_digest[:16]}... does not hash to its digest")
     return card

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from commitments.card import ModelCard
+from commitments.card_migration import is_legacy, legacy_digest
 from fairness.errors import FairnessError
 from fairness.fixed_point import FixedPointModel, IntVector
 from offline_precompute.certify import query_from_record
@@ -134,7 +135,9 @@ class ModelRegistry:
             text = None if published is None else published.card_json
         if text is None:  # registered before this service kept a log
             return self._publish_registered(model_id)
-        card = ModelCard.model_validate_json(text)
+        if is_legacy(text):  # published as version 2: its re-publication as version 3 goes in the log
+            return self._publish_migrated(model_id, digest)
+        card = ModelCard.from_json(text)
         if card.digest() != digest:
             raise Unavailable(f"model {model_id}: the stored card does not hash to its digest")
         with self._lock:
@@ -151,6 +154,24 @@ class ModelRegistry:
                                   "disk is not the registered one; an admin must publish it")
             if session.get(PublishedCard, served.card_digest) is None:
                 publish_card(session, self.log, served, card)
+        return self.card(model_id)
+
+    def _publish_migrated(self, model_id: str, legacy: str) -> ModelCard:
+        """Publish the version-3 card on disk in place of the served version-2 card it re-publishes (the same
+        fields: its version-2 digest is the served one); nothing else is published without an admin."""
+        try:
+            card = self.get(model_id).workspace.card()
+        except FairnessError as exc:
+            raise Unavailable(f"model {model_id}: its published card is version 2 and the card on disk cannot be "
+                              f"read ({exc})") from None
+        if legacy_digest(card) != legacy:
+            raise Unavailable(f"model {model_id}: its published card is version 2; re-publish the same card as "
+                              "version 3 with `fairproof card migrate --model DIR`")
+        with self.db.transaction() as session:
+            served = session.get(ServedModel, model_id, with_for_update=True)
+            if served.card_digest == legacy:
+                publish_card(session, self.log, served, card)
+        self._forget(model_id)
         return self.card(model_id)
 
     def refresh(self, model_id: str) -> None:

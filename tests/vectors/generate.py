@@ -2,54 +2,163 @@
 
     python tests/vectors/generate.py [--out tests/vectors/v1] [--cache DIR]
 
-Builds a German Credit (4,2) bank as the tests do, turns every case of tests/page_cases.py (the honest
-certificates, the verifier's forgeries, proof tampering, auditors' attestations) and the customer's box
-and lens requirements into vectors, asks `fairproof-verify` for each verdict and code, checks it against
-the case's expectation, and writes the corpus.
+(from the repository root, where the tests find the German Credit data; about 90 s on two cores)
+
+Builds a German Credit (4,2) bank as the tests do (the fast radius, the spread and persistence lenses), proves
+its customers' certificates again under the exact and the bound radius and slice by slice, commits the same
+model with no lens and a key ceremony, and proves group counts on an audit dataset. Every case of
+tests/page_cases.py, the registry's claim forgeries (tests/test_registry_claims.py), the forgeries of the
+per-slice, log, trust-root and key tests, and the customer's requirements become vectors; `fairproof-verify`
+judges each, the judgement must be the builder's expectation, and the corpus is written with an index.
 """
 from __future__ import annotations
 
 import argparse
 import hashlib
 import json
+import re
+import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parent), str(HERE.parents[1])]
+REPO = HERE.parents[1]
+sys.path[:0] = [str(HERE.parent), str(REPO)]
 
-from conformance import Vector, python_verdict  # noqa: E402
+from conformance import IMPLEMENTATIONS, Vector, python_verdict  # noqa: E402
+
+
+def text(document) -> str:
+    """A document's text: a card as published (its canonical JSON, what its digest hashes), others as written."""
+    if isinstance(document, str):
+        return document
+    return document.canonical_json() if hasattr(document, "canonical_json") else document.model_dump_json()
+
+
+def vector(description: str, card, bundle, options=None, verdict: str = "INVALID", rule: str = "") -> Vector:
+    """A vector the builders expect `verdict` of; `rule` names the D rule of an UNUSABLE one (a refusal's rule
+    follows from its code)."""
+    options = {k: v for k, v in (options or {}).items() if v not in (None, "", [], ())}
+    return Vector("", description, text(card), text(bundle), options, verdict, None, rule)
+
+
+def respelled(document: str, old: str, new: str) -> str:
+    assert old in document, old
+    return document.replace(old, new, 1)
+
+
+def edited(document, edit) -> str:
+    data = json.loads(text(document))
+    edit(data)
+    return json.dumps(data)
+
+
+# ------------------------------------------------------------------------ the page's cases
+
+def unusable_rule(description: str) -> str:
+    """The D rule of an unusable page or attestation case (docs/VERIFYING.md)."""
+    if "duplicate key" in description:
+        return "D1"
+    if "trusted key" in description:
+        return "D3"
+    return "D2"
 
 
 def vectors_from_cases(cases) -> list[Vector]:
     out = []
     for case in cases:
         expected = case.extra.get("page", case.expected) if case.pinned else case.expected
-        options = {"record": case.record or None, "trusted_contributors": list(case.trusted),
+        options = {"record": case.record, "trusted_contributors": list(case.trusted),
                    "trusted_auditors": list(case.auditors), "attestations": list(case.attestations),
-                   "pinned_digest": case.pinned or None}
-        out.append(Vector(id="", description=case.name, card=case.card, bundle=case.bundle,
-                          options={k: v for k, v in options.items() if v}, verdict=expected, code=None))
+                   "pinned_digest": case.pinned}
+        rule = unusable_rule(case.name) if expected == "UNUSABLE" else ""
+        out.append(vector(case.name, case.card, case.bundle, options, expected, rule))
     return out
 
 
-def requirement_vectors(bank) -> list[Vector]:
-    """The customer's requirements: lenses and the persistence box (the card's default when none is asked)."""
-    from offline_precompute.certify import query_from_record
+# ------------------------------------------------------------------------ documents (D)
 
-    card, genuine = bank.card.model_dump_json(), bank.bundles[0].model_dump_json()
-    zero = bank.prover.prove(query_from_record(bank.prover.workspace.artifact, bank.prover.model, bank.records[0]),
-                             persistence_delta=0).bundle.model_dump_json()
-    return [
-        Vector("", "every lens required", card, genuine, {"require_lens": ["radius", "spread", "persistence"]},
-               "VALID", None),
-        Vector("", "the default box asked for explicitly", card, genuine, {"delta": 0.25}, "VALID", None),
-        Vector("", "another box asked for", card, genuine, {"delta": 0.5}, "INVALID", None),
-        Vector("", "a zero box, none asked for (the card's default applies)", card, zero, {}, "INVALID", None),
-        Vector("", "a zero box, asked for", card, zero, {"delta": 0.0}, "VALID", None),
+def document_vectors(bank) -> list[Vector]:
+    """Documents that cannot be read (D1), other spellings (D2) and inconsistent cards or customer inputs (D3),
+    and D refused before any other rule."""
+    from circuits.field import R
+
+    card, genuine = bank.card, bank.bundles[0]
+    card_text, bundle = text(card), text(genuine)
+    record = json.dumps(bank.records[0])
+    signals = genuine.public_signals
+
+    def signal(i, spelled):
+        return edited(genuine, lambda d: d["public_signals"].__setitem__(i, spelled))
+
+    out = [
+        vector("D1: a byte-order mark before the bundle", card_text, "\ufeff" + bundle, verdict="UNUSABLE", rule="D1"),
+        vector("D1: a byte-order mark before the card", "\ufeff" + card_text, bundle, verdict="UNUSABLE", rule="D1"),
+        vector("D1: NaN for a number of the bundle", card_text,
+               respelled(bundle, f'"decision":{genuine.decision}', '"decision":NaN'), verdict="UNUSABLE", rule="D1"),
+        vector("D1: Infinity for a number of the card", respelled(card_text, f'"eps_scale_bits":{card.eps_scale_bits}',
+                                                                  '"eps_scale_bits":Infinity'),
+               bundle, verdict="UNUSABLE", rule="D1"),
+        vector("D1: a number of 81 digits", card_text, edited(genuine, lambda d: d.__setitem__("decision", 10 ** 80)),
+               verdict="UNUSABLE", rule="D1"),
+        vector("D1: a lone surrogate in the card", respelled(card_text, '"description":""', '"description":"\\ud800"'),
+               bundle, verdict="UNUSABLE", rule="D1"),
+        vector("D1: a bundle that is not JSON", card_text, bundle[:-1], verdict="UNUSABLE", rule="D1"),
+        vector("D1: a record that is not a JSON object", card_text, bundle, {"record": "[1, 2]"}, "UNUSABLE", "D1"),
+        vector("D1: a record with a duplicate key", card_text, bundle,
+               {"record": record[:-1] + f', "duration": {json.dumps(bank.records[0]["duration"])}}}'}, "UNUSABLE", "D1"),
+        vector("D2: a signal as a JSON number", card_text, edited(genuine, lambda d: d["public_signals"].__setitem__(
+            3, int(d["public_signals"][3]))), verdict="UNUSABLE", rule="D2"),
+        vector("D2: a signal with a plus sign", card_text, signal(3, "+" + signals[3]), verdict="UNUSABLE", rule="D2"),
+        vector("D2: a signal in hex", card_text, signal(1, hex(int(signals[1]))), verdict="UNUSABLE", rule="D2"),
+        vector("D2: a signal equal to r", card_text, signal(4, str(R)), verdict="UNUSABLE", rule="D2"),
+        vector("D2: a negative signal", card_text, signal(4, "-1"), verdict="UNUSABLE", rule="D2"),
+        vector("D2: proof_hex of odd length", card_text, edited(
+            genuine, lambda d: d.__setitem__("proof_hex", d["proof_hex"][:-1])), verdict="UNUSABLE", rule="D2"),
+        vector("D2: a G2 point of the proof with z = (2, 0)", card_text, edited(
+            genuine, lambda d: d["proof"]["pi_b"].__setitem__(2, ["2", "0"])), verdict="UNUSABLE", rule="D2"),
+        vector("D2: a float for the card's eps bits", edited(card, lambda d: d.__setitem__(
+            "eps_scale_bits", float(d["eps_scale_bits"]))), bundle, verdict="UNUSABLE", rule="D2"),
+        vector("a record's number written as a string (the same value)", card_text, bundle,
+               {"record": json.dumps({**bank.records[0], "duration": str(bank.records[0]["duration"])})}, "VALID"),
+        vector("D3: a record naming a category the card does not know", card_text, bundle,
+               {"record": json.dumps({**bank.records[0], "purpose": "a category of its own"})}, "UNUSABLE", "D3"),
+        vector("D3: a record missing a feature", card_text, bundle,
+               {"record": json.dumps({k: v for k, v in bank.records[0].items() if k != "duration"})}, "UNUSABLE", "D3"),
+        vector("D3: a malformed trusted contributor hash", card_text, bundle, {"trusted_contributors": ["ab" * 10]},
+               "UNUSABLE", "D3"),
+        vector("D3: an unknown lens required", card_text, bundle, {"require_lens": ["fairness"]}, "UNUSABLE", "D3"),
+        # D before every other rule
+        vector("D before P: a malformed bundle under a pinned other card", card_text, bundle[:-1],
+               {"pinned_digest": "0" * 64}, "UNUSABLE", "D1"),
+        vector("D before C: a record that cannot be used, with another model's bundle", card_text,
+               genuine.model_copy(update={"model_id": "another-model"}).model_dump_json(),
+               {"record": json.dumps({**bank.records[0], "purpose": "a category of its own"})}, "UNUSABLE", "D3"),
+        vector("D before C: a malformed trusted contributor, with another model's bundle", card_text,
+               genuine.model_copy(update={"model_id": "another-model"}).model_dump_json(),
+               {"trusted_contributors": ["xyz"]}, "UNUSABLE", "D3"),
     ]
+    inconsistent = {
+        "a class label too many": lambda d: d["architecture"]["class_labels"].append("maybe"),
+        "a box lower bound above its upper bound": lambda d: d["box_lower"].__setitem__(0, d["box_upper"][0] + 1),
+        "a sensitive column outside the inputs": lambda d: d["sensitive"][0].__setitem__(
+            "column", d["architecture"]["n_inputs"]),
+        "a bucket name that does not name its shape": lambda d: d["circuits"][0].__setitem__("bucket", "k9-f9"),
+        "a bucket listed twice": lambda d: d["circuits"].append(d["circuits"][0]),
+        "the persistence lens moving a sensitive column": lambda d: d["persistence"].__setitem__(
+            "columns", [d["sensitive"][0]["column"]]),
+    }
+    for name, edit in inconsistent.items():
+        out.append(vector(f"D3: a card with {name}", edited(card, edit), bundle, verdict="UNUSABLE", rule="D3"))
+    out.append(vector("D4: the card as version 2 (before RFC 8785 digests)", edited(
+        card, lambda d: d.__setitem__("card_version", 2)), bundle, verdict="UNUSABLE", rule="D4"))
+    out.append(vector("D4: an integer beyond 2^53 - 1 in the card", edited(
+        card, lambda d: d["box_upper"].__setitem__(0, 2 ** 53)), bundle, verdict="UNUSABLE", rule="D4"))
+    return out
 
+
+# ------------------------------------------------------------------------ claims (C) on the signals
 
 def signal_vectors(bank) -> list[Vector]:
     """The genuine bundle with one public signal (or the model id) changed: each claim rule's refusal."""
@@ -57,7 +166,6 @@ def signal_vectors(bank) -> list[Vector]:
     from commitments.claims import HEAD_SIGNALS
 
     card, genuine = bank.card, bank.bundles[0]
-    card_text = card.model_dump_json()
     n = card.architecture.n_inputs
     spread_at = HEAD_SIGNALS + n
     persistence_at = spread_at + card.n_spread_signals
@@ -84,70 +192,495 @@ def signal_vectors(bank) -> list[Vector]:
         "one signal too few": lambda d: d["public_signals"].pop(),
         "another model's id": lambda d: d.__setitem__("model_id", "another-model"),
     }
+    return [vector(f"signals: {name}", card, edited(genuine, edit)) for name, edit in edits.items()]
+
+
+def following(bundle, card, signals):
+    """`bundle` with `signals` and every readable field saying what they say (a careful forger's bundle)."""
+    from commitments.bundle import Radius
+    from commitments.claims import claims_from_signals
+
+    c = claims_from_signals([str(v) for v in signals], card, card.bucket(bundle.bucket))
+    return bundle.model_copy(update={
+        "public_signals": tuple(str(v) for v in signals), "decision": c.decision, "decision_label": c.decision_label,
+        "status": c.status, "flip_slice": c.flip, "query": c.query,
+        "eps": Radius(numerator=c.eps_numerator, scale_bits=c.eps_scale_bits, capped=c.capped),
+        "spread": c.spread.readable() if c.spread else None,
+        "persistence": c.persistence.readable() if c.persistence else None})
+
+
+def registry_claim_vectors(bank, modes) -> list[Vector]:
+    """tests/test_registry_claims.py's forged signal vectors (every claim rule at its edges) as bundles: refused by
+    their claim; its possible claims with every readable field following them: refused by the proof alone.
+    A few of them again on the exact, bound and per-slice certificates."""
+    from circuits.field import R
+    from test_registry_claims import FORGERIES, POSSIBLE, Layout, _forge, _possible
+
+    card, genuine = bank.card, bank.bundles[0]
+    layout = Layout(card, genuine.bucket)
     out = []
-    for name, edit in edits.items():
-        data = json.loads(genuine.model_dump_json())
-        edit(data)
-        out.append(Vector("", f"signals: {name}", card_text, json.dumps(data), {}, "INVALID", None))
+    for name in FORGERIES:
+        signals = [str(v) for v in _forge(name, layout, genuine.public_signals)]
+        wrapped = any(int(v) >= R for v in signals)  # a signal given as itself plus r: not its canonical spelling
+        out.append(vector(f"claims: {name}", card, edited(genuine, lambda d: d.__setitem__("public_signals", signals)),
+                          verdict="UNUSABLE" if wrapped else "INVALID", rule="D2" if wrapped else ""))
+    for name in POSSIBLE:
+        signals = _possible(name, layout, genuine.public_signals)
+        if signals == [int(v) for v in genuine.public_signals]:
+            continue  # the honest signals (an honest certificate has these claims already)
+        out.append(vector(f"possible claims, no proof of them: {name}", card,
+                          following(genuine, card, signals).model_dump_json()))
+    for mode in ("exact", "bound", "exact per-slice"):
+        mode_card, bundles = modes[mode]
+        own = bundles[0]
+        mode_layout = Layout(mode_card, own.bucket)
+        for name in ("status 2", "eps above the bucket's cap", "query below the box", "a sensitive value outside its domain",
+                     "the own slice deciding otherwise", "own value's bounds excluding 0"):
+            honest = own.public_signals[:-1] if own.parts else own.public_signals
+            signals = [str(v) for v in _forge(name, mode_layout, honest)]
+            signals += [own.public_signals[-1]] if own.parts else []  # the slice the proof stands for
+            out.append(vector(f"{mode}: claims: {name}", mode_card,
+                              own.model_copy(update={"public_signals": tuple(signals)}).model_dump_json()))
     return out
 
 
-def mode_vectors(bank, workdir: Path) -> list[Vector]:
-    """Honest certificates of every radius mode (fast, exact, bound) and a per-slice exact certificate, each
-    under the card it was issued with, and the forgeries that are theirs: eps + 1 in fields and signals, a
-    field outside the signals, a per-slice certificate missing, repeating or reordering a slice."""
-    import shutil
+def lens_field_vectors(bank) -> list[Vector]:
+    """The lenses' readable fields edited, their signals kept: C15."""
+    card, genuine = bank.card, bank.bundles[0]
+    spread, persistence = genuine.spread, genuine.persistence
+    labels = card.architecture.class_labels
+    bounds = persistence.bounds
+    first = bounds[0]
+    moved = first.model_copy(update={"status": "favoured" if first.status != "favoured" else "disfavoured"})
+    edits = {
+        "spread: one more distinct decision": {"spread": spread.model_copy(
+            update={"distinct_decisions": spread.distinct_decisions + 1})},
+        "spread: a slice's label changed": {"spread": spread.model_copy(update={"decision_labels": (
+            labels[1 - spread.decisions[0]], *spread.decision_labels[1:])})},
+        "spread: one more score bucket": {"spread": spread.model_copy(update={"score_buckets": spread.score_buckets + 1})},
+        "persistence: a bound's status changed": {"persistence": persistence.model_copy(
+            update={"bounds": (moved, *bounds[1:])})},
+        "persistence: a lower bound lowered": {"persistence": persistence.model_copy(update={"bounds": (
+            first.model_copy(update={"lower": first.lower - 1}), *bounds[1:])})},
+        "persistence: another delta": {"persistence": persistence.model_copy(update={"delta": persistence.delta + 1})},
+        "persistence: the lens dropped": {"persistence": None},
+        "spread: the lens dropped": {"spread": None},
+    }
+    return [vector(f"lens fields: {name}", card, genuine.model_copy(update=update).model_dump_json())
+            for name, update in edits.items()]
 
-    from bank_fixtures import forged
+
+# ------------------------------------------------------------------------ keys (K1) and proofs (K2, K3)
+
+def key_and_proof_vectors(bank) -> list[Vector]:
     from circuits.backends import get_backend
-    from commitments.bundle import Radius
+    from circuits.field import Q
+    from circuits.groth16 import Proof
+    from page_cases import _twist_point_outside_the_subgroup, _with_proof
+    from test_registry_claims import _double_alpha, _negated, _with_key
+    from verifier_client.verify import read_proof
+
+    card, genuine, other = bank.card, bank.bundles[0], bank.bundles[1]
+    vk = card.circuits[0].verifying_key
+    out = []
+    x, y = _twist_point_outside_the_subgroup()
+    outside = ((str(x[0]), str(x[1])), (str(y[0]), str(y[1])), ("1", "0"))
+    keys = {
+        "delta = -gamma": {"vk_delta_2": _negated(vk.vk_gamma_2)},
+        "alpha doubled (not the key its digest names)": {"vk_alpha_1": _double_alpha(card)},
+        "gamma outside the order-r subgroup": {"vk_gamma_2": outside},
+    }
+    for name, points in keys.items():
+        bad = _with_key(card, **points)
+        out.append(vector(f"key: {name}", bad, genuine.model_copy(update={"card_digest": bad.digest()})))
+    proof, theirs = read_proof(genuine.proof, genuine.proof_hex), read_proof(other.proof, other.proof_hex)
+    proofs = {
+        "another customer's proof": theirs,
+        "C of another proof": Proof(a=proof.a, b=proof.b, c=theirs.c),
+        "A doubled": Proof(a=get_backend().g1_mul(proof.a, 2), b=proof.b, c=proof.c),
+    }
+    for name, p in proofs.items():
+        out.append(vector(f"proof: {name}", card, _with_proof(genuine, p).model_dump_json()))
+    out.append(vector("proof: A off the curve", card, edited(genuine, lambda d: d["proof"]["pi_a"].__setitem__(
+        1, str((int(d["proof"]["pi_a"][1]) + 1) % Q)))))
+    out.append(vector("proof: another customer's bundle under this customer's signals", card,
+                      other.model_copy(update={"public_signals": genuine.public_signals}).model_dump_json()))
+    return out
+
+
+# ------------------------------------------------------------------------ the customer (U) and pins (P)
+
+def requirement_vectors(bank) -> list[Vector]:
+    """The customer's requirements: lenses, the persistence box (the card's default when none is asked), pins."""
+    from offline_precompute.certify import query_from_record
+
+    card, genuine = text(bank.card), text(bank.bundles[0])
+    zero = bank.prover.prove(query_from_record(bank.prover.workspace.artifact, bank.prover.model, bank.records[0]),
+                             persistence_delta=0).bundle.model_dump_json()
+    digest = bank.card.digest()
+    return [
+        vector("every lens required", card, genuine, {"require_lens": ["radius", "spread", "persistence"]}, "VALID"),
+        vector("the default box asked for explicitly", card, genuine, {"delta": 0.25}, "VALID"),
+        vector("another box asked for", card, genuine, {"delta": 0.5}),
+        vector("a zero box, none asked for (the card's default applies)", card, zero),
+        vector("a zero box, asked for", card, zero, {"delta": 0.0}, "VALID"),
+        vector("a box wider than the card can prove asked for", card, genuine, {"delta": 50.0}),
+        vector("D3: a box of more than 100 standard deviations asked for", card, genuine, {"delta": 1000.0},
+               "UNUSABLE", "D3"),
+        vector("D3: a negative box asked for", card, genuine, {"delta": -1.0}, "UNUSABLE", "D3"),
+        vector("a zero box with every lens required", card, zero, {"require_lens": ["persistence"]}),
+        vector("pins: the card's digest pinned", card, genuine, {"pinned_digest": digest}, "VALID"),
+        vector("pins: the card's digest pinned in upper case", card, genuine, {"pinned_digest": digest.upper()}, "VALID"),
+        vector("pins: another card's digest pinned", card, genuine, {"pinned_digest": "0" * 64}),
+        vector("pins: a pinned card digest that is no digest", card, genuine, {"pinned_digest": "ab" * 10}),
+        vector("pins: P before C: another model's bundle under a pinned other card", card,
+               bank.bundles[0].model_copy(update={"model_id": "another-model"}).model_dump_json(),
+               {"pinned_digest": "0" * 64}),
+    ]
+
+
+def changed_card_vectors(bank) -> list[Vector]:
+    """P1's clauses: the genuine card pinned, then a card that only adds a bucket (tests/page_cases.py's
+    trivial-circuit bucket), accepted when the customer accepts updates, or attested by a trusted auditor."""
+    from commitments.attestation import sign_attestation
+    from page_cases import AUDITOR, attested_statement
+    from test_forgeries import _card_with_key, _trivial_circuit_key
+    from circuits.groth16 import r1cs_digest
+    from transparency import note
+
+    card, genuine = bank.card, bank.bundles[0]
+    r1cs, _, vk = _trivial_circuit_key(card.circuits[0].n_public)
+    shape = card.circuits[0].shape.model_copy(update={"region_slots": 1, "farkas_slots": 1})
+    grown = _card_with_key(card, "k1-f1", vk, shape=shape, r1cs_digest=r1cs_digest(r1cs))
+    bundle = genuine.model_copy(update={"card_digest": grown.digest()}).model_dump_json()
+    skey, vkey = note.generate_key(AUDITOR)
+    rogue = note.Signer.from_key(note.generate_key(AUDITOR)[0])
+    attested = sign_attestation(attested_statement(grown), note.Signer.from_key(skey)).model_dump_json()
+    by_rogue = sign_attestation(attested_statement(grown), rogue).model_dump_json()
+    pinned = {"pinned_digest": card.digest(), "pinned_card": text(card)}
+    return [
+        vector("pins: a card that adds a bucket, the genuine card pinned", grown, bundle, pinned),
+        vector("pins: a card that adds a bucket, update accepted", grown, bundle,
+               {**pinned, "accept_card_update": True}, "VALID"),
+        vector("pins: a card that adds a bucket, attested by a trusted auditor", grown, bundle,
+               {**pinned, "trusted_auditors": [vkey], "attestations": [attested]}, "VALID"),
+        vector("pins: a card that adds a bucket, attested under the auditor's name by another key", grown, bundle,
+               {**pinned, "trusted_auditors": [vkey], "attestations": [by_rogue]}),
+        vector("pins: a card that adds a bucket, update accepted, the pin holding the digest alone", grown, bundle,
+               {"pinned_digest": card.digest(), "accept_card_update": True}),
+        vector("pins: a card that adds a bucket, no pin", grown, bundle, {}, "VALID"),
+    ]
+
+
+# ------------------------------------------------------------------------ other models: modes, no lens, a ceremony
+
+def prove_modes(bank, workdir: Path) -> dict:
+    """The bank's model (a copy) proved again for both customers under the exact radius, the bound and slice by
+    slice (exact), one bucket added each time; then a proof of group counts. Each mode's bundles are re-issued
+    under the final card (an added bucket changes the card, not the statement). {mode: (card, bundles)}."""
+    from circuits.backends import get_backend
     from commitments.card import ModelCard
     from offline_precompute.certify import query_from_record
     from offline_precompute.db import open_database, resolve_store_url
+    from prover_service.audit_proving import GroupCountsProver, audit_dataset
     from prover_service.bucket_keys import SinglePartyKeySetup
     from prover_service.proving import Prover
     from prover_service.workspace import ModelWorkspace
 
-    out: list[Vector] = []
-    record = json.dumps(bank.records[0])
-    for mode, per_slice in (("exact", False), ("bound", False), ("exact", True)):
-        name = f"{mode}{' per-slice' if per_slice else ''}"
-        root = workdir / f"model-{mode}-{int(per_slice)}"
-        shutil.copytree(bank.prover.workspace.root, root)
-        workspace = ModelWorkspace.open(root)
-        db = open_database(resolve_store_url(None, root))
-        prover = Prover(workspace, db, get_backend(), key_setup=SinglePartyKeySetup(), radius=mode,
-                        per_slice=per_slice)
+    root = workdir / "modes"
+    shutil.copytree(bank.prover.workspace.root, root)
+    workspace = ModelWorkspace.open(root)
+    db = open_database(resolve_store_url(None, root))
+    proved = {}
+    for name, radius, per_slice in (("exact", "exact", False), ("bound", "bound", False),
+                                    ("exact per-slice", "exact", True)):
         print(f"proving {name} certificates...", file=sys.stderr, flush=True)
-        bundles = [prover.prove(query_from_record(workspace.artifact, prover.model, r)).bundle
-                   for r in bank.records]
-        db.dispose()
-        card = ModelCard.from_json(workspace.card_path.read_bytes())
-        card_text = card.model_dump_json()
-        # Each bundle under the card as it is now (a later bucket changes the card, not the statement).
-        bundles = [b.model_copy(update={"card_digest": card.digest()}) for b in bundles]
-        genuine = bundles[0]
-        out.append(Vector("", f"{name}: honest", card_text, genuine.model_dump_json(), {"record": record},
-                          "VALID", None))
-        out.append(Vector("", f"{name}: honest, second customer", card_text, bundles[1].model_dump_json(), {},
-                          "VALID", None))
-        bigger = forged(genuine, eps=Radius(numerator=genuine.eps.numerator + 1, scale_bits=genuine.eps.scale_bits))
-        out.append(Vector("", f"{name}: eps + 1 in fields and signals", card_text, bigger.model_dump_json(), {},
-                          "INVALID", None))
-        out.append(Vector("", f"{name}: a label the signals do not say", card_text,
-                          genuine.model_copy(update={"decision_label": "a label the bank chose"}).model_dump_json(),
-                          {}, "INVALID", None))
-        if per_slice and genuine.parts:
-            parts = genuine.parts
-            out.append(Vector("", f"{name}: a slice's proof missing", card_text,
-                              genuine.model_copy(update={"parts": parts[:-1]}).model_dump_json(), {}, "INVALID", None))
-            out.append(Vector("", f"{name}: a slice repeated", card_text,
-                              genuine.model_copy(update={"parts": (*parts, parts[-1])}).model_dump_json(), {},
-                              "INVALID", None))
-            out.append(Vector("", f"{name}: another customer's part", card_text,
-                              genuine.model_copy(update={"parts": bundles[1].parts}).model_dump_json(), {},
-                              "INVALID", None))
+        prover = Prover(workspace, db, get_backend(), key_setup=SinglePartyKeySetup(), radius=radius,
+                        per_slice=per_slice)
+        proved[name] = [prover.prove(query_from_record(workspace.artifact, prover.model, r)).bundle
+                        for r in bank.records]
+    db.dispose()
+    print("proving group counts...", file=sys.stderr, flush=True)
+    dataset, _ = audit_dataset(workspace, rows=12)
+    groups = GroupCountsProver(workspace, single_party=True).prove(dataset)
+    card = ModelCard.from_json(workspace.card_path.read_bytes())
+    out = {name: (card, [b.model_copy(update={"card_digest": card.digest()}) for b in bundles])
+           for name, bundles in proved.items()}
+    out["groups"] = (card, groups.model_copy(update={"card_digest": card.digest()}), dataset)
     return out
+
+
+def mode_vectors(bank, modes) -> list[Vector]:
+    """Honest certificates of every radius mode and the per-slice shape under the card they were issued with,
+    and their forgeries: eps + 1 in fields and signals, a field outside the signals, another customer's
+    record, and a per-slice certificate's parts missing, repeated, misnumbered, borrowed or mis-bucketed."""
+    from bank_fixtures import forged
+    from circuits.field import Q
+    from circuits.groth16 import Proof
+    from commitments.attestation import sign_attestation
+    from commitments.bundle import Radius
+    from page_cases import AUDITOR, _with_proof, attested_statement
+    from transparency import note
+    from verifier_client.verify import read_proof
+
+    record0 = json.dumps(bank.records[0])
+    out: list[Vector] = []
+    for name in ("exact", "bound", "exact per-slice"):
+        card, (genuine, second) = modes[name]
+        out.append(vector(f"{name}: honest", card, genuine, {"record": record0}, "VALID"))
+        out.append(vector(f"{name}: honest, second customer", card, second, {}, "VALID"))
+        out.append(vector(f"{name}: another customer's record", card, second, {"record": record0}))
+        bigger = forged(genuine, eps=Radius(numerator=genuine.eps.numerator + 1, scale_bits=genuine.eps.scale_bits))
+        out.append(vector(f"{name}: eps + 1 in fields and signals", card, bigger))
+        out.append(vector(f"{name}: a label the signals do not say", card,
+                          genuine.model_copy(update={"decision_label": "a label the bank chose"})))
+        out.append(vector(f"{name}: every lens required, the card's box asked for", card, genuine,
+                          {"require_lens": ["radius", "spread", "persistence"], "delta": 0.25}, "VALID"))
+        proof = read_proof(genuine.proof, genuine.proof_hex)
+        out.append(vector(f"{name}: proof with -A", card, _with_proof(genuine, Proof(
+            a=(proof.a[0], Q - proof.a[1]), b=proof.b, c=proof.c))))
+    card, (genuine, second) = modes["exact per-slice"]
+    parts, part = genuine.parts, genuine.parts[0]
+    whole = next(b.bucket for b in card.circuits if not b.shape.per_slice)
+
+    def with_part(**changes):
+        return genuine.model_copy(update={"parts": (part.model_copy(update=changes),)})
+
+    sliced = {
+        "a slice's proof missing": genuine.model_copy(update={"parts": parts[:-1]}),
+        "a slice repeated": genuine.model_copy(update={"parts": (*parts, parts[-1])}),
+        "a part numbered for slice 2": with_part(slice_index=2),
+        "a part under a whole-statement bucket": with_part(bucket=whole),
+        "a part under a bucket the card does not have": with_part(bucket=part.bucket + "-missing"),
+        "another customer's part": genuine.model_copy(update={"parts": second.parts}),
+        "slice 0's proof passed off as slice 1's": with_part(proof=genuine.proof, proof_hex=genuine.proof_hex),
+        "a part's proof_hex not its JSON proof": with_part(proof_hex=second.parts[0].proof_hex),
+        "the bundle's own proof standing for slice 1": genuine.model_copy(
+            update={"public_signals": (*genuine.public_signals[:-1], "1")}),
+        "the bundle's own proof without its slice index": genuine.model_copy(
+            update={"public_signals": genuine.public_signals[:-1]}),
+        "a whole certificate under the per-slice bucket": genuine.model_copy(update={"parts": ()}),
+    }
+    for name in ("exact", "bound", "exact per-slice"):
+        own = modes[name][1][0]
+        sliced_or_not = {"another model's id": own.model_copy(update={"model_id": "another-model"}),
+                         "a bucket the card does not have": own.model_copy(update={"bucket": own.bucket + "-missing"})}
+        for what, bundle in sliced_or_not.items():
+            out.append(vector(f"{name}: {what}", card, bundle))
+    for what, bundle in sliced.items():
+        out.append(vector(f"exact per-slice: {what}", card, bundle))
+    out.append(vector("exact per-slice: a part numbered for slice 0", card, edited(
+        genuine, lambda d: d["parts"][0].__setitem__("slice_index", 0)), verdict="UNUSABLE", rule="D2"))
+    out.append(vector("exact per-slice: a contributor required of single-party keys", card, genuine,
+                      {"trusted_contributors": ["ab" * 64]}))
+    whole_bundle = bank.bundles[0].model_copy(update={"card_digest": card.digest()})
+    out.append(vector("fast: honest under the card with every mode", card, whole_bundle, {"record": record0}, "VALID"))
+    out.append(vector("fast: a whole-statement certificate with slice parts", card,
+                      whole_bundle.model_copy(update={"parts": parts})))
+    skey, vkey = note.generate_key(AUDITOR)
+    signer = note.Signer.from_key(skey)
+    good = sign_attestation(attested_statement(card), signer).model_dump_json()
+    stale = sign_attestation(attested_statement(bank.card), signer).model_dump_json()  # of the card before the buckets
+    out.append(vector("exact per-slice: attested card", card, genuine,
+                      {"trusted_auditors": [vkey], "attestations": [good], "record": record0}, "VALID"))
+    out.append(vector("exact per-slice: attestation of the card before its buckets were added", card, genuine,
+                      {"trusted_auditors": [vkey], "attestations": [stale]}))
+    return out
+
+
+def group_count_vectors(modes) -> list[Vector]:
+    """A proof of group counts on the audit dataset (`fairproof-verify GROUPS --card --dataset`)."""
+    from circuits.field import Q, R
+
+    card, bundle, dataset = modes["groups"]
+    data = {"dataset": dataset.model_dump_json()}
+    relabelled = dataset.model_copy(update={"labels": (1 - dataset.labels[0], *dataset.labels[1:])})
+    signals = bundle.public_signals
+
+    def signal(i: int, value: int):
+        return bundle.model_copy(update={"public_signals": (*signals[:i], str(value % R), *signals[i + 1:])})
+
+    g = bundle.groups[0]
+    return [
+        vector("groups: honest", card, bundle, data, "VALID"),
+        vector("groups: another label in the dataset", card, bundle, {"dataset": relabelled.model_dump_json()}),
+        vector("groups: another model card's digest", card, bundle.model_copy(update={"card_digest": "ab" * 32}), data),
+        vector("groups: another model's id", card, bundle.model_copy(update={"model_id": "another-model"}), data),
+        vector("groups: an audit circuit the card does not have", card,
+               bundle.model_copy(update={"circuit": "groups-n13-c1"}), data),
+        vector("groups: a dataset with a row changed", card, bundle, {"dataset": dataset.model_copy(update={
+            "rows": ((dataset.rows[0][0] + 1, *dataset.rows[0][1:]), *dataset.rows[1:])}).model_dump_json()}),
+        vector("groups: another dataset digest named", card, bundle.model_copy(update={"dataset_sha256": "cd" * 32}),
+               data),
+        vector("groups: the commitment signal + 1", card, signal(0, int(signals[0]) + 1), data),
+        vector("groups: one signal too few", card, bundle.model_copy(update={"public_signals": signals[:-1]}), data),
+        vector("groups: more true positives than selected, fields and signals", card, signal(5, g.selected + 1)
+               .model_copy(update={"groups": (g.model_copy(update={"true_positives": g.selected + 1}),
+                                              *bundle.groups[1:])}), data),
+        vector("groups: more selected than rows, fields and signals", card, signal(4, g.rows + 1)
+               .model_copy(update={"groups": (g.model_copy(update={"selected": g.rows + 1}), *bundle.groups[1:])}),
+               data),
+        vector("groups: selected + 1 in fields and signals", card, signal(4, g.selected + 1)
+               .model_copy(update={"groups": (g.model_copy(update={"selected": g.selected + 1}), *bundle.groups[1:])}),
+               data),
+        vector("groups: proof with -A", card, edited(bundle, lambda d: d["proof"]["pi_a"].__setitem__(
+            1, str(Q - int(d["proof"]["pi_a"][1])))), data),
+    ]
+
+
+def bare_model(bank, workdir: Path, cache: Path):
+    """The bank's German (4,2) model committed again with no lens (the radius only), its keys from a ceremony
+    listing the auditor's contribution (tests/test_trust_roots.py `with_ceremony`); both customers proved."""
+    from circuits.backends import get_backend
+    from fairness.model import save_artifact
+    from offline_precompute.certify import query_from_record
+    from offline_precompute.db import open_database, resolve_store_url
+    from offline_precompute.enumerate import precompute
+    from prover_service.bucket_keys import SinglePartyKeySetup
+    from prover_service.proving import Prover
+    from prover_service.publishing import commit_model
+    from prover_service.workspace import ModelWorkspace
+    from test_trust_roots import with_ceremony
+
+    print("committing the model with no lens...", file=sys.stderr, flush=True)
+    save_artifact(bank.prover.workspace.artifact, workdir / "bare")
+    workspace = ModelWorkspace.open(workdir / "bare")
+    commit_model(workspace, model_id="german-4x2-radius", spread=False)
+    db = open_database(resolve_store_url(None, workspace.root))
+    prover = Prover(workspace, db, get_backend(), key_setup=SinglePartyKeySetup())
+    precompute(db, prover.model)
+    bundles = [prover.prove(query_from_record(workspace.artifact, prover.model, r)).bundle for r in bank.records]
+    db.dispose()
+    card = with_ceremony(prover.card)
+    return card, [b.model_copy(update={"card_digest": card.digest()}) for b in bundles]
+
+
+def bare_vectors(bank, bare) -> list[Vector]:
+    """U1 (lenses), U4 (contributors) and U5 (no box to ask for) on the radius-only card with a ceremony."""
+    from test_trust_roots import AUDITOR_HASH
+
+    card, (genuine, second) = bare
+    record = json.dumps(bank.records[0])
+    return [
+        vector("no lens: honest", card, genuine, {"record": record}, "VALID"),
+        vector("no lens: honest, second customer", card, second, {}, "VALID"),
+        vector("no lens: the radius required", card, genuine, {"require_lens": ["radius"]}, "VALID"),
+        vector("no lens: the spread required", card, genuine, {"require_lens": ["spread"]}),
+        vector("no lens: persistence required", card, genuine, {"require_lens": ["radius", "persistence"]}),
+        vector("no lens: both lenses required", card, genuine, {"require_lens": ["persistence", "spread"]}),
+        vector("no lens: another model's id", card, genuine.model_copy(update={"model_id": "another-model"})),
+        vector("no lens: a box asked for", card, genuine, {"delta": 0.25}),
+        vector("no lens: another customer's record", card, second, {"record": record}),
+        vector("ceremony: a listed contributor trusted", card, genuine, {"trusted_contributors": [AUDITOR_HASH]},
+               "VALID"),
+        vector("ceremony: a listed contributor trusted, in upper case", card, genuine,
+               {"trusted_contributors": [AUDITOR_HASH.upper()]}, "VALID"),
+        vector("ceremony: another contributor trusted", card, genuine, {"trusted_contributors": ["ab" * 64]}),
+        vector("ceremony: two contributors trusted, one listed", card, genuine,
+               {"trusted_contributors": ["ab" * 64, AUDITOR_HASH]}, "VALID"),
+        vector("no lens: a spread signal appended", card, genuine.model_copy(
+            update={"public_signals": (*genuine.public_signals, "1")})),
+    ]
+
+
+# ------------------------------------------------------------------------ the transparency log (L)
+
+def log_vectors(bank) -> list[Vector]:
+    """tests/test_log_forgeries.py's logs: a bundle with evidence checked against the log key the customer names."""
+    from log_fixtures import MemoryLog, salted, with_evidence
+    from test_log_forgeries import _forged_leaf, _other_value
+    from transparency import note
+    from transparency.cosignature import CosignatureSigner
+    from transparency.cosignature import generate_key as generate_witness_key
+
+    card, genuine = bank.card, bank.bundles[0]
+    log = MemoryLog()
+    first = [log.issue(salted(b), card) for b in bank.bundles]
+    logged, second = [log.issue(b, card) for b in first]  # both at the newest checkpoint
+    key = {"log_key": log.verifier_key}
+    forged_log, forged = _forged_leaf(bank, salted(genuine), **_other_value(bank, salted(genuine), "eps"))
+    witness = CosignatureSigner.from_key(generate_witness_key("witness.test")[0])
+    body = log.checkpoint().split("\n\n")[0] + "\n"
+    cosigned = with_evidence(logged, logged.log.model_copy(update={
+        "checkpoint": log.checkpoint() + witness.cosign(body, 1_700_000_000)}))
+    witness_key = {"trusted_witnesses": [witness.verifier().vkey()]}
+    return [
+        vector("log: honest evidence, the log's key named", card, logged, key, "VALID"),
+        vector("log: honest evidence of the second customer", card, second, key, "VALID"),
+        vector("log: no evidence, the log required", card, genuine, {"require_log": True}),
+        vector("log: no evidence, a log key named", card, genuine, key),
+        vector("log: evidence, no key named or pinned", card, logged),
+        vector("log: evidence under another key of the log's name", card, logged,
+               {"log_key": note.generate_key(log.origin)[1]}),
+        vector("log: a leaf whose eps is not the proof's", card, forged, {"log_key": forged_log.verifier_key}),
+        vector("log: another customer's evidence", card, with_evidence(logged, second.log), key),
+        vector("log: a trusted witness that did not cosign", card, logged, {**key, **witness_key}),
+        vector("log: a trusted witness that cosigned", card, cosigned, {**key, **witness_key}, "VALID"),
+    ]
+
+
+# ------------------------------------------------------------------------ what each implementation judges
+
+REGISTRY_CODES = {"key.invalid", "proof.malformed", "proof.rejected", "claims.bucket", "claims.signal-count",
+                  "claims.signal-encoding", "claims.commitment", "claims.decision", "claims.eps-cap",
+                  "claims.status", "claims.flip", "claims.query-box", "claims.sensitive-value", "claims.spread",
+                  "claims.persistence", "claims.parts", "groups.signals"}
+OFF_CHAIN = {
+    "claims.model": "the registry is one card's: the model id a bundle names is not submitted (C1)",
+    "claims.card-digest": "the registry is one card's: the card digest a bundle names is not submitted (C2)",
+    "claims.contradiction": "the bundle's readable fields are not submitted: the registry sees the bucket, the "
+                            "proofs and the signals (C15)",
+    "card.pin-mismatch": "pins are the customer's; the registry is bound to its card when deployed (P1)",
+    "customer": "the customer's own requirements (lenses, record, auditors, contributors, box) are checked "
+                "off-chain (U)",
+    "log.refused": "the transparency log is checked by fairproof-verify alone (L1)",
+    "groups.dataset": "the registry does not see the audit dataset; its caller compares the dataset's digest (G1)",
+}
+PAGE_ONLY_DIGEST = "the page pins a card digest the customer types: a changed card is refused whatever attests or " \
+                   "accepts it (P1's update and attestation clauses are fairproof-verify's)"
+
+
+def not_applicable(v: Vector) -> dict[str, str]:
+    out = {}
+    o = v.options
+    if o.get("dataset"):
+        out["page"] = "the page verifies certificates, not proofs of group counts (G)"
+    elif o.get("log_key") or o.get("require_log") or o.get("trusted_witnesses") or '"log":{' in v.bundle:
+        out["page"] = "the page does not check the transparency log (L1)"
+    elif o.get("accept_card_update") or (o.get("pinned_digest") and o.get("attestations") and v.verdict == "VALID"):
+        out["page"] = PAGE_ONLY_DIGEST
+    if v.verdict == "UNUSABLE":
+        out["registry"] = "the registry takes ABI-encoded numbers, not documents: nothing unusable reaches it (D)"
+    elif v.verdict == "INVALID" and "proof_hex" in v.description:
+        out["registry"] = "the registry takes a proof's points, never proof_hex, their compressed form (K2)"
+    elif v.verdict == "INVALID" and v.code not in REGISTRY_CODES:
+        out["registry"] = OFF_CHAIN.get(v.code) or OFF_CHAIN[v.code.split(".")[0]]
+    return out
+
+
+def rules_by_code() -> dict[str, str]:
+    """code -> rule, from docs/VERIFYING.md's tables (the first table naming a code: C before G)."""
+    out: dict[str, str] = {}
+    for line in (REPO / "docs" / "VERIFYING.md").read_text(encoding="utf-8").splitlines():
+        m = re.match(r"\| ([A-Z]\d+) \|.*\| `([a-z]+\.[a-z-]+)` \|$", line)
+        if m:
+            out.setdefault(m.group(2), m.group(1))
+    return out
+
+
+def shape(v: Vector) -> dict:
+    """The radius mode, shape and lenses of the bucket the vector's bundle names on its card (None where a
+    document does not say)."""
+    try:
+        card, bundle = json.loads(v.card.lstrip("\ufeff")), json.loads(v.bundle.lstrip("\ufeff"))
+        lenses = [lens for lens in ("spread", "persistence") if card.get(lens)]
+        if v.options.get("dataset"):
+            return {"mode": None, "shape": "group counts", "lenses": lenses}
+        bucket = next(b for b in card["circuits"] if b["bucket"] == bundle["bucket"])
+        return {"mode": bucket["shape"].get("radius", "fast"), "lenses": lenses,
+                "shape": "per-slice" if bucket["shape"].get("per_slice") else "whole"}
+    except (ValueError, KeyError, TypeError, StopIteration):
+        return {"mode": None, "shape": None, "lenses": None}
 
 
 def main() -> None:
@@ -158,27 +691,70 @@ def main() -> None:
     from bank_fixtures import Bank
     from page_cases import attestation_cases, page_cases
 
+    rules = rules_by_code()
     with tempfile.TemporaryDirectory() as tmp:
         print("building the German (4,2) bank (train, commit, precompute, prove)...", file=sys.stderr, flush=True)
         bank = Bank(Path(tmp) / "bank", args.cache)
+        modes = prove_modes(bank, Path(tmp))
+        bare = bare_model(bank, Path(tmp), args.cache)
         vectors = (vectors_from_cases(page_cases(bank)) + vectors_from_cases(attestation_cases(bank))
-                   + requirement_vectors(bank) + signal_vectors(bank) + mode_vectors(bank, Path(tmp)))
+                   + document_vectors(bank) + requirement_vectors(bank) + changed_card_vectors(bank)
+                   + signal_vectors(bank) + registry_claim_vectors(bank, modes) + lens_field_vectors(bank)
+                   + key_and_proof_vectors(bank) + mode_vectors(bank, modes) + group_count_vectors(modes)
+                   + bare_vectors(bank, bare) + log_vectors(bank))
         bank.db.dispose()
-        cards_dir = args.out / "cards"
-        cards_dir.mkdir(parents=True, exist_ok=True)
-        lines = []
-        for number, vector in enumerate(vectors, 1):
-            verdict, code, reason = python_verdict(vector, Path(tmp) / f"v{number}")
-            if verdict != vector.verdict:
-                raise SystemExit(f"{vector.description}: fairproof-verify says {verdict} ({reason}), "
-                                 f"the case expects {vector.verdict}")
-            name = hashlib.sha256(vector.card.encode("utf-8")).hexdigest() + ".json"
-            (cards_dir / name).write_text(vector.card, encoding="utf-8")
-            lines.append(json.dumps({"id": f"v1-{number:03d}", "description": vector.description,
-                                     "card": f"cards/{name}", "bundle": vector.bundle, "options": vector.options,
-                                     "expected": {"verdict": verdict, "code": code}}, sort_keys=True))
+        lines, index, cards, wrong = [], [], {}, []
+        for number, v in enumerate(vectors, 1):
+            verdict, code, reason = python_verdict(v, Path(tmp) / f"v{number}")
+            if verdict != v.verdict:
+                wrong.append(f"{v.description}: fairproof-verify says {verdict} ({reason[:200]}), "
+                             f"the builder expects {v.verdict}")
+            rule = {"UNUSABLE": v.rule, "INVALID": rules.get(code, "")}.get(verdict) or valid_rule(v)
+            v = Vector(f"v1-{number:03d}", v.description, v.card, v.bundle, v.options, verdict, code, rule)
+            v = Vector(v.id, v.description, v.card, v.bundle, v.options, verdict, code, rule, not_applicable(v))
+            if not v.rule:
+                wrong.append(f"{v.description}: no rule of docs/VERIFYING.md for {verdict} [{code}]")
+            name = hashlib.sha256(v.card.encode("utf-8")).hexdigest() + ".json"
+            cards[name] = v.card
+            entry = {"id": v.id, "description": v.description, "rule": v.rule, **shape(v),
+                     "expected": {"verdict": verdict, "code": code},
+                     "applies_to": [i for i in IMPLEMENTATIONS if v.applies_to(i)], "not_applicable": v.not_applicable}
+            index.append(entry)
+            lines.append(json.dumps({**entry, "card": f"cards/{name}", "bundle": v.bundle, "options": v.options},
+                                    sort_keys=True))
+    if wrong:
+        raise SystemExit("\n".join(wrong))
+    if args.out.exists():
+        shutil.rmtree(args.out)
+    (args.out / "cards").mkdir(parents=True)
+    for name, card in cards.items():
+        (args.out / "cards" / name).write_text(card, encoding="utf-8")
     (args.out / "vectors.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (args.out / "index.json").write_text(json.dumps({"version": "v1", "vectors": index}, indent=1) + "\n",
+                                         encoding="utf-8")
     print(f"wrote {len(lines)} vectors to {args.out}", file=sys.stderr)
+
+
+def valid_rule(v: Vector) -> str:
+    """The rule a VALID vector shows holding: the customer input it exercises, else the whole chain (K3)."""
+    o = v.options
+    if o.get("dataset"):
+        return "G1"
+    if o.get("log_key") or o.get("trusted_witnesses"):
+        return "L1"
+    if o.get("pinned_digest") or o.get("accept_card_update"):
+        return "P1"
+    if o.get("trusted_auditors"):
+        return "U3"
+    if o.get("trusted_contributors"):
+        return "U4"
+    if o.get("delta") is not None:
+        return "U5"
+    if o.get("require_lens"):
+        return "U1"
+    if o.get("record"):
+        return "U2"
+    return "K3"
 
 
 if __name__ == "__main__":

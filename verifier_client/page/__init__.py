@@ -6,9 +6,10 @@ strict reading is the models' by construction), snarkjs's browser build for the 
 was made for. Its Content-Security-Policy admits exactly those inline scripts (by hash) and no connection
 at all, or, when the bank's service serves it, only to that service (for the card).
 
-snarkjs's browser build comes from npm (package-lock.json pins the version) and is copied beside these
-modules at build time (`scripts/setup.sh`, the Dockerfile); it is read only if its SHA-256 is the one
-pinned here, never fetched.
+snarkjs's browser build and the `canonicalize` package (RFC 8785, for the card digest) come from npm
+(package-lock.json pins the versions) and are copied beside these modules at build time
+(`scripts/setup.sh`, the Dockerfile); each is read only if its SHA-256 is the one pinned here, never
+fetched.
 
 A page is a pure function of the package and its inputs: the same card gives byte-identical pages, so a
 regulator can publish the SHA-256 of the page a customer should use. A page served by the bank is only as
@@ -37,6 +38,8 @@ MODULES = ("canonical.js", "schema.js", "claims.js", "curve.js", "record.js", "e
 SNARKJS_VERSION = "0.7.6"
 SNARKJS_BROWSER_SHA256 = "3f61bbd9ac0a10173902eaef65b510fa4e9a2c057f759c7f18a6d0446b20fd06"  # build/snarkjs.min.js
 SNARKJS_BROWSER_ENV = "FAIRPROOF_SNARKJS_BROWSER"
+CANONICALIZE_VERSION = "5.1.0"
+CANONICALIZE_SHA256 = "c1d0195af2a0748454b06af8f218e5c90415c19d39154d0058fee8229c12d859"  # lib/canonicalize.js
 
 
 class PageError(RuntimeError):
@@ -64,6 +67,24 @@ def snarkjs_browser_build() -> str:
         return data.decode("utf-8")
     raise PageError(f"snarkjs {SNARKJS_VERSION}'s browser build is not installed: run `npm ci` in the source "
                     "tree (scripts/setup.sh does), or set " + SNARKJS_BROWSER_ENV)
+
+
+def canonicalize_script() -> str:
+    """The `canonicalize` package's module as a page script: its one `export default` made a global
+    (`globalThis.canonicalize`, which canonical.js reads). PageError if absent or not the pinned file."""
+    for path in (PAGE_DIR / "vendor" / "canonicalize.js",
+                 PAGE_DIR.parents[1] / "node_modules" / "canonicalize" / "lib" / "canonicalize.js"):
+        if not path.is_file():
+            continue
+        data = path.read_bytes()
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != CANONICALIZE_SHA256:
+            raise PageError(f"{path} is not canonicalize {CANONICALIZE_VERSION} (SHA-256 {digest}, expected "
+                            f"{CANONICALIZE_SHA256})")
+        source = data.decode("utf-8").replace("export default function canonicalize", "function canonicalize", 1)
+        return f"(function () {{\n{source}\nglobalThis.canonicalize = canonicalize;\n}})();\n"
+    raise PageError(f"canonicalize {CANONICALIZE_VERSION} is not installed: run `npm ci` in the source tree "
+                    "(scripts/setup.sh does)")
 
 
 def page_schemas() -> dict[str, object]:
@@ -106,7 +127,7 @@ def build_page(card: ModelCard | None = None, *, card_url: str | None = None) ->
     """The page. `card`: the card it checks against (embedded; the customer cannot swap it).
     Without one, the customer gives the card, or with `card_url` (a path with {model_id}, for the page the
     service serves) the page fetches the card the bundle names from the origin that served it."""
-    scripts = [snarkjs_browser_build(), *(_module_script(name) for name in MODULES)]
+    scripts = [snarkjs_browser_build(), canonicalize_script(), *(_module_script(name) for name in MODULES)]
     try:
         version = metadata.version("fairproof")
     except metadata.PackageNotFoundError:  # pragma: no cover - a source tree without an installation
@@ -120,7 +141,7 @@ def build_page(card: ModelCard | None = None, *, card_url: str | None = None) ->
         card_note = (f"This page checks certificates of model <b>{_escape(card.model_id)}</b> against the card it "
                      f"was made with (digest <code>{card.digest()}</code>).")
         card_inputs = ""
-        card_script = f'<script type="application/json" id="fairproof-card">{card.model_dump_json().replace("<", chr(92) + "u003c")}</script>'
+        card_script = f'<script type="application/json" id="fairproof-card">{card.canonical_json().replace("<", chr(92) + "u003c")}</script>'
     else:
         card_note = ("The model card is fetched from the service that served this page, for the model the bundle "
                      "names; compare its digest with the one you were given." if card_url is not None else

@@ -1,13 +1,20 @@
-// The model card's digest in the browser: the same SHA-256 over the same canonical JSON that
-// `ModelCard.digest()` computes (commitments/card.py), so a page can check a card against the digest a
-// bundle names or a customer pinned.
+// Canonical forms in the browser.
 //
-// Canonical JSON is Python's json.dumps(..., sort_keys=True, separators=(",", ":")) with ensure_ascii:
-// integers exactly (JSON.parse would round those above 2^53, so the parser here keeps them as BigInt),
-// floats as Python's repr writes them, keys sorted, non-ASCII escaped. A card the bank wrote any other
-// way (an int where the card holds a float) gives another digest and is refused, never accepted.
+// The model card's digest is SHA-256 over the RFC 8785 (JSON Canonicalization Scheme) form of the card
+// exactly as published, written by the npm `canonicalize` package (the same scheme `ModelCard.digest()`
+// computes with the PyPI `rfc8785` package, commitments/card.py): nothing filled in, nothing dropped. The
+// parser here keeps integers as BigInt and floats as PyFloat (so the schema can tell 1 from 1.0); for the
+// digest they become JavaScript numbers, and an integer beyond 2^53 - 1, which JSON cannot hold exactly, is
+// refused, as Python refuses it.
+//
+// `canonicalJson` is Python's json.dumps(..., sort_keys=True, separators=(",", ":")) with ensure_ascii,
+// the one line an attestation's statement is written as (commitments/attestation.py).
 
 "use strict";
+
+// RFC 8785 by the `canonicalize` package: inlined before this module in the page, required in node.
+const jcs = typeof module !== "undefined"
+  ? ((m) => m.default || m)(require("./vendor/canonicalize.js")) : globalThis.canonicalize;
 
 class PyFloat {
   constructor(value) { this.value = value; }
@@ -151,18 +158,29 @@ function canonicalJson(v) {
   return `{${keys.map((k) => `${pyString(k)}:${canonicalJson(v[k])}`).join(",")}}`;
 }
 
-// The card's own exclusions (ModelCard.canonical_json): optional parts it does not have are not written.
-const OPTIONAL_CARD_FIELDS = ["feature_schema", "import_check", "spread", "persistence"];
+const I_JSON_MAX = 2n ** 53n - 1n;
 
-function canonicalCard(card) {
-  const out = Object.create(null);
-  for (const [k, v] of Object.entries(card)) {
-    if (OPTIONAL_CARD_FIELDS.includes(k) && v === null) continue;
-    if (k === "audit_circuits" && Array.isArray(v) && v.length === 0) continue;
-    out[k] = v;
+// The parsed card as JavaScript values for `canonicalize`: BigInt within I-JSON to a number, PyFloat to its
+// double; RangeError naming the place of an integer beyond 2^53 - 1 (commitments.canonical.canonical_bytes).
+function jcsValue(v, path = []) {
+  if (typeof v === "bigint") {
+    if (v > I_JSON_MAX || v < -I_JSON_MAX) {
+      throw new RangeError(`${path.join(".") || "document"}: the integer ${v} is beyond 2^53 - 1, which JSON cannot hold exactly (RFC 7493, RFC 8785)`);
+    }
+    return Number(v);
   }
-  return canonicalJson(out);
+  if (v instanceof PyFloat) return v.value;
+  if (Array.isArray(v)) return v.map((x, i) => jcsValue(x, [...path, i]));
+  if (v !== null && typeof v === "object") {
+    const out = Object.create(null);
+    for (const k of Object.keys(v)) out[k] = jcsValue(v[k], [...path, k]);
+    return out;
+  }
+  return v;
 }
+
+// RFC 8785 text of a parsed card (or any value canonical.js parsed).
+const canonicalCard = (card) => jcs(jcsValue(card));
 
 async function sha256Hex(text) {
   const bytes = new TextEncoder().encode(text);
@@ -170,10 +188,12 @@ async function sha256Hex(text) {
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-async function cardDigest(cardText) {
-  return sha256Hex(canonicalCard(parseJson(cardText)));
+// The digest of a card: of its parsed value, or of its text.
+async function cardDigest(card) {
+  return sha256Hex(canonicalCard(typeof card === "string" ? parseJson(card) : card));
 }
 
-const FairProofCanonical = { PyFloat, exactDyadic, parseJson, pyFloatRepr, canonicalJson, canonicalCard, sha256Hex, cardDigest };
+const FairProofCanonical = { PyFloat, exactDyadic, parseJson, pyFloatRepr, canonicalJson, jcsValue, canonicalCard,
+  sha256Hex, cardDigest };
 if (typeof module !== "undefined") module.exports = FairProofCanonical;
 else globalThis.FairProofCanonical = FairProofCanonical;

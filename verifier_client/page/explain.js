@@ -118,7 +118,7 @@ function spreadSummary(claims, card) {
   if (sp == null) return null;
   const names = card.sensitive.map((f) => f.name).join(", ");
   const favourable = card.architecture.class_labels[num(card.spread.favourable_class)];
-  const width = card.spread.bucket_width;
+  const width = BigInt(card.spread.bucket_width);  // a decimal string on the card (wider than 2^53)
   const logitBits = logitScaleBits(card);
   const lines = [`Counterfactual spread: with every combination of ${names} and nothing else changed, the model decides:`];
   sp.slice_labels.forEach((labels, i) => lines.push(`  ${labels.join(", ")}: ${sp.decision_labels[i]}`));

@@ -68,6 +68,7 @@
     const report = $("report");
     box.className = verdict.valid ? "valid" : "refused";
     box.dataset.verdict = verdict.valid ? "VALID" : verdict.kind === "unusable" ? "UNUSABLE" : "INVALID";
+    box.dataset.code = verdict.valid || verdict.kind === "unusable" ? "" : verdict.code || "";  // docs/VERIFYING.md
     if (verdict.valid) {
       box.textContent = "VALID certificate";
       const lines = verdict.report.split("\n").slice(1);

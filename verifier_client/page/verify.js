@@ -6,7 +6,9 @@
 //   documents   the card and the bundle parse strictly (UTF-8 without a BOM, no lone surrogate escape, no
 //               number beyond a double: commitments/canonical.py's reading) and have the models' shapes
 //               (schema.js), the card is consistent (as ModelCard's validators, its feature schema's and the
-//               schema's binding to the statement), and it is the card the customer pinned, if they did;
+//               schema's binding to the statement), and the customer's inputs are well formed (their record,
+//               trusted keys and hashes, lenses, box);
+//   pin         the card is the one the customer pinned, if they did;
 //   claims      the bundle names this card and one of its buckets; every claim comes from the public signals
 //               and the card (claims.js), and every readable field of the bundle equals its claim;
 //   customer    the lenses they require, their own record's query, an attestation of this very card by an
@@ -87,6 +89,10 @@ function parseStrictText(text, what) {
   return value;
 }
 
+// commitments.card.LEGACY_CARD_MESSAGE
+const LEGACY_CARD_MESSAGE = "model card: card_version 2 is from before card digests were RFC 8785 canonical JSON; "
+  + "the bank re-publishes the same card as version 3 (`fairproof card migrate`)";
+
 function readDocument(text, schema, what) {
   if (typeof text !== "string" || text.length > MAX_DOCUMENT_CHARS) throw unusable(`${what}: not a document this page reads`);
   let value;
@@ -95,6 +101,9 @@ function readDocument(text, schema, what) {
   } catch (e) {
     throw unusable(`malformed ${what}: ${e.message}`);
   }
+  if (what === "card" && value !== null && typeof value === "object" && value.card_version === 2n) {
+    throw unusable(LEGACY_CARD_MESSAGE);
+  }
   try {
     lib.schema.checkShape(schema, value, what);
   } catch (e) {
@@ -102,6 +111,22 @@ function readDocument(text, schema, what) {
     throw e;
   }
   return value;
+}
+
+// ModelCard.from_json with its validators: the card and its RFC 8785 text (what its digest hashes), or an
+// unusable Refusal naming the defect (an integer JSON cannot hold exactly among them).
+function readCard(text, schema) {
+  const card = readDocument(text, schema, "card");
+  let canonicalText;
+  try {
+    canonicalText = lib.canonical.canonicalCard(card);
+  } catch (e) {
+    if (e instanceof RangeError) throw unusable(`malformed card: ${e.message}`);
+    throw e;
+  }
+  const problem = cardProblem(card);
+  if (problem) throw unusable(`malformed card: ${problem}`);
+  return { card, canonicalText };
 }
 
 function bucketName(shape) {
@@ -300,6 +325,37 @@ function lensProblem(claims, required) {
   return null;
 }
 
+// The customer's inputs, read as fairproof-verify reads its arguments: a malformed one is unusable input (D3).
+function readTrusted(hashes) {
+  const trusted = hashes.map((h) => h.trim().toLowerCase()).filter((h) => h);
+  for (const h of trusted) {
+    if (!/^[0-9a-f]{128}$/.test(h)) throw unusable(`trusted contributor '${h.slice(0, 20)}': a contribution hash is 128 hex digits`);
+  }
+  return trusted;
+}
+
+function readLenses(required) {
+  for (const lens of required) {
+    if (!LENSES.includes(lens)) throw unusable(`unknown lens ${lens} (this verifier knows ${LENSES.join(", ")})`);
+  }
+  return required;
+}
+
+function readDelta(delta) {
+  if (delta !== undefined && delta !== null && !(typeof delta === "number" && delta >= 0 && delta <= 100)) {
+    throw unusable("delta must be a number of standard deviations between 0 and 100");
+  }
+}
+
+function readRecord(card, text) {
+  try {
+    return lib.record.encodeRecord(card, parseStrictText(text, "record"));
+  } catch (e) {
+    if (e instanceof lib.record.RecordError || e instanceof SyntaxError) throw unusable(`your record: ${e.message}`);
+    throw e;
+  }
+}
+
 function setupTrustProblem(bucket, trusted) {
   if (!trusted.length) return null;
   const setup = bucket.setup;
@@ -387,7 +443,7 @@ function boxProblem(claims, card, delta) {
   }
   const ps = claims.persistence;
   if (ps == null || BigInt(ps.delta) !== expected) {
-    const stated = ps == null ? "no persistence bounds" : `delta ${ps.delta} / 2^${ps.scale_bits}`;
+    const stated = ps == null ? "no persistence bounds" : `delta ${ps.delta} / 2^${scaleBits}`;
     return `the certificate proves ${stated}, not the box you asked for (delta ${expected} / 2^${scaleBits})`;
   }
   return null;
@@ -403,38 +459,32 @@ function boxProblem(claims, card, delta) {
 async function verifyBundle(inputs, env) {
   let cardDigest = null;
   try {
-    const card = readDocument(inputs.cardText, env.schemas.card, "card");
-    const problem = cardProblem(card);
-    if (problem) throw unusable(`malformed card: ${problem}`);
-    cardDigest = await lib.canonical.sha256Hex(lib.canonical.canonicalCard(card));
-    const pinned = (inputs.pinnedDigest || "").trim().toLowerCase();
-    if (pinned && pinned !== cardDigest) throw invalid(`the card is not the one you pinned (its digest is ${cardDigest})`, "card.pin-mismatch");
+    const { card, canonicalText } = readCard(inputs.cardText, env.schemas.card);
+    cardDigest = await lib.canonical.sha256Hex(canonicalText);
+    // Every document and customer input is read before any rule is checked (D first, as fairproof-verify).
     const bundle = readDocument(inputs.bundleText, env.schemas.bundle, "bundle");
     const verifiers = await readAuditors((inputs.trustedAuditors || []).map((k) => k.trim()).filter((k) => k));
     const attestations = readAttestations(inputs.attestations || [], env.schemas.attestation);
+    const trusted = readTrusted(inputs.trusted || []);
+    const required = readLenses(inputs.requiredLenses || []);
+    readDelta(inputs.delta);
+    const query = inputs.recordText && inputs.recordText.trim() ? readRecord(card, inputs.recordText) : null;
+    const pinned = (inputs.pinnedDigest || "").trim().toLowerCase();
+    if (pinned && pinned !== cardDigest) throw invalid(`the card is not the one you pinned (its digest is ${cardDigest})`, "card.pin-mismatch");
     const claims = bundleClaims(bundle, card, cardDigest);
-    const missing = lensProblem(claims, inputs.requiredLenses || []);
+    const missing = lensProblem(claims, required);
     if (missing) throw invalid(missing, "customer.lens");
-    let recordChecked = false;
-    if (inputs.recordText && inputs.recordText.trim()) {
-      let query;
-      try {
-        query = lib.record.encodeRecord(card, parseStrictText(inputs.recordText, "record"));
-      } catch (e) {
-        if (e instanceof lib.record.RecordError || e instanceof SyntaxError) throw unusable(`your record: ${e.message}`);
-        throw e;
-      }
+    if (query !== null) {
       const differing = card.feature_names.filter((_, i) => query[i] !== claims.query[i]);
       if (differing.length) {
         const which = differing.slice(0, 5).join(", ") + (differing.length > 5 ? "..." : "");
         throw invalid(`the certificate is about another customer's record, not yours (query differs in: ${which})`, "customer.record");
       }
-      recordChecked = true;
     }
+    const recordChecked = query !== null;
     const attested = await lib.attestation.checkAttestations(card, cardDigest, attestations, verifiers,
       env.schemas.attestation_statement);
     if (attested.problem !== null) throw invalid(attested.problem, "customer.auditor");
-    const trusted = (inputs.trusted || []).map((h) => h.trim().toLowerCase()).filter((h) => h);
     const proofs = [[claims.bucket, bundle.proof, bundle.proof_hex, bundle.public_signals, ""],
       ...(bundle.parts || []).map((p) => [p.bucket, p.proof, p.proof_hex, partSignals(bundle, p.slice_index), ` (slice ${p.slice_index})`])];
     const bucketOf = (name) => card.circuits.find((b) => b.bucket === name);
@@ -457,7 +507,7 @@ async function verifyBundle(inputs, env) {
   }
 }
 
-const FairProofVerify = { verifyBundle, cardProblem, contradiction, derivedClaims, decodeText, textProblem, parseStrictText,
+const FairProofVerify = { verifyBundle, readCard, cardProblem, contradiction, derivedClaims, decodeText, textProblem, parseStrictText,
   TextError };
 if (typeof module !== "undefined") module.exports = FairProofVerify;
 else globalThis.FairProofVerify = FairProofVerify;

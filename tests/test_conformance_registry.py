@@ -1,0 +1,31 @@
+"""The conformance corpus (tests/vectors/) against the Solidity registry, in py-evm.
+
+Each vector the registry can judge (its `applies_to`) is submitted as a caller would: the registry of the
+vector's card deployed once (a card whose keys export-solidity or the constructor refuses gets none: K1),
+then verifyCertificate, verifyPerSliceCertificate or verifyGroupCounts with the certificate's proofs and
+signals. A VALID vector must be accepted; an INVALID one refused at the same stage its reason code names:
+at deployment (key.*), on its signals before any pairing (claims.*, groups.signals) or by the pairing
+(proof.*). The registry returns a boolean, so the stage is all it can say of a reason.
+"""
+from __future__ import annotations
+
+import pytest
+
+from conformance import RegistryRunner, load_vectors, registry_family
+from test_solidity import evm  # noqa: F401 (fixture)
+
+
+@pytest.fixture(scope="module")
+def vectors():
+    return [v for v in load_vectors("v1") if v.applies_to("registry")]
+
+
+def test_the_registry_gives_every_vector_it_can_judge_its_verdict(vectors, evm):
+    runner = RegistryRunner()
+    wrong = []
+    for v in vectors:
+        got, expected = runner.verdict(v), (v.verdict, registry_family(v.code))
+        if got != expected:
+            wrong.append(f"{v.id} {v.description}: registry {got}, expected {expected} [{v.code}]")
+    assert not wrong, "\n".join(wrong)
+    assert {registry_family(v.code) for v in vectors} == {None, "key", "claims", "proof"}
