@@ -2,8 +2,8 @@
 Python (PyPI `rfc8785`, ModelCard.digest) and in the page (npm `canonicalize`, page/canonical.js in node).
 
 Both canonicalisers pass the RFC's reference test vectors; every spelling of a card gets the digest of that
-spelling on both sides; a changed field changes it; what JCS cannot write (an integer beyond 2^53) and a
-version-2 card are refused on both sides."""
+spelling on both sides; a changed field changes it; what JCS cannot write (an integer beyond 2^53) is
+refused on both sides (version-2 cards: tests/test_card_migration.py)."""
 from __future__ import annotations
 
 import json
@@ -17,7 +17,6 @@ import rfc8785
 
 from commitments.canonical import NonCanonical
 from commitments.card import ModelCard
-from commitments.card_migration import legacy_digest, migrate
 
 PAGE = Path(__file__).resolve().parents[1] / "verifier_client" / "page"
 VECTORS = Path(__file__).resolve().parent / "rfc8785"
@@ -136,35 +135,3 @@ def test_what_jcs_cannot_write_is_refused_on_both_sides(bank):
     assert page[0].startswith("refused") and "beyond 2^53" in page[0] and "box_upper.0" in page[0]
     assert python[1].startswith("refused") and page[1].startswith("refused")  # the width is a string, never a number
     assert python[2].startswith("refused") and page[2].startswith("refused") and "duplicate key" in page[2]
-
-
-# --------------------------------------------------------------------------------- version 2
-def legacy_text(card: ModelCard) -> str:
-    """The card as version 2 wrote it: every field, the bucket width a number."""
-    data = json.loads(card.model_dump_json(indent=2))
-    data["card_version"] = 2
-    if data.get("spread"):
-        data["spread"]["bucket_width"] = int(data["spread"]["bucket_width"])
-    return json.dumps(data, indent=2)
-
-
-def test_a_version_2_card_is_refused_with_its_migration(bank):
-    text = legacy_text(bank.card)
-    with pytest.raises(NonCanonical, match=r"card_version 2 .* \(`fairproof card migrate`\)"):
-        ModelCard.from_json(text)
-    migrated = migrate(text)
-    assert migrated == bank.card and migrated.digest() == bank.card.digest()  # the same card, re-published
-
-
-def test_the_legacy_digest_is_what_version_2_computed(bank):
-    import hashlib
-    card = bank.card
-    data = json.loads(card.model_dump_json())
-    absent = [k for k in ("feature_schema", "import_check", "spread", "persistence") if data.get(k) is None]
-    if not data.get("audit_circuits"):
-        absent.append("audit_circuits")
-    old = {k: v for k, v in data.items() if k not in absent}
-    old["card_version"] = 2
-    old["spread"]["bucket_width"] = int(old["spread"]["bucket_width"])
-    assert legacy_digest(card) == hashlib.sha256(json.dumps(old, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-    assert legacy_digest(card.model_copy(update={"description": "another"})) != legacy_digest(card)

@@ -25,17 +25,37 @@ def version_2(card: ModelCard) -> str:
     return json.dumps(data, indent=2)
 
 
-def v2_pin(store: PinStore, card: ModelCard) -> None:
-    """A pin file written by a verifier of version-2 cards: the old digest and the old canonical JSON."""
+def version_2_canonical(card: ModelCard) -> str:
+    """What version 2 hashed, as its code wrote it: the filled-in card without its absent optional parts,
+    sorted and unspaced (written here from the model's own dump, not with commitments.card_migration)."""
     data = json.loads(version_2(card))
     absent = [k for k in ("feature_schema", "import_check", "spread", "persistence") if data.get(k) is None]
     absent += [] if data.get("audit_circuits") else ["audit_circuits"]
-    old_json = json.dumps({k: v for k, v in data.items() if k not in absent}, sort_keys=True, separators=(",", ":"))
-    assert hashlib.sha256(old_json.encode()).hexdigest() == legacy_digest(card)
+    return json.dumps({k: v for k, v in data.items() if k not in absent}, sort_keys=True, separators=(",", ":"))
+
+
+def v2_pin(store: PinStore, card: ModelCard) -> None:
+    """A pin file written by a verifier of version-2 cards: the old digest and the old canonical JSON."""
+    old_json = version_2_canonical(card)
     store.path.parent.mkdir(parents=True, exist_ok=True)
     store.path.write_text(json.dumps({"pins": [{
         "service": URL, "model_id": card.model_id, "commitment": card.commitment,
-        "card_digest": legacy_digest(card), "first_seen": "2026-01-01T00:00:00+00:00", "card_json": old_json}]}))
+        "card_digest": hashlib.sha256(old_json.encode()).hexdigest(), "first_seen": "2026-01-01T00:00:00+00:00",
+        "card_json": old_json}]}))
+
+
+def test_a_version_2_card_is_refused_with_its_migration(bank):
+    text = version_2(bank.card)
+    with pytest.raises(NonCanonical, match=r"card_version 2 .* \(`fairproof card migrate`\)"):
+        ModelCard.from_json(text)
+    migrated = migrate(text)
+    assert migrated == bank.card and migrated.digest() == bank.card.digest()  # the same card, re-published
+
+
+def test_the_legacy_digest_is_what_version_2_computed(bank):
+    card = bank.card
+    assert legacy_digest(card) == hashlib.sha256(version_2_canonical(card).encode()).hexdigest()
+    assert legacy_digest(card.model_copy(update={"description": "another"})) != legacy_digest(card)
 
 
 def test_migrate_gives_the_same_card_under_its_new_digest(bank):

@@ -98,6 +98,19 @@ def test_a_snarkjs_build_other_than_the_pinned_one_is_refused(tmp_path, monkeypa
         build_page()
 
 
+def test_a_canonicalize_other_than_the_pinned_one_is_refused(tmp_path, monkeypatch):
+    import verifier_client.page as page
+
+    fake = tmp_path / "canonicalize.js"
+    fake.write_text("export default function canonicalize (o) { return JSON.stringify(o); }")
+    monkeypatch.setattr(page, "canonicalize_candidates", lambda: [fake])
+    with pytest.raises(PageError, match="is not canonicalize 5.1.0"):
+        build_page()
+    monkeypatch.setattr(page, "canonicalize_candidates", lambda: [tmp_path / "absent.js"])
+    with pytest.raises(PageError, match="canonicalize 5.1.0 is not installed"):
+        build_page()
+
+
 def test_export_page_writes_the_page_and_names_its_digest(bank, tmp_path, capsys):
     from prover_service.cli import main as fairproof
 

@@ -54,37 +54,38 @@ def snarkjs_browser_candidates() -> list[Path]:
             PAGE_DIR.parents[1] / "node_modules" / "snarkjs" / "build" / "snarkjs.min.js"]
 
 
-def snarkjs_browser_build() -> str:
-    """The pinned snarkjs browser build's text (PageError if absent or different)."""
-    for path in snarkjs_browser_candidates():
+def _pinned_file(candidates: list[Path], sha256: str, name: str, install_hint: str) -> str:
+    """The text of the first of `candidates` that exists, if its SHA-256 is `sha256` (PageError otherwise)."""
+    for path in candidates:
         if not path.is_file():
             continue
         data = path.read_bytes()
         digest = hashlib.sha256(data).hexdigest()
-        if digest != SNARKJS_BROWSER_SHA256:
-            raise PageError(f"{path} is not snarkjs {SNARKJS_VERSION}'s browser build (SHA-256 {digest}, "
-                            f"expected {SNARKJS_BROWSER_SHA256})")
+        if digest != sha256:
+            raise PageError(f"{path} is not {name} (SHA-256 {digest}, expected {sha256})")
         return data.decode("utf-8")
-    raise PageError(f"snarkjs {SNARKJS_VERSION}'s browser build is not installed: run `npm ci` in the source "
-                    "tree (scripts/setup.sh does), or set " + SNARKJS_BROWSER_ENV)
+    raise PageError(f"{name} is not installed: {install_hint}")
+
+
+def snarkjs_browser_build() -> str:
+    """The pinned snarkjs browser build's text (PageError if absent or different)."""
+    return _pinned_file(snarkjs_browser_candidates(), SNARKJS_BROWSER_SHA256, f"snarkjs {SNARKJS_VERSION}'s browser build",
+                        "run `npm ci` in the source tree (scripts/setup.sh does), or set " + SNARKJS_BROWSER_ENV)
+
+
+def canonicalize_candidates() -> list[Path]:
+    """Where `canonicalize` is looked for: the copy beside these modules, then a source checkout's node_modules."""
+    return [PAGE_DIR / "vendor" / "canonicalize.js",
+            PAGE_DIR.parents[1] / "node_modules" / "canonicalize" / "lib" / "canonicalize.js"]
 
 
 def canonicalize_script() -> str:
     """The `canonicalize` package's module as a page script: its one `export default` made a global
     (`globalThis.canonicalize`, which canonical.js reads). PageError if absent or not the pinned file."""
-    for path in (PAGE_DIR / "vendor" / "canonicalize.js",
-                 PAGE_DIR.parents[1] / "node_modules" / "canonicalize" / "lib" / "canonicalize.js"):
-        if not path.is_file():
-            continue
-        data = path.read_bytes()
-        digest = hashlib.sha256(data).hexdigest()
-        if digest != CANONICALIZE_SHA256:
-            raise PageError(f"{path} is not canonicalize {CANONICALIZE_VERSION} (SHA-256 {digest}, expected "
-                            f"{CANONICALIZE_SHA256})")
-        source = data.decode("utf-8").replace("export default function canonicalize", "function canonicalize", 1)
-        return f"(function () {{\n{source}\nglobalThis.canonicalize = canonicalize;\n}})();\n"
-    raise PageError(f"canonicalize {CANONICALIZE_VERSION} is not installed: run `npm ci` in the source tree "
-                    "(scripts/setup.sh does)")
+    source = _pinned_file(canonicalize_candidates(), CANONICALIZE_SHA256, f"canonicalize {CANONICALIZE_VERSION}",
+                          "run `npm ci` in the source tree (scripts/setup.sh does)")
+    source = source.replace("export default function canonicalize", "function canonicalize", 1)
+    return f"(function () {{\n{source}\nglobalThis.canonicalize = canonicalize;\n}})();\n"
 
 
 def page_schemas() -> dict[str, object]:
