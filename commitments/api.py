@@ -14,9 +14,9 @@ around them. Depends on pydantic only: the verifier client imports it.
 """
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 API_PREFIX = "/v1"
 
@@ -96,6 +96,45 @@ class DecisionAccepted(_Message):
     job_token: str
 
 
+class BucketSetupResult(_Message):
+    """A circuit bucket a precompute job set up (or found set up) for the test customers."""
+
+    bucket: str
+    n_constraints: int = Field(ge=0)
+    seconds: float = Field(ge=0)  # 0 when its keys existed already
+    status: Literal["ready", "needs a ceremony"] = "ready"
+
+
+class PrecomputeResult(_Message):
+    """A finished precompute job: the regions enumerated into the store, and the buckets set up."""
+
+    regions: int = Field(ge=0)
+    slices: int = Field(ge=0)
+    facets: int = Field(ge=0)
+    lps: int = Field(ge=0)
+    seconds: float = Field(ge=0)
+    buckets: tuple[BucketSetupResult, ...] = ()
+
+
+class KeySetupResult(_Message):
+    """A finished key setup job (queued when a certificate needed a bucket without keys)."""
+
+    bucket: str
+    constraints: int = Field(ge=0)
+    seconds: float = Field(ge=0)
+
+
+class RetryHint(_Message):
+    """A certificate job that failed for want of its bucket's keys: ask again after `retry_after_seconds`,
+    once the key setup job `key_setup_job_id` has set them up."""
+
+    retry_after_seconds: int = Field(ge=0)
+    key_setup_job_id: str
+
+
+JobResult = PrecomputeResult | KeySetupResult | RetryHint
+
+
 class JobView(_Message):
     job_id: str
     model_id: str
@@ -109,7 +148,7 @@ class JobView(_Message):
     error: str | None = None
     certificate_id: str | None = None
     certificate_url: str | None = None
-    result: dict[str, Any] | None = None  # precompute jobs: what was computed
+    result: JobResult | None = None  # what a finished job computed, or how to retry a failed one
 
 
 class RegisterModel(_Message):
@@ -119,10 +158,19 @@ class RegisterModel(_Message):
                            description="name of the model directory inside FAIRPROOF_MODELS_DIR")
 
 
+def _whole_number(value: object) -> object:
+    """An integer as JSON Schema counts one: 5 or 5.0 (the same JSON number), never "5", 5.5 or true."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+# An integer field: JSON Schema's "integer" (5 and 5.0 alike), with no text or boolean read as one.
+JsonInteger = Annotated[int, BeforeValidator(_whole_number), Field(strict=True)]
+
+
 class PrecomputeRequest(_Message):
-    key_queries: int = Field(default=0, ge=0, le=1000, strict=True,
-                             description="also set up the circuit keys the first N test customers need (an "
-                                         "integer: not \"5\", 5.0 or true)")
+    key_queries: JsonInteger = Field(default=0, ge=0, le=1000,
+                                     description="also set up the circuit keys the first N test customers need "
+                                                 "(an integer: not \"5\", 5.5 or true)")
 
 
 class Health(_Message):

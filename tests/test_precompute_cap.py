@@ -27,7 +27,14 @@ def test_precompute_jobs_beyond_the_cap_are_429_and_a_repeat_is_the_same_job(cli
     assert again.status_code == 202 and again.json()["job_id"] == second.json()["job_id"]
 
 
-@pytest.mark.parametrize("value", ["5", 5.0, True, -1, 1001])
+@pytest.mark.parametrize("value", ["5", 5.5, True, -1, 1001, 1e300])
 def test_key_queries_is_an_integer_in_range(client, value):
     answer = client.post(PATH, json={"key_queries": value}, headers=ADMIN)
     assert answer.status_code == 422, (value, answer.status_code)
+
+
+def test_key_queries_is_an_integer_as_json_schema_counts_one(client):
+    """5.0 is the JSON number 5, an integer to JSON Schema (and to the API's description): the same job as 5."""
+    whole = client.post(PATH, json={"key_queries": 5}, headers=ADMIN)
+    again = client.post(PATH, content=b'{"key_queries": 5.0}', headers={**ADMIN, "content-type": "application/json"})
+    assert whole.status_code == again.status_code == 202 and whole.json()["job_id"] == again.json()["job_id"]

@@ -93,11 +93,11 @@ def test_bundles_fetched_over_http_verify_and_tampering_is_refused(live):
         r = httpx.get(f"{live.url}{job['certificate_url']}", headers={"X-Job-Token": a["job_token"]})
         assert r.status_code == 200
         # The job and its bundle (which holds the customer's encoded record) need the job's token:
-        # without it, with another job's, or with a guess, they do not exist.
+        # without it, with another job's, or with a guess, they are 401, as a job that does not exist is.
         other = accepted[1 - accepted.index(a)]["job_token"]
         for headers in ({}, {"X-Job-Token": other}, {"X-Job-Token": "x" * 43}):
-            assert httpx.get(f"{live.url}/v1/jobs/{a['job_id']}", headers=headers).status_code == 404
-            assert httpx.get(f"{live.url}{job['certificate_url']}", headers=headers).status_code == 404
+            assert httpx.get(f"{live.url}/v1/jobs/{a['job_id']}", headers=headers).status_code == 401
+            assert httpx.get(f"{live.url}{job['certificate_url']}", headers=headers).status_code == 401
         bundle = CertificateBundle.model_validate_json(r.text)
         assert bundle.decision == a["decision"]  # the decision announced is the one proved
         bundles.append(bundle)
@@ -175,9 +175,11 @@ def test_protocol_errors_are_refused_clearly(live):
     _assert_clear_4xx(httpx.post(url, json=huge), 413, "larger than")
     _assert_clear_4xx(httpx.post(f"{live.url}/v1/models/no-such-model/decisions",
                                  json={"record": customer_records(1)[0]}), 404, "unknown model")
-    _assert_clear_4xx(httpx.get(f"{live.url}/v1/jobs/00000000-0000-0000-0000-000000000000"), 404, "unknown job")
-    _assert_clear_4xx(httpx.get(f"{live.url}/v1/certificates/00000000-0000-0000-0000-000000000000"), 404,
-                      "unknown certificate")
+    _assert_clear_4xx(httpx.get(f"{live.url}/v1/jobs/00000000-0000-0000-0000-000000000000"), 401, "X-Job-Token")
+    _assert_clear_4xx(httpx.get(f"{live.url}/v1/certificates/00000000-0000-0000-0000-000000000000"), 401,
+                      "X-Job-Token")
+    _assert_clear_4xx(httpx.get(f"{live.url}/v1/jobs/00000000-0000-0000-0000-000000000000",
+                                headers={"X-API-Key": ADMIN_KEY}), 404, "unknown job")
     _assert_clear_4xx(httpx.get(f"{live.url}/v1/jobs/not-a-uuid"), 422, "job_id")
     assert httpx.get(f"{live.url}/v1/ready").status_code == 200
 

@@ -88,7 +88,7 @@ def test_the_service_sets_up_a_missing_bucket_in_an_admin_job_never_in_the_custo
         assert job["result"]["retry_after_seconds"] > 0
         # The setup job is the bank's: its operator reads it with the admin key, no customer token opens it.
         assert client.get(f"/v1/jobs/{job['result']['key_setup_job_id']}",
-                          headers={"X-Job-Token": first["job_token"]}).status_code == 404
+                          headers={"X-Job-Token": first["job_token"]}).status_code == 401
         setup = finished(client, job["result"]["key_setup_job_id"], admin)
         assert setup["kind"] == "key_setup" and setup["status"] == "succeeded", setup
         card = client.get("/v1/models/synthetic/card").json()

@@ -30,6 +30,11 @@ def sweep_interval(ledger: JobLedger) -> float:
 class Dispatcher(Protocol):
     name: str
 
+    @property
+    def proves(self) -> bool:
+        """Whether some worker takes up the jobs handed over (else they wait in the ledger for one)."""
+        ...
+
     async def start(self) -> None: ...
 
     async def stop(self) -> None: ...
@@ -101,6 +106,11 @@ class InProcessDispatcher:
 
     async def enqueue(self, job_id: str) -> None:
         self._offer(job_id)
+
+    @property
+    def proves(self) -> bool:
+        """No worker threads (FAIRPROOF_WORKERS=0): jobs wait in the ledger for a start with some."""
+        return self.workers > 0
 
     def health(self) -> tuple[bool, str]:
         alive = sum(t.is_alive() for t in self._threads if t.name.startswith("prover-"))

@@ -12,7 +12,12 @@ STORAGE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO}
 
 
 class ServiceError(Exception):
+    """A failure answered with `status_code` and `{"detail": reason}`; with `retry_after` (seconds) also a
+    Retry-After header. `description` is what the API description says of the status."""
+
     status_code = 500
+    description = "internal error"
+    retry_after: int | None = None
 
     def __init__(self, detail: str):
         if len(detail) > MAX_DETAIL_CHARS:
@@ -21,36 +26,67 @@ class ServiceError(Exception):
         self.detail = detail
 
 
-class BadRequest(ServiceError):
-    status_code = 422
+class MalformedBody(ServiceError):
+    """A request body that cannot be read as JSON text at all (before any field is looked at)."""
 
-
-class Forbidden(ServiceError):
-    status_code = 403
-
-
-class NotFound(ServiceError):
-    status_code = 404
-
-
-class Conflict(ServiceError):
-    status_code = 409
+    status_code = 400
+    description = "the request body is not UTF-8 text, or is nested too deeply"
 
 
 class Unauthorized(ServiceError):
     status_code = 401
+    description = "a key is missing or wrong"
 
 
-class Unavailable(ServiceError):
-    status_code = 503
+class Forbidden(ServiceError):
+    status_code = 403
+    description = "refused whatever the key"
+
+
+class NotFound(ServiceError):
+    status_code = 404
+    description = "no such resource (the reason names it)"
+
+
+class Conflict(ServiceError):
+    status_code = 409
+    description = "the request conflicts with what the service holds"
+
+
+class TooLarge(ServiceError):
+    """Answered by `limits.BodySizeLimit` before the body is read; here for the API description."""
+
+    status_code = 413
+    description = "the request body is larger than the service accepts (FAIRPROOF_MAX_BODY_BYTES)"
+
+
+class BadRequest(ServiceError):
+    status_code = 422
+    description = "the request is refused: a value does not fit the description, or the reason says why not"
 
 
 class TooManyRequests(ServiceError):
     """Backpressure: the queue is full; the client should come back after `retry_after` seconds."""
 
     status_code = 429
+    description = "too many requests waiting; come back after Retry-After seconds"
 
     def __init__(self, detail: str, retry_after: int):
+        super().__init__(detail)
+        self.retry_after = retry_after
+
+
+# Outages (database down, disk full, a model being republished) are answered 503 with this Retry-After.
+OUTAGE_RETRY_SECONDS = 5
+
+
+class Unavailable(ServiceError):
+    """Briefly unavailable (a database or disk outage, a model being republished): retry after `retry_after`."""
+
+    status_code = 503
+    description = "briefly unavailable (database, storage or model); retry after Retry-After seconds"
+
+    def __init__(self, detail: str, retry_after: int = OUTAGE_RETRY_SECONDS):
         super().__init__(detail)
         self.retry_after = retry_after
 

@@ -277,6 +277,7 @@ class ProcrastinateDispatcher:
     """The service side: defer jobs to the queue, and keep the queue in step with the ledger."""
 
     name = "procrastinate"
+    proves = True  # `fairproof worker` processes take the jobs up
 
     def __init__(self, ledger: JobLedger, database_url: str, *, sweep_seconds: float | None = None):
         self.ledger = ledger

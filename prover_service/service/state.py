@@ -7,16 +7,20 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated
 
-from fastapi import Depends, Header, Path, Request
+from fastapi import Depends, Path, Request, Security
+from fastapi.security import APIKeyHeader
+
+from commitments.api import ADMIN_KEY_HEADER, JOB_TOKEN_HEADER
 
 from .database import ServiceDatabase, open_service_database
 from .dispatch import Dispatcher, InProcessDispatcher
-from .errors import Forbidden, Unauthorized
-from .jobs import JobLedger
+from .errors import Forbidden, NotFound, Unauthorized
+from .jobs import JobLedger, JobRecord
 from .limits import ClientRateLimit
+from .record_contract import RecordContracts
 from .registry import ModelRegistry
 from .settings import Settings
 from .transparency_log import TransparencyLog, open_transparency_log
@@ -31,6 +35,7 @@ class ServiceState:
     dispatcher: Dispatcher
     log: TransparencyLog
     rate_limit: ClientRateLimit | None = None  # per-client decision requests; None: unlimited
+    contracts: RecordContracts = field(default_factory=RecordContracts)  # each card's record, as described
 
 
 def build_state(settings: Settings, backend=None) -> ServiceState:
@@ -66,13 +71,32 @@ State = Annotated[ServiceState, Depends(service)]
 ModelId = Annotated[str, Path(pattern=MODEL_ID, description="the model's id, as its card names it")]
 
 
-def require_admin(state: State, x_api_key: Annotated[str | None, Header()] = None) -> None:
-    expected = state.settings.admin_api_key
-    if expected is None:
+# The two keys the API knows, as the API description's security schemes (headers; each operation names
+# which it takes). Read here without refusing: the checks below say what a missing or wrong key means.
+ADMIN_KEY = APIKeyHeader(name=ADMIN_KEY_HEADER, scheme_name="AdminKey", auto_error=False,
+                         description="the operator's admin key (FAIRPROOF_ADMIN_API_KEY)")
+JOB_TOKEN = APIKeyHeader(name=JOB_TOKEN_HEADER, scheme_name="JobToken", auto_error=False,
+                         description="a job's capability token, returned once in the decision's answer (job_token)")
+
+
+def is_admin_key(settings: Settings, key: str | None) -> bool:
+    """Whether `key` is the configured admin key, compared in constant time: the comparison must not tell
+    an attacker how much of a guess was right."""
+    expected = settings.admin_api_key
+    return key is not None and expected is not None and secrets.compare_digest(
+        key.encode(), expected.get_secret_value().encode())
+
+
+def check_admin(settings: Settings, key: str | None) -> None:
+    """403 when this deployment has no admin key, 401 for a missing or wrong one."""
+    if settings.admin_api_key is None:
         raise Forbidden("admin endpoints are disabled: no admin API key is configured")
-    # Constant time: the comparison must not tell an attacker how much of a guess was right.
-    if x_api_key is None or not secrets.compare_digest(x_api_key.encode(), expected.get_secret_value().encode()):
-        raise Unauthorized("missing or wrong admin API key (header X-API-Key)")
+    if not is_admin_key(settings, key):
+        raise Unauthorized(f"missing or wrong admin API key (header {ADMIN_KEY_HEADER})")
+
+
+def require_admin(state: State, x_api_key: Annotated[str | None, Security(ADMIN_KEY)]) -> None:
+    check_admin(state.settings, x_api_key)
 
 
 Admin = Depends(require_admin)
@@ -88,19 +112,24 @@ class _JobAccess:
     token: str | None
     api_key: str | None
 
-    def may_read(self, access_hash: str | None, settings: Settings) -> bool:
-        """The job's own token, or the admin key; each compared in constant time. Refusals look like a
-        missing job (404), so that a guess learns nothing about which ids exist."""
-        admin = settings.admin_api_key
-        if self.api_key is not None and admin is not None and secrets.compare_digest(
-                self.api_key.encode(), admin.get_secret_value().encode()):
-            return True
-        return (self.token is not None and access_hash is not None
-                and secrets.compare_digest(token_hash(self.token).encode(), access_hash.encode()))
+    def check(self, job: JobRecord | None, what: str, settings: Settings) -> None:
+        """Let the admin read any job (an unknown one is 404), or the holder of a job's token that job; each
+        key compared in constant time. Without the admin key the refusal is the same 401 whether the job
+        exists or not, so that a guess learns nothing about which ids exist. `what` names what is read
+        ("job ...", "certificate ...")."""
+        if is_admin_key(settings, self.api_key):
+            if job is None:
+                raise NotFound(f"unknown {what}")
+            return
+        if (self.token is not None and job is not None and job.access_hash is not None
+                and secrets.compare_digest(token_hash(self.token).encode(), job.access_hash.encode())):
+            return
+        raise Unauthorized(f"{what} is read with its job's token (header {JOB_TOKEN_HEADER}) or the admin key "
+                           f"(header {ADMIN_KEY_HEADER}); no key given opens it")
 
 
-def job_access(x_job_token: Annotated[str | None, Header(max_length=200)] = None,
-               x_api_key: Annotated[str | None, Header(max_length=200)] = None) -> _JobAccess:
+def job_access(x_job_token: Annotated[str | None, Security(JOB_TOKEN)],
+               x_api_key: Annotated[str | None, Security(ADMIN_KEY)]) -> _JobAccess:
     return _JobAccess(x_job_token, x_api_key)
 
 
