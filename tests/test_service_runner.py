@@ -6,6 +6,8 @@ retried rather than failing it.
 """
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass
 
 import pytest
@@ -279,3 +281,90 @@ def test_the_queue_caps_hold_for_submissions_arriving_together(ledger):
     assert outcomes.count("accepted") == 3, outcomes
     assert outcomes.count("model m has 3 certificates waiting") == 9
     assert ledger.backlog(CERTIFICATE, "m") == 3 and ledger.log.size() == 3  # refused: no job, no log leaf
+
+
+def test_a_job_offered_while_a_dead_workers_lease_runs_is_waited_for(tmp_path):
+    """The queue offers a dead worker's job again before its lease ends: the next worker waits out the lease
+    (at most one) and takes the job, instead of dropping it until a sweep queues it behind everything."""
+    db = open_service_database(f"sqlite:///{tmp_path / 'service.sqlite'}")
+    with db.transaction() as session:
+        session.add(ServedModel(model_id="m", directory="m", commitment="1", card_digest="d" * 64))
+    ledger = JobLedger(db, TransparencyLog(db, note.Signer.from_key(note.generate_key("runner.test/log")[0])),
+                       lease_seconds=1)
+    job = ledger.submit(CERTIFICATE, "m", {"query": [1, 2]}, decision=0, card_digest="d" * 64)
+    assert ledger.claim(job.id, "killed") is not None  # the worker dies holding it
+    started = time.monotonic()
+    outcome = JobRunner(ledger, _Registry(DataError("the record is not in the box")), "survivor").run(job.id)
+    assert outcome == "failed" and ledger.get(job.id).attempts == 2  # taken and run, not dropped
+    assert 0.5 < time.monotonic() - started < 5
+    db.dispose()
+
+
+def test_a_job_whose_worker_lives_is_left_to_it(tmp_path):
+    db = open_service_database(f"sqlite:///{tmp_path / 'service.sqlite'}")
+    with db.transaction() as session:
+        session.add(ServedModel(model_id="m", directory="m", commitment="1", card_digest="d" * 64))
+    ledger = JobLedger(db, TransparencyLog(db, note.Signer.from_key(note.generate_key("runner.test/log")[0])),
+                       lease_seconds=1)
+    job = ledger.submit(CERTIFICATE, "m", {"query": [1, 2]}, decision=0, card_digest="d" * 64)
+    assert ledger.claim(job.id, "alive") is not None
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(0.2):
+            ledger.renew(job.id, "alive")
+
+    beating = threading.Thread(target=beat)
+    beating.start()
+    try:
+        assert JobRunner(ledger, _Registry(DataError("x")), "other").run(job.id) is None
+        view = ledger.get(job.id)
+        assert view.status == "running" and view.attempts == 1
+    finally:
+        stop.set()
+        beating.join()
+    db.dispose()
+
+
+def _flaky_release(ledger, monkeypatch, failures: int) -> list[float]:
+    """ledger.release failing `failures` times as a database outage does, then working; returns call times."""
+    from sqlalchemy.exc import OperationalError
+
+    calls: list[float] = []
+    real = ledger.release
+
+    def release(*args, **kwargs):
+        calls.append(time.monotonic())
+        if len(calls) <= failures:
+            raise OperationalError("UPDATE", {}, ConnectionRefusedError("connection refused"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ledger, "release", release)
+    return calls
+
+
+def test_a_job_is_handed_back_as_soon_as_the_database_returns_however_long_it_was_gone(ledger, monkeypatch):
+    from prover_service.service import runner
+
+    monkeypatch.setattr(runner, "RELEASE_RETRY_SECONDS", 0.01)
+    monkeypatch.setattr(runner, "OUTAGE_PAUSE_SECONDS", 30.0)  # taken only when the database never went away
+    job = ledger.submit(CERTIFICATE, "m", {"query": [1, 2]}, decision=0, card_digest="d" * 64)
+    worker = JobRunner(ledger, _Registry(DataError("x")), "tester")
+    assert ledger.claim(job.id, "tester") is not None
+    calls = _flaky_release(ledger, monkeypatch, failures=200)  # far beyond any backoff's give-up
+    started = time.monotonic()
+    worker._release_after_outage(job.id, "OperationalError: connection refused")
+    assert len(calls) == 201 and time.monotonic() - started < 15  # no pause after a real outage
+    view = ledger.get(job.id)
+    assert view.status == "queued" and view.attempts == 0  # refunded: the outage counts no attempt
+
+
+def test_a_database_that_answers_at_once_gets_the_pause(ledger, monkeypatch):
+    from prover_service.service import runner
+
+    monkeypatch.setattr(runner, "OUTAGE_PAUSE_SECONDS", 0.5)
+    job = ledger.submit(CERTIFICATE, "m", {"query": [1, 2]}, decision=0, card_digest="d" * 64)
+    assert ledger.claim(job.id, "tester") is not None
+    started = time.monotonic()
+    JobRunner(ledger, _Registry(DataError("x")), "tester")._release_after_outage(job.id, "a blip")
+    assert time.monotonic() - started >= 0.5 and ledger.get(job.id).status == "queued"

@@ -20,7 +20,7 @@ import json
 import secrets
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
 
 from sqlalchemy import and_, case, or_, select, update
@@ -209,6 +209,17 @@ class JobLedger:
             self.fail(job_id, owner, f"gave up after {self.max_attempts} attempts (workers stopped mid-job)")
             return None
         return record
+
+    def lease_remaining(self, job_id: str) -> float | None:
+        """Seconds until the running job's lease runs out (0 if it has), or None if the job is not running."""
+        with self.db.sessions() as session:
+            job = session.get(Job, job_id)
+            if job is None or job.status != RUNNING or job.lease_expires_at is None:
+                return None
+            expires = job.lease_expires_at
+        if expires.tzinfo is None:  # SQLite keeps no time zone: the ledger writes UTC
+            expires = expires.replace(tzinfo=timezone.utc)
+        return max(0.0, (expires - utcnow()).total_seconds())
 
     def renew(self, job_id: str, owner: str, *, stage: str | None = None, progress: float | None = None) -> None:
         """Extend the lease (and report progress); LeaseLost if another worker took the job."""

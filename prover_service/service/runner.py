@@ -39,8 +39,10 @@ def is_outage(exc: BaseException) -> bool:
 
 
 # A job interrupted by an outage is handed back (its attempt refunded) once the database answers again: tried
-# with backoff for up to this long, after which its lease runs out and the sweep offers it again.
-RELEASE_RETRY_SECONDS = 60.0
+# this often until it does.
+RELEASE_RETRY_SECONDS = 0.5
+# A job offered while a dead worker's lease still runs is claimed this long after the lease ends.
+LEASE_MARGIN_SECONDS = 0.05
 
 
 def public_reason(exc: Exception, job_id: str) -> str:
@@ -152,10 +154,20 @@ class JobRunner:
     data_dir: str | None = None
 
     def run(self, job_id: str) -> str | None:
-        """Run the job if it is free; returns its final status, or None if someone else has it."""
+        """Run the job if it is free; returns its final status, or None if someone else has it.
+
+        A job offered again while the lease of a worker that died on it still runs (the queue notices a dead
+        worker sooner than the lease ends) is waited for, at most one lease, rather than dropped until the
+        next sweep puts it at the back of the queue."""
         job = self.ledger.claim(job_id, self.owner)
         if job is None:
-            return None
+            remaining = self.ledger.lease_remaining(job_id)
+            if remaining is None or remaining > self.ledger.lease.total_seconds():
+                return None
+            time.sleep(remaining + LEASE_MARGIN_SECONDS)
+            job = self.ledger.claim(job_id, self.owner)
+            if job is None:  # a live worker renewed it: it is that worker's
+                return None
         log.info("job claimed", extra={"job_id": job.id, "kind": job.kind, "model_id": job.model_id,
                                        "attempt": job.attempts, "worker": self.owner})
         beat_every = max(0.5, self.ledger.lease.total_seconds() / 4)
@@ -188,22 +200,21 @@ class JobRunner:
         return "succeeded"
 
     def _release_after_outage(self, job_id: str, reason: str) -> None:
-        """Hand the job back with its attempt refunded, once the database answers (backoff, for up to
-        RELEASE_RETRY_SECONDS; then its lease runs out instead). Then the pause: an outage is not spun through
-        at a proof a second."""
-        deadline = time.monotonic() + RELEASE_RETRY_SECONDS
-        delay = OUTAGE_PAUSE_SECONDS
-        try:
-            while True:
-                try:
-                    self.ledger.release(job_id, self.owner, reason, refund=True)
-                    return
-                except Exception as exc:
-                    if not is_outage(exc) or time.monotonic() + delay > deadline:
-                        raise
-                    time.sleep(delay)
-                    delay = min(delay * 2, 8.0)
-        finally:  # released, or its lease runs out: either way another try comes after the pause
+        """Hand the job back with its attempt refunded as soon as the database answers again, however long
+        that takes (retrying every RELEASE_RETRY_SECONDS: an outage counts no attempt against the customer).
+        If the database answered at once, pause first: a flapping database is not spun through at a proof
+        a second; after a real outage, go on at once."""
+        waited = False
+        while True:
+            try:
+                self.ledger.release(job_id, self.owner, reason, refund=True)
+                break
+            except Exception as exc:
+                if not is_outage(exc):
+                    raise
+                waited = True
+                time.sleep(RELEASE_RETRY_SECONDS)
+        if not waited:
             time.sleep(OUTAGE_PAUSE_SECONDS)
 
     def _certificate(self, job: JobRecord, heartbeat: _Heartbeat) -> None:
