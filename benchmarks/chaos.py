@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import errno
 import json
 import os
 import platform
@@ -363,25 +362,6 @@ def _engine(db_url: str):
 
 
 # ------------------------------------------------------------------ faults
-def _fill(path: Path) -> int:
-    """Write `path` until its filesystem has no byte left; the bytes written."""
-    written = 0
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
-    try:
-        for size in (1 << 20, 1 << 12, 1):
-            block = b"\0" * size
-            while True:
-                try:
-                    written += os.write(fd, block)
-                except OSError as exc:
-                    if exc.errno != errno.ENOSPC:
-                        raise
-                    break
-    finally:
-        os.close(fd)
-    return written
-
-
 def _running_job_of(engine, pid: int) -> tuple[str, str] | None:
     """(job id, stage) of a certificate job the worker with this pid holds, if any."""
     from sqlalchemy import text
@@ -437,10 +417,12 @@ async def inject(scenario: str, dep: Deployment, args, events: dict, trigger: as
             f"the stop; stop took {events['fault_done']['mono'] - events['fault']['mono']:.1f} s)")
         return
     if scenario == "disk-full-30s":
+        from tests.service_fixtures import fill_disk
+
         ballast = dep.pg.disk / "ballast"
         events["fault"] = clock()
         try:
-            written = await asyncio.to_thread(_fill, ballast)
+            written = await asyncio.to_thread(fill_disk, ballast)
             events["fault_done"] = clock()
             free = shutil.disk_usage(dep.pg.disk).free
             log(f"  the database's disk filled ({written / 2**20:.0f} MB ballast, {free} bytes free); "

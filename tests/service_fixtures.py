@@ -285,6 +285,27 @@ def postgres_bin_dir() -> Path | None:
     return found[-1].parent if found else None
 
 
+def fill_disk(path: Path) -> int:
+    """Write `path` until its filesystem has no byte left (ENOSPC); the bytes written."""
+    import errno
+
+    written = 0
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        for size in (1 << 20, 1 << 12, 1):
+            block = b"\0" * size
+            while True:
+                try:
+                    written += os.write(fd, block)
+                except OSError as exc:
+                    if exc.errno != errno.ENOSPC:
+                        raise
+                    break
+    finally:
+        os.close(fd)
+    return written
+
+
 @contextlib.contextmanager
 def private_postgres(*, disk_mb: int | None = None) -> Iterator[PrivatePostgres]:
     """initdb a server in a new directory, start it on a free port, and remove it all on exit. With

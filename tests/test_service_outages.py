@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from commitments.log import parse_leaf
-from tests.service_fixtures import (ADMIN_KEY, MODEL_DIRECTORY, copy_models_dir, customer_records, fresh_pg_database,
+from tests.service_fixtures import (fill_disk, ADMIN_KEY, MODEL_DIRECTORY, copy_models_dir, customer_records, fresh_pg_database,
                                     private_postgres, register_model, running, serve, wait_for_job)
 from verifier_client.service_client import ServiceClient
 
@@ -153,25 +153,6 @@ def test_postgresql_stopped_answers_503_and_the_service_recovers_with_nothing_lo
 
 
 # ------------------------------------------------------------------ a full disk
-def _fill(path) -> None:
-    """Write `path` until its filesystem has no byte left."""
-    import errno
-    import os
-
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
-    try:
-        for size in (1 << 20, 1 << 12, 1):
-            block = b"\0" * size
-            while True:
-                try:
-                    os.write(fd, block)
-                except OSError as exc:
-                    assert exc.errno == errno.ENOSPC, exc
-                    break
-    finally:
-        os.close(fd)
-
-
 def test_a_full_disk_answers_503_and_the_service_recovers_with_nothing_lost(models_dir, records, tmp_path):
     """The database's files and the service's own state (its log key, its readiness probe) share one small
     disk, which fills up; the database's write-ahead log is on another volume."""
@@ -184,7 +165,7 @@ def test_a_full_disk_answers_503_and_the_service_recovers_with_nothing_lost(mode
             before = _decide(service.url, records[0])
             assert wait_for_job(service.url, before["job_id"], token=before["job_token"])["status"] == "succeeded"
             ballast = pg.disk / "ballast"
-            _fill(ballast)
+            fill_disk(ballast)
             try:
                 ready = httpx.get(f"{service.url}/v1/ready", timeout=30)
                 assert ready.status_code == 503 and ready.json()["checks"]["storage"] == "not writable: ENOSPC"

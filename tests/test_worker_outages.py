@@ -12,7 +12,7 @@ import time
 import httpx
 import pytest
 
-from tests.service_fixtures import (ADMIN_KEY, MODEL_DIRECTORY, copy_models_dir, customer_records, private_postgres,
+from tests.service_fixtures import (fill_disk, ADMIN_KEY, MODEL_DIRECTORY, copy_models_dir, customer_records, private_postgres,
                                     register_model, serve, wait_for_job, worker)
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
@@ -132,25 +132,6 @@ def test_workers_outlive_postgresql_stopped_for_90_s_and_every_accepted_job_comp
                 p.stop()
 
 
-def _fill(path) -> None:
-    """Write `path` until its filesystem has no byte left."""
-    import errno
-    import os
-
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
-    try:
-        for size in (1 << 20, 1 << 12, 1):
-            block = b"\0" * size
-            while True:
-                try:
-                    os.write(fd, block)
-                except OSError as exc:
-                    assert exc.errno == errno.ENOSPC, exc
-                    break
-    finally:
-        os.close(fd)
-
-
 def test_a_worker_outlives_a_full_database_disk_and_every_accepted_job_completes(models_dir, records, tmp_path):
     """The database's data files on a small tmpfs that fills up (its write-ahead log elsewhere), for 30 s."""
     with private_postgres(disk_mb=96) as pg:
@@ -165,7 +146,7 @@ def test_a_worker_outlives_a_full_database_disk_and_every_accepted_job_completes
             before = _decide(service.url, records[0])
             assert wait_for_job(service.url, before["job_id"], token=before["job_token"])["status"] == "succeeded"
             ballast = pg.disk / "ballast"
-            _fill(ballast)
+            fill_disk(ballast)
             try:
                 during = []
                 for i in range(100):  # PostgreSQL takes decisions while its pages have room
