@@ -33,7 +33,7 @@ from commitments.audit import AuditDataset, GroupCountsBundle
 from commitments.card import ModelCard
 from statement.dataset import GROUP_COUNT_FIELDS, DatasetError, DatasetLayout, GroupCount
 
-from .verify import proof_code, card_attestation_problem, card_digest, read_proof, setup_trust_problem
+from .verify import proof_code, card_attestation_problem, read_proof, setup_trust_problem
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ def verify_group_counts(bundle: GroupCountsBundle, card: ModelCard, dataset: Aud
                         trusted_contributors: Iterable[str] = (), trusted_auditors: Sequence[str] = (),
                         attestations: Iterable[Attestation] = ()) -> AuditVerdict:
     """Every check an auditor needs, in order; the first failure is the reason."""
-    if bundle.card_digest != card_digest(card):
+    if bundle.card_digest != card.digest():
         return _refuse("the bundle was issued under another model card than the one you hold", "claims.card-digest")
     if bundle.model_id != card.model_id:
         return _refuse("the bundle names another model than the card", "claims.model")
@@ -155,7 +155,7 @@ def verify_group_counts(bundle: GroupCountsBundle, card: ModelCard, dataset: Aud
                 (c.rows, c.positives, c.selected, c.true_positives):
             return _refuse(f"group {g}: the bundle's counts differ from what its proof's signals say", "claims.contradiction")
 
-    attested = card_attestation_problem(card, card_digest(card), attestations, trusted_auditors)
+    attested = card_attestation_problem(card, card.digest(), attestations, trusted_auditors)
     if isinstance(attested, str):
         return _refuse(attested, "customer.auditor")
     trust = setup_trust_problem(circuit, trusted_contributors)

@@ -76,7 +76,7 @@ def verify_bundle(bundle: CertificateBundle, card: ModelCard, backend: CurveBack
     `trusted_auditors`: auditors' verifier keys; when any is given, one of `attestations` must be theirs and
     cover this very card (card_attestation_problem).
     """
-    digest = card_digest(card)
+    digest = card.digest()
     try:
         claims = bundle_claims(bundle, card, digest)
     except ClaimError as exc:
@@ -171,11 +171,6 @@ def read_proof(proof_json: SnarkjsProof, proof_hex: str) -> Proof:
     return proof
 
 
-def card_digest(card: ModelCard) -> str:
-    """card.digest(): of the card as published (the card keeps it once computed)."""
-    return card.digest()
-
-
 _ContentKey = tuple[type[BaseModel], bytes]  # a model's type and its JSON
 
 
@@ -225,7 +220,6 @@ def bucket_prepared_key(bucket: CircuitBucket, backend: CurveBackend | None = No
 _CACHE_MAX = 64  # cards x buckets a verifier process sees; a bound, not a tuning
 # (backend name, key document, declared public inputs, declared digest, bucket name)
 _prepared: dict[tuple[str, _ContentKey | None, int, str, str], PreparedVerifyingKey] = {}
-_digests: dict[_ContentKey, str] = {}
 _cache_lock = threading.Lock()
 _K = TypeVar("_K")
 _V = TypeVar("_V")
@@ -386,7 +380,7 @@ class CardTrust:
 
 def card_trust_summary(card: ModelCard, pin: PinCheck, attested_by: tuple[str, ...],
                        auditors_required: bool) -> CardTrust:
-    return CardTrust(card_digest(card), pin.describe(), attested_by, auditors_required)
+    return CardTrust(card.digest(), pin.describe(), attested_by, auditors_required)
 
 
 def setup_summary(bucket: CircuitBucket | AuditCircuit) -> str:
