@@ -22,6 +22,7 @@ This module depends on pydantic only: the verifier client imports it.
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import itertools
 import json
@@ -398,8 +399,8 @@ class ModelCard(_Frozen):
 
     def published_value(self) -> Any:
         """The card's JSON value as published: as read, or, for a card built here, its fields without the
-        optional parts it lacks (what `published_json` writes)."""
-        return self._published if self._published is not None else self.written_value()
+        optional parts it lacks (what `published_json` writes). A copy: the card's digest rests on it."""
+        return copy.deepcopy(self._published) if self._published is not None else self.written_value()
 
     def written_value(self) -> Any:
         """The JSON value this code writes for the card's fields: every field but the optional parts the card
@@ -411,12 +412,15 @@ class ModelCard(_Frozen):
 
     def published_json(self, indent: int | None = 2) -> str:
         """The card's JSON as a file publishes it (reading it back gives the same digest)."""
-        return json.dumps(self.published_value(), indent=indent, ensure_ascii=False) + "\n"
+        return json.dumps(self._as_published(), indent=indent, ensure_ascii=False) + "\n"
 
     def canonical_json(self) -> str:
         """RFC 8785 canonical form of the card as published: what the digest hashes, and what a service or
         a pin stores (it reads back as the same card with the same digest)."""
-        return canonical_bytes(self.published_value(), "model card").decode("utf-8")
+        return canonical_bytes(self._as_published(), "model card").decode("utf-8")
+
+    def _as_published(self) -> Any:  # published_value without the copy, for reading only
+        return self._published if self._published is not None else self.written_value()
 
     def digest(self) -> str:
         """SHA-256 of the RFC 8785 canonical form of the whole card as published, circuit buckets included.

@@ -135,3 +135,11 @@ def test_what_jcs_cannot_write_is_refused_on_both_sides(bank):
     assert page[0].startswith("refused") and "beyond 2^53" in page[0] and "box_upper.0" in page[0]
     assert python[1].startswith("refused") and page[1].startswith("refused")  # the width is a string, never a number
     assert python[2].startswith("refused") and page[2].startswith("refused") and "duplicate key" in page[2]
+
+
+def test_the_published_value_handed_out_cannot_change_the_card(bank):
+    card = ModelCard.from_json(bank.card.canonical_json())
+    value = card.published_value()
+    value["description"] = "rewritten by a caller"
+    assert card.canonical_json() == bank.card.canonical_json() and card.digest() == bank.card.digest()
+    assert ModelCard.from_json(json.dumps(value)).digest() != card.digest()  # the edit is another card
