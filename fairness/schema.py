@@ -6,10 +6,13 @@ and how it is encoded:
 - `numeric`: one input, (value - mean) / std, with a domain [min, max] in raw units;
 - `categorical`: its categories (raw values as text), encoded `ordinal`
   (one input: the category's code, then (code - mean) / std) or `one_hot`
-  (one input per category, 1.0 for the record's category, 0.0 elsewhere);
-- `sensitive`: one input holding the integer code of its value (codes are
-  exact integers so that the statement can enumerate the domain); several
-  sensitive attributes, each with any number of values, are allowed;
+  (one input per category, 1.0 for the record's category, 0.0 elsewhere;
+  `drop` names a category without an input, all 0.0 for it);
+- `sensitive`: one input holding the integer code of its value, or one-hot
+  inputs (one per value, a bank's OneHotEncoder, optionally dropping one);
+  either way each value is an exact integer point, so that the statement can
+  enumerate the domain; several sensitive attributes, each with any number of
+  values, are allowed;
 
 and the label column with the raw value of each class, in model output order.
 
@@ -210,11 +213,14 @@ class CategoricalFeature(_Strict):
     codes: tuple[Number, ...] | None = None
     mean: Number = 0.0
     std: Number = 1.0
+    # one_hot only: the category without an input of its own (all its inputs 0.0), as OneHotEncoder(drop=...).
+    drop: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @model_validator(mode="after")
     def _check(self) -> "CategoricalFeature":
         _distinct(self.name, self.categories)
         _labels_fit(self.name, self.categories, self.labels)
+        _drop_fits(self.name, self.encoding, self.categories, self.drop)
         if self.encoding == "one_hot":
             if self.codes is not None or self.mean != 0.0 or self.std != 1.0:
                 raise ValueError(f"categorical feature {self.name!r}: a one-hot encoding takes no codes, mean or std")
@@ -233,7 +239,7 @@ class CategoricalFeature(_Strict):
     @property
     def inputs(self) -> tuple[str, ...]:
         if self.encoding == "one_hot":
-            return tuple(f"{self.name}={c}" for c in self.categories)
+            return _one_hot_inputs(self.name, self.categories, self.drop)
         return (self.name,)
 
     def index(self, raw: Any) -> int:
@@ -247,22 +253,23 @@ class CategoricalFeature(_Strict):
     def encode(self, raw: Any) -> tuple[float, ...]:
         k = self.index(raw)
         if self.encoding == "one_hot":
-            return tuple(1.0 if i == k else 0.0 for i in range(len(self.categories)))
+            return tuple(float(v) for v in _one_hot_points(self.categories, self.drop)[k])
         return ((self.ordinal_codes[k] - self.mean) / self.std,)
 
     def box(self) -> tuple[tuple[float, float], ...]:
         if self.encoding == "one_hot":
-            return ((0.0, 1.0),) * len(self.categories)
+            return ((0.0, 1.0),) * len(self.inputs)
         scaled = [(c - self.mean) / self.std for c in self.ordinal_codes]
         return ((min(scaled), max(scaled)),)
 
     def describe(self, values: Sequence[Fraction]) -> str:
         names = self.labels or self.categories
         if self.encoding == "one_hot":
-            hot = [i for i, v in enumerate(values) if v == 1]
-            if len(hot) == 1 and all(v == 0 for i, v in enumerate(values) if i != hot[0]):
-                return names[hot[0]]
-            return "(" + ", ".join(f"{c}: {float(v):.6g}" for c, v in zip(self.categories, values)) + ")"
+            points = _one_hot_points(self.categories, self.drop)
+            if tuple(values) in points:
+                return names[points.index(tuple(values))]
+            shown_inputs = [c for c in self.categories if c != self.drop]
+            return "(" + ", ".join(f"{c}: {float(v):.6g}" for c, v in zip(shown_inputs, values)) + ")"
         for i, c in enumerate(self.ordinal_codes):
             if _same_double(values[0], (c - self.mean) / self.std):
                 return names[i]
@@ -270,19 +277,32 @@ class CategoricalFeature(_Strict):
 
 
 class SensitiveAttribute(_Strict):
-    """One input holding the integer code of the value; the certificate ranges over every value."""
+    """A sensitive attribute; the certificate ranges over every value.
+
+    `code`: one input holding the integer code of the value (codes default to 0..m-1).
+    `one_hot`: one input per value (1.0 for the record's value, 0.0 elsewhere), as a bank's
+    OneHotEncoder writes it; `drop` names a value without an input of its own (all inputs 0.0).
+    Either way each value is one exact integer point of the attribute's inputs (`points`), so the
+    statement can enumerate the domain.
+    """
 
     kind: Literal["sensitive"]
     name: str = Field(min_length=1)
     values: tuple[str, ...] = Field(min_length=2)
     labels: tuple[str, ...] | None = None
+    # Written only when not the default, so schemas published before one-hot attributes keep their form.
+    encoding: Literal["code", "one_hot"] = Field(default="code", exclude_if=lambda v: v == "code")
     codes: tuple[Code, ...] | None = None
+    drop: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @model_validator(mode="after")
     def _check(self) -> "SensitiveAttribute":
         _distinct(self.name, self.values)
         _labels_fit(self.name, self.values, self.labels)
+        _drop_fits(self.name, "one_hot" if self.encoding == "one_hot" else "code", self.values, self.drop)
         if self.codes is not None:
+            if self.encoding == "one_hot":
+                raise ValueError(f"sensitive attribute {self.name!r}: a one-hot encoding takes no codes")
             if len(self.codes) != len(self.values):
                 raise ValueError(f"sensitive attribute {self.name!r}: {len(self.codes)} codes for {len(self.values)} values")
             if len(set(self.codes)) != len(self.codes):
@@ -291,7 +311,17 @@ class SensitiveAttribute(_Strict):
 
     @property
     def value_codes(self) -> tuple[int, ...]:
+        """The integer code of each value (`code` encoding only)."""
+        if self.encoding == "one_hot":
+            raise ValueError(f"sensitive attribute {self.name!r} is one-hot encoded: its values are points, not codes")
         return self.codes if self.codes is not None else tuple(range(len(self.values)))
+
+    @property
+    def points(self) -> tuple[tuple[int, ...], ...]:
+        """Each value as the integers its inputs hold (unscaled), in value order."""
+        if self.encoding == "one_hot":
+            return _one_hot_points(self.values, self.drop)
+        return tuple((c,) for c in self.value_codes)
 
     @property
     def value_labels(self) -> tuple[str, ...]:
@@ -299,6 +329,8 @@ class SensitiveAttribute(_Strict):
 
     @property
     def inputs(self) -> tuple[str, ...]:
+        if self.encoding == "one_hot":
+            return _one_hot_inputs(self.name, self.values, self.drop)
         return (self.name,)
 
     def encode(self, raw: Any) -> tuple[float, ...]:
@@ -307,16 +339,38 @@ class SensitiveAttribute(_Strict):
         key = category_key(self.name, raw)
         if key not in self.values:
             raise OutOfBoxError(f"{self.name} = {shown(raw)} is not one of {', '.join(self.values)}", self.name)
-        return (float(self.value_codes[self.values.index(key)]),)
+        return tuple(float(v) for v in self.points[self.values.index(key)])
 
     def box(self) -> tuple[tuple[float, float], ...]:
-        return ((float(min(self.value_codes)), float(max(self.value_codes))),)
+        points = self.points
+        return tuple((float(min(p[i] for p in points)), float(max(p[i] for p in points)))
+                     for i in range(len(self.inputs)))
 
     def describe(self, values: Sequence[Fraction]) -> str:
-        v = values[0]
-        if v.denominator == 1 and int(v) in self.value_codes:
-            return self.value_labels[self.value_codes.index(int(v))]
-        return f"code {float(v):.6g}"
+        point = tuple(values)
+        for p, label in zip(self.points, self.value_labels):
+            if point == tuple(Fraction(v) for v in p):
+                return label
+        return "code " + ", ".join(f"{float(v):.6g}" for v in values)
+
+
+def _drop_fits(name: str, encoding: str, values: Sequence[str], drop: str | None) -> None:
+    if drop is None:
+        return
+    if encoding != "one_hot":
+        raise ValueError(f"{name!r}: only a one-hot encoding drops a value")
+    if drop not in values:
+        raise ValueError(f"{name!r}: the dropped value {drop!r} is not one of its values")
+
+
+def _one_hot_inputs(name: str, values: Sequence[str], drop: str | None) -> tuple[str, ...]:
+    return tuple(f"{name}={v}" for v in values if v != drop)
+
+
+def _one_hot_points(values: Sequence[str], drop: str | None) -> tuple[tuple[int, ...], ...]:
+    """Each value's one-hot inputs: 1 at its own input, 0 elsewhere; the dropped value all 0."""
+    kept = [v for v in values if v != drop]
+    return tuple(tuple(1 if k == v else 0 for k in kept) for v in values)
 
 
 Feature = Annotated[Union[NumericFeature, CategoricalFeature, SensitiveAttribute], Field(discriminator="kind")]
