@@ -28,12 +28,13 @@ COPY --from=browser-build /build/node_modules/snarkjs/build/snarkjs.min.js verif
 COPY --from=browser-build /build/node_modules/canonicalize/lib/canonicalize.js verifier_client/page/vendor/canonicalize.js
 RUN pip install --no-cache-dir --no-deps ".[prover]"
 
-# The native kernels (Fr NTT, fixed-base windows) are compiled now, with a compiler that does not stay in
-# the image, and are then required: an image whose kernels cannot load refuses to prove instead of silently
-# using numpy. mcl's library is cached beside them, so no process decodes it from the wheel at start.
+# The native kernels (Fr NTT and constraint rows, fixed-base windows, batch-affine MSMs) are compiled now,
+# with a compiler that does not stay in the image, and are then required: an image whose kernels cannot load
+# refuses to prove instead of silently using numpy. mcl's library is cached beside them, so no process
+# decodes it from the wheel at start.
 ENV FAIRPROOF_NATIVE_DIR=/opt/fairproof/native
 RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
- && FAIRPROOF_NATIVE_NTT=required python -c "from circuits.backends.native import fixed_base, kernels; kernels.load(); fixed_base.load(); from circuits.backends import get_backend; get_backend('mcl')" \
+ && FAIRPROOF_NATIVE_NTT=required python -c "from circuits.backends.native import fixed_base, kernels; kernels.load(); fixed_base.load(); from circuits.backends.native import msm; msm.load(); from circuits.backends import get_backend; get_backend('mcl')" \
  && apt-get purge -y gcc libc6-dev && apt-get autoremove -y && rm -rf /var/lib/apt/lists/*
 ENV FAIRPROOF_NATIVE_NTT=required
 

@@ -1,10 +1,14 @@
-"""Micro-benchmarks of the curve backends: mcl against the py_ecc reference.
+"""Micro-benchmarks of the curve backends: mcl against the py_ecc reference, and the native
+batch-affine MSM kernels (native/msm.c) against mcl's mulVec.
 
 Prints a table and writes benchmarks/results/backend_micro.json. Wall-clock
 seconds; the reference backend only runs at small sizes. Ratios are taken
-within this one run (the machine may be shared and noisy).
+within this one run (the machine may be shared and noisy). The native-against-
+mulVec rows time one thread each (CPU seconds of the calling thread, which
+other load disturbs less), alternating, median of `--repeat`; they decide
+which MSM the mcl backend uses at which size (mcl.NATIVE_MSM_MIN).
 
-    python benchmarks/backend_micro.py [--max-log 18] [--min-log 12]
+    python benchmarks/backend_micro.py [--max-log 18] [--min-log 12] [--native-max-log 20]
 """
 from __future__ import annotations
 
@@ -69,6 +73,11 @@ def main() -> int:
     ap.add_argument("--g2-max-log", type=int, default=16)
     ap.add_argument("--ref-msm-log", type=int, default=8)
     ap.add_argument("--ref-qap-log", type=int, default=12)
+    ap.add_argument("--native-min-log", type=int, default=12)
+    ap.add_argument("--native-max-log", type=int, default=20)
+    ap.add_argument("--g2-native-max-log", type=int, default=16)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--only-native", action="store_true", help="only the native-against-mulVec rows")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args()
 
@@ -85,6 +94,9 @@ def main() -> int:
         fmt = lambda v: f"{v:12.6f}" if v is not None else " " * 12  # noqa: E731
         print(f"{op:34s} {size:>8} {fmt(mcl_s)} {fmt(ref_s)} {ratio}  {note}", flush=True)
 
+    if args.only_native:
+        native_rows(mcl, rng, args, rows)
+        return write(args, rows)
     print(f"{'operation':34s} {'size':>8} {'mcl s':>12} {'reference s':>12} {'ratio':>11}", flush=True)
     g1, g2 = mcl.g1_generator(), mcl.g2_generator()
     k = rng.randrange(R)
@@ -168,6 +180,63 @@ def main() -> int:
             assert ref.qap_quotient(av, bv, cv) == mcl.scalar_vector_to_ints(mcl.qap_quotient(ma, mb, mc))
         record("qap_quotient", n, tm, tr)
 
+    native_rows(mcl, rng, args, rows)
+    return write(args, rows)
+
+
+def native_rows(mcl, rng: random.Random, args: argparse.Namespace, rows: list[dict]) -> None:
+    """native/msm.c against mulVec on the same points and scalars, one thread each."""
+    import statistics
+
+    import numpy as np
+
+    from circuits.backends import mcl as mcl_module
+
+    print(f"{'native MSM against mulVec':34s} {'size':>8} {'native s':>12} {'mulVec s':>12} {'ratio':>11}", flush=True)
+    for tag, max_log in (("G1", args.native_max_log), ("G2", args.g2_native_max_log)):
+        group = mcl._g1 if tag == "G1" else mcl._g2
+        kernel = mcl_module._native_msm(group)
+        if kernel is None:
+            print(f"{tag}: native kernels unavailable", flush=True)
+            continue
+        fixed = mcl.g1_fixed_base if tag == "G1" else mcl.g2_fixed_base
+        base = mcl.g1_generator() if tag == "G1" else mcl.g2_generator()
+        points = fixed(base, [rng.randrange(1, R) for _ in range(1 << max_log)])
+        for log in range(args.native_min_log, max_log + 1, 2):
+            n = 1 << log
+            pts = np.ascontiguousarray(points[:n])
+            for cls, values in scalar_classes(rng, n).items():
+                s = mcl.scalar_vector(values)
+                native_t, mulvec_t = [], []
+                out = group.zero()
+                for _ in range(args.repeat):
+                    t = time.thread_time()
+                    kernel(out.ctypes.data, pts.ctypes.data, s.ctypes.data, n)
+                    native_t.append(time.thread_time() - t)
+                    t = time.thread_time()
+                    expected = mulvec(group, pts, s)
+                    mulvec_t.append(time.thread_time() - t)
+                if not np.array_equal(out, expected):
+                    raise AssertionError(f"native {tag} MSM disagrees with mulVec ({cls}, 2^{log})")
+                tn, tv = statistics.median(native_t), statistics.median(mulvec_t)
+                rows.append({"op": f"{tag} MSM {cls}, native vs mulVec (1 thread, cpu s)", "size": n,
+                             "native_s": tn, "mulvec_s": tv, "native_over_mulvec": tn / tv})
+                print(f"{tag + ' MSM ' + cls:34s} {n:>8} {tn:12.4f} {tv:12.4f} {tn / tv:10.2f}x", flush=True)
+
+
+def mulvec(group, points, scalars):
+    """mcl's mulVec over the whole vector on this thread, in calls of at most 2^16 points (its stack
+    use grows with the length), summed and normalised."""
+    total, part = group.zero(), group.zero()
+    for lo in range(0, scalars.shape[0], 1 << 16):
+        hi = min(scalars.shape[0], lo + (1 << 16))
+        group.mul_vec(part.ctypes.data, points[lo:hi].ctypes.data, scalars[lo:hi].ctypes.data, hi - lo)
+        group.add(total.ctypes.data, total.ctypes.data, part.ctypes.data)
+    group.normalize(total.ctypes.data, total.ctypes.data)
+    return total
+
+
+def write(args: argparse.Namespace, rows: list[dict]) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     meta = {
         "machine": platform.platform(),

@@ -131,8 +131,7 @@ def measure(dataset: str, hidden: tuple[int, ...], variant: str, args) -> dict:
         random_flips = _flips(model, favourable, _grid_points(model, choices, rng, args.random), r.source, r.target)
         adversarial_flips = _adversarial(model, favourable, choices, rng, args.adversarial, r.source, r.target)
         check_s = time.perf_counter() - t0
-        labels = [", ".join(model.sensitive[a].labels[model.sensitive[a].values.index(v)]
-                            for a, v in enumerate(model.slices()[i])) for i in (r.source, r.target)]
+        labels = [", ".join(model.slice_labels(model.slices()[i])) for i in (r.source, r.target)]
         pairs.append({"source": labels[0], "target": labels[1], "status": r.status, "objective": r.objective,
                       "bound": r.bound, "seconds": r.seconds, "message": r.message,
                       "grid_counterexample": bool(r.counterexample and r.counterexample.grid_point is not None),

@@ -152,7 +152,7 @@ def measure(dataset: str, hidden: tuple[int, ...], variant: str, args) -> dict:
                 if shape.persistence:
                     plain = proved_bounds(model, cert.query, lens.favourable_class, numeric, zk_delta)
                     agree[label + " persistence"] += list(public.persistence_bounds) == plain
-                    own = [cert.query[c] for c in shape.sensitive_columns]
+                    own = model.slice_points(model.query_slice(cert.query))  # one point per attribute
                     for (a, v), (lo, hi) in zip(shape.persistence_pairs, public.persistence_bounds):
                         if v != own[a]:
                             proved_status["favoured" if lo > 0 else "disfavoured" if hi < 0 else "inconclusive"] += 1

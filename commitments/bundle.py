@@ -114,7 +114,8 @@ class PersistenceBound(_Frozen):
     logit scale: lower <= min g, upper >= max g."""
 
     attribute: str
-    value: int  # the counterfactual value, at the input scale
+    # The counterfactual value at the input scale: an integer for a one-column feature, one per column otherwise.
+    value: int | tuple[int, ...]
     label: str
     lower: int
     upper: int

@@ -64,17 +64,64 @@ class _Frozen(BaseModel):
 
 
 class SensitiveFeatureCard(_Frozen):
+    """A sensitive attribute: the input column(s) it occupies and, per value, the integers (at scale
+    2^scale_bits) those columns hold, with readable labels.
+
+    One column: `column` and one integer per value (the form every card had before attributes could
+    span several inputs, kept for them so their digests do not change). Several (e.g. one-hot):
+    `columns` and per value a list of one integer per column. Exactly one of the two is written."""
+
     name: str
-    column: int = Field(ge=0)
-    # Domain values as integers at scale 2^scale_bits, with their readable labels.
-    values: tuple[int, ...]
+    column: int | None = Field(default=None, ge=0, exclude_if=lambda v: v is None)
+    columns: tuple[Annotated[int, Field(ge=0)], ...] | None = Field(default=None, exclude_if=lambda v: v is None)
+    # Domain values as integers at scale 2^scale_bits (one per value, or one list per value), with labels.
+    values: tuple[int | tuple[int, ...], ...]
     labels: tuple[str, ...]
 
     @model_validator(mode="after")
     def _labels_match(self) -> "SensitiveFeatureCard":
+        if (self.column is None) == (self.columns is None):
+            raise ValueError(f"sensitive feature {self.name!r}: give either column (one input) or columns "
+                             "(several), not both nor neither")
         if not self.values or len(self.values) != len(self.labels):
             raise ValueError(f"sensitive feature {self.name!r}: one label per domain value")
+        if self.columns is not None:
+            if not self.columns or len(set(self.columns)) != len(self.columns):
+                raise ValueError(f"sensitive feature {self.name!r}: its columns must be distinct (at least one)")
+            for label, value in zip(self.labels, self.values):
+                if not isinstance(value, tuple) or len(value) != len(self.columns):
+                    raise ValueError(f"sensitive feature {self.name!r}: value {label!r} must be a list of "
+                                     f"{len(self.columns)} integers, one per column {list(self.columns)}")
+        elif any(isinstance(v, tuple) for v in self.values):
+            raise ValueError(f"sensitive feature {self.name!r}: a one-column attribute's values are integers")
+        if len(set(self.values)) != len(self.values):
+            raise ValueError(f"sensitive feature {self.name!r}: two values are the same")
         return self
+
+    @property
+    def input_columns(self) -> tuple[int, ...]:
+        """The input columns the attribute occupies, in the order of its points' coordinates."""
+        if self.columns is not None:
+            return self.columns
+        assert self.column is not None  # the validator admits exactly one of the two
+        return (self.column,)
+
+    @property
+    def points(self) -> tuple[tuple[int, ...], ...]:
+        """Each value as the integers its columns hold (1-tuples for a one-column attribute)."""
+        return tuple(v if isinstance(v, tuple) else (v,) for v in self.values)
+
+    def point_of(self, query: tuple[int, ...]) -> tuple[int, ...]:
+        """The attribute's columns of a query."""
+        return tuple(query[c] for c in self.input_columns)
+
+    def label_of(self, point: tuple[int, ...]) -> str:
+        """The label of one of the attribute's points."""
+        return self.labels[self.points.index(tuple(point))]
+
+    def written(self, point: tuple[int, ...]) -> int | tuple[int, ...]:
+        """A point as the card writes a value: an integer for a one-column attribute, a list otherwise."""
+        return point[0] if self.columns is None else tuple(point)
 
 
 class ArchitectureCard(_Frozen):
@@ -314,14 +361,14 @@ class ModelCard(_Frozen):
             raise ValueError(f"feature encodings must have {n} entries")
         if any(lo > hi for lo, hi in zip(self.box_lower, self.box_upper)):
             raise ValueError("domain box has a lower bound above its upper bound")
-        scaled = [*self.box_lower, *self.box_upper, *(v for f in self.sensitive for v in f.values),
+        scaled = [*self.box_lower, *self.box_upper, *(v for f in self.sensitive for p in f.points for v in p),
                   *(c.shape.eps_cap for c in self.circuits)]
         if any(abs(v) > I_JSON_MAX for v in scaled):
             raise ValueError(f"the domain box, sensitive codes or eps caps at scale 2^{self.scale_bits} pass 2^53 - 1, "
                              "which a card cannot hold exactly (RFC 8785): choose a smaller scale")
-        columns = [f.column for f in self.sensitive]
+        columns = list(self.sensitive_columns)
         if len(set(columns)) != len(columns) or any(c >= n for c in columns):
-            raise ValueError("sensitive columns must be distinct input indices")
+            raise ValueError("sensitive columns must be distinct input indices (no column in two attributes)")
         if self.feature_schema is not None:
             self._schema_binds_statement(self.feature_schema)
         if self.spread is not None and self.spread.favourable_class >= self.architecture.n_classes:
@@ -376,11 +423,12 @@ class ModelCard(_Frozen):
             raise ValueError("the feature schema's classes differ from the card's class labels")
         if schema.quantised_box(self.scale_bits) != (self.box_lower, self.box_upper):
             raise ValueError("the domain box differs from the feature schema's raw domain at the card's scale")
-        expected = [(f.name, column, tuple(c << self.scale_bits for c in f.value_codes), f.value_labels)
+        expected = [(f.name, tuple(range(column, column + len(f.inputs))),
+                     tuple(tuple(v << self.scale_bits for v in p) for p in f.points), f.value_labels)
                     for f, column in schema.sensitive_columns()]
-        published = [(f.name, f.column, f.values, f.labels) for f in self.sensitive]
+        published = [(f.name, f.input_columns, f.points, f.labels) for f in self.sensitive]
         if expected != published:
-            raise ValueError("the sensitive attributes differ from the feature schema's (name, column, codes, labels)")
+            raise ValueError("the sensitive attributes differ from the feature schema's (name, columns, values, labels)")
 
     # -- publication: the card as published, its canonical form and digest ------------------------
     _published: Any = PrivateAttr(default=None)  # the JSON value read, for a card read from JSON
@@ -435,21 +483,43 @@ class ModelCard(_Frozen):
             self._digest = hashlib.sha256(self.canonical_json().encode("utf-8")).hexdigest()
         return self._digest
 
+    @property
+    def sensitive_columns(self) -> tuple[int, ...]:
+        """Every sensitive attribute's columns, attribute after attribute: the order of a slice's values."""
+        return tuple(c for f in self.sensitive for c in f.input_columns)
+
+    @property
+    def sensitive_widths(self) -> tuple[int, ...]:
+        return tuple(len(f.input_columns) for f in self.sensitive)
+
     def slices(self) -> list[tuple[int, ...]]:
-        """Every combination of sensitive values, in the statement's order (the flip index counts these)."""
-        return [tuple(combo) for combo in itertools.product(*(f.values for f in self.sensitive))]
+        """Every combination of sensitive values, in the statement's order (the flip index counts these):
+        each the concatenation of one point per attribute, one value per sensitive column."""
+        return [tuple(v for p in combo for v in p) for combo in itertools.product(*(f.points for f in self.sensitive))]
+
+    def slice_points(self, values: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+        """A slice's values cut into one point per attribute."""
+        out, at = [], 0
+        for f in self.sensitive:
+            out.append(tuple(values[at:at + len(f.input_columns)]))
+            at += len(f.input_columns)
+        return tuple(out)
+
+    def query_slice(self, query: tuple[int, ...]) -> tuple[int, ...]:
+        """The values of a query's sensitive columns."""
+        return tuple(query[c] for c in self.sensitive_columns)
 
     def slice_labels(self, index: int) -> tuple[tuple[int, ...], tuple[str, ...]]:
-        """The values and readable labels of slice `index`."""
+        """The values and readable labels (one per attribute) of slice `index`."""
         values = self.slices()[index]
-        return values, tuple(f.labels[f.values.index(v)] for f, v in zip(self.sensitive, values))
+        return values, tuple(f.label_of(p) for f, p in zip(self.sensitive, self.slice_points(values)))
 
     def _model_shape_json(self) -> dict[str, Any]:
         """The model part every statement's shape shares: architecture, sensitive slices, box, scale."""
         a = self.architecture
         return {
             "n_inputs": a.n_inputs, "hidden_sizes": list(a.hidden_sizes), "n_classes": a.n_classes,
-            "sensitive_columns": [f.column for f in self.sensitive],
+            "sensitive_columns": list(self.sensitive_columns),
             "slices": [list(s) for s in self.slices()],
             "box_lower": list(self.box_lower), "box_upper": list(self.box_upper), "scale_bits": self.scale_bits,
         }
@@ -467,6 +537,7 @@ class ModelCard(_Frozen):
             **({"spread_width": self.spread.bucket_width} if self.spread is not None else {}),
             **({"favourable_class": self.favourable_class} if self.favourable_class is not None else {}),
             **({"persistence_columns": list(self.persistence.columns)} if self.persistence is not None else {}),
+            **({"sensitive_widths": list(self.sensitive_widths)} if any(w > 1 for w in self.sensitive_widths) else {}),
         }
 
     @property
@@ -491,12 +562,12 @@ class ModelCard(_Frozen):
         """Public signals of the spread lens: one decision per slice and the bucket count (0 without it)."""
         return len(self.slices()) + 1 if self.spread is not None else 0
 
-    def persistence_pairs(self) -> list[tuple[int, int]]:
-        """(sensitive feature index, value) for every value of every sensitive feature, in the order the
-        persistence lens's signals list their bounds (empty without the lens)."""
+    def persistence_pairs(self) -> list[tuple[int, tuple[int, ...]]]:
+        """(sensitive feature index, value's point) for every value of every sensitive feature, points in
+        lexicographic order: the order the persistence lens's signals list their bounds (empty without it)."""
         if self.persistence is None:
             return []
-        return [(a, v) for a, f in enumerate(self.sensitive) for v in sorted(f.values)]
+        return [(a, p) for a, f in enumerate(self.sensitive) for p in sorted(f.points)]
 
     @property
     def n_persistence_signals(self) -> int:

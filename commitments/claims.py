@@ -95,7 +95,7 @@ class PersistenceClaims:
     g = margin(customer) - margin(customer with that value), the same moved inputs in both."""
 
     delta: int
-    pairs: tuple[tuple[int, int], ...]  # (sensitive feature index, value)
+    pairs: tuple[tuple[int, tuple[int, ...]], ...]  # (sensitive feature index, value's point)
     bounds: tuple[tuple[int, int], ...]  # (lower, upper)
     own: tuple[bool, ...]  # the customer's own value (g = 0)
     attributes: tuple[str, ...]
@@ -104,6 +104,8 @@ class PersistenceClaims:
     favourable_class: int
     scale_bits: int
     logit_scale_bits: int
+    # Each pair's value as the bundle writes it: an integer for a one-column feature, a list otherwise.
+    values: tuple[int | tuple[int, ...], ...]
 
     def status(self, i: int) -> PersistenceStatus:
         lower, upper = self.bounds[i]
@@ -114,7 +116,7 @@ class PersistenceClaims:
     def readable(self) -> PersistentBias:
         """The bundle field these claims stand for."""
         return PersistentBias(delta=self.delta, bounds=tuple(
-            PersistenceBound(attribute=self.attributes[i], value=self.pairs[i][1], label=self.labels[i],
+            PersistenceBound(attribute=self.attributes[i], value=self.values[i], label=self.labels[i],
                              lower=lo, upper=hi, status=self.status(i))
             for i, (lo, hi) in enumerate(self.bounds)))
 
@@ -231,9 +233,11 @@ def claims_from_signals(signals: Sequence[str], card: ModelCard, bucket: Circuit
             raise ClaimError(f"public signal {HEAD_SIGNALS + i} (feature {card.feature_names[i]!r}) "
                              "lies outside the model's input domain box", "claims.query-box")
     for f in card.sensitive:
-        if query[f.column] not in f.values:
-            raise ClaimError(f"public signal {HEAD_SIGNALS + f.column} (sensitive feature {f.name!r}) "
-                             "is not a value of its domain", "claims.sensitive-value")
+        if f.point_of(query) not in f.points:
+            where = ", ".join(str(HEAD_SIGNALS + c) for c in f.input_columns)
+            raise ClaimError(f"public signal{'s' if len(f.input_columns) > 1 else ''} {where} (sensitive feature "
+                             f"{f.name!r}) {'are' if len(f.input_columns) > 1 else 'is'} not a value of its domain",
+                             "claims.sensitive-value")
 
     spread = persistence = None
     if card.spread is not None:  # exactly when n_spread > 0
@@ -263,7 +267,7 @@ def _spread_claims(values: Sequence[int], card: ModelCard, lens: SpreadLensCard,
     if not 1 <= count <= len(slices):
         raise ClaimError(f"public signal {first + len(slices)} ({count} margin buckets) is not between 1 and "
                          f"the {len(slices)} slices", "claims.spread")
-    own = slices.index(tuple(query[f.column] for f in card.sensitive))
+    own = slices.index(card.query_slice(query))
     if decisions[own] != decision:
         raise ClaimError(f"public signal {first + own} (the decision with the query's own sensitive values) "
                          "differs from the decision", "claims.spread")
@@ -287,7 +291,7 @@ def _persistence_claims(values: Sequence[int], card: ModelCard, lens: Persistenc
                          "the widest moved column of the domain box", "claims.persistence")
     pairs = card.persistence_pairs()
     bounds = []
-    for i, (a, v) in enumerate(pairs):
+    for i, (a, point) in enumerate(pairs):
         at = first + 1 + 2 * i
         lower, upper = signed(values[1 + 2 * i]), signed(values[2 + 2 * i])
         for position, bound in ((at, lower), (at + 1, upper)):
@@ -295,17 +299,18 @@ def _persistence_claims(values: Sequence[int], card: ModelCard, lens: Persistenc
                 raise ClaimError(f"public signal {position} (a persistence bound) is no integer a proof can state", "claims.persistence")
         if lower > upper:
             raise ClaimError(f"public signals {at} and {at + 1} (persistence bounds) have lower above upper", "claims.persistence")
-        if query[card.sensitive[a].column] == v and not lower <= 0 <= upper:
+        if card.sensitive[a].point_of(query) == point and not lower <= 0 <= upper:
             raise ClaimError(f"public signals {at} and {at + 1} (the customer's own value, where the gap is 0) "
                              "do not contain 0", "claims.persistence")
         bounds.append((lower, upper))
-    own = tuple(query[card.sensitive[a].column] == v for a, v in pairs)
+    own = tuple(card.sensitive[a].point_of(query) == point for a, point in pairs)
     return PersistenceClaims(
         delta=delta, pairs=tuple(pairs), bounds=tuple(bounds), own=own,
         attributes=tuple(card.sensitive[a].name for a, _ in pairs),
-        labels=tuple(card.sensitive[a].labels[card.sensitive[a].values.index(v)] for a, v in pairs),
+        labels=tuple(card.sensitive[a].label_of(point) for a, point in pairs),
         columns=lens.columns, favourable_class=lens.favourable_class, scale_bits=card.scale_bits,
-        logit_scale_bits=card.logit_scale_bits)
+        logit_scale_bits=card.logit_scale_bits,
+        values=tuple(card.sensitive[a].written(point) for a, point in pairs))
 
 
 def contradiction(bundle: CertificateBundle, claims: Claims) -> str | None:

@@ -8,7 +8,7 @@ collision resistance makes it binding.
 """
 from __future__ import annotations
 
-from fairness.fixed_point import FixedPointModel
+from fairness.fixed_point import FixedPointModel, SensitiveDomain
 from fairness.model import ModelArtifact
 from fairness.schema import FeatureSchema
 from statement import COMMITMENT_SCHEME, StatementShape
@@ -22,6 +22,14 @@ def model_shape(model: FixedPointModel, eps_bits: int) -> StatementShape:
     """A shape of the model (the bound radius's: it asks only the forward pass to fit the field, so a model
     that only the bound statement can prove is committed too); the commitment binds only its model part."""
     return statement_shape(model, region_slots=1, farkas_slots=1, eps_bits=eps_bits, radius="bound")
+
+
+def sensitive_card(f: SensitiveDomain) -> SensitiveFeatureCard:
+    """A sensitive attribute as the card publishes it: one column and one integer per value as cards always
+    had, or (an attribute spanning several inputs) its columns and one list of integers per value."""
+    if f.width == 1:
+        return SensitiveFeatureCard(name=f.name, column=f.column, values=f.values, labels=f.labels)
+    return SensitiveFeatureCard(name=f.name, columns=f.columns, values=f.points, labels=f.labels)
 
 
 def feature_encodings(artifact: ModelArtifact) -> tuple[FeatureEncoding, ...]:
@@ -68,10 +76,7 @@ def build_card(model_id: str, artifact: ModelArtifact, model: FixedPointModel, s
         features=feature_encodings(artifact),
         feature_schema=artifact.preprocessor if isinstance(artifact.preprocessor, FeatureSchema) else None,
         import_check=import_note(artifact),
-        sensitive=tuple(
-            SensitiveFeatureCard(name=f.name, column=f.column, values=f.values, labels=f.labels)
-            for f in model.sensitive
-        ),
+        sensitive=tuple(sensitive_card(f) for f in model.sensitive),
         architecture=ArchitectureCard(
             n_inputs=model.net.n_inputs,
             hidden_sizes=model.net.hidden_sizes,

@@ -29,6 +29,10 @@ The grammar of a record (the verification page's record.js reads it the same way
 
 Anything outside the grammar is refused (a `RecordError` naming the attribute), never read another way.
 
+A record file is read by `read_record_file`, the one reader of `fairproof prove --record`, `fairproof
+certify --record` and `fairproof-verify --record`: what the customer has are their raw attributes, so a
+JSON list of model inputs is refused by all of them with the same sentence (`NOT_A_RECORD`).
+
 Depends on the card only (pydantic): the verifier client imports it.
 """
 from __future__ import annotations
@@ -44,15 +48,49 @@ import numpy as np
 from fairness.schema import (InvalidValueError, MissingFieldError, NonFiniteValueError, NumericFeature, OutOfBoxError,
                              RecordError, UnknownCategoryError, UnknownFieldError, shown)
 
+from .canonical import MAX_DOCUMENT_BYTES, NonCanonical, load_json
 from .card import FeatureEncoding, ModelCard
 
 __all__ = ["RecordError", "MissingFieldError", "UnknownFieldError", "InvalidValueError", "UnknownCategoryError",
            "NonFiniteValueError", "OutOfBoxError", "CardPreprocessingError", "encode_record", "standardise_record",
-           "describe_query", "check_spelling", "RECORD_NUMBER"]
+           "describe_query", "check_spelling", "RECORD_NUMBER", "NOT_A_RECORD", "parse_record", "read_record_file"]
 
 NUMERIC = "numeric"
 CATEGORICAL = "categorical"
 SENSITIVE = "sensitive"  # categorical, kept as its raw code (mean 0, std 1 on the card)
+
+
+NOT_A_RECORD = ("a record is a JSON object of the customer's own attributes (attribute name -> raw value, as the "
+                "model card names them), not a list of model inputs")
+
+
+def parse_record(data: str | bytes, source: str) -> dict[str, Any]:
+    """A record document: strict JSON (commitments.canonical) holding an object; RecordError otherwise."""
+    try:
+        value = load_json(data, f"record {source}")
+    except NonCanonical as exc:
+        raise RecordError(str(exc)) from None
+    if not isinstance(value, dict):
+        raise RecordError(f"record {source}: {NOT_A_RECORD}" if isinstance(value, list) else
+                          f"record {source}: a record is a JSON object of attribute name -> raw value, "
+                          f"not a {type(value).__name__}")
+    return value
+
+
+def read_record_file(path: str, max_bytes: int | None = None) -> dict[str, Any]:
+    """The customer's record from a file (`parse_record`); RecordError for a file that is missing,
+    unreadable, larger than `max_bytes` (default: the largest document a reader takes) or not a record."""
+    limit = MAX_DOCUMENT_BYTES if max_bytes is None else max_bytes
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(limit + 1)
+    except FileNotFoundError:
+        raise RecordError(f"record file {path} does not exist") from None
+    except OSError as exc:
+        raise RecordError(f"cannot read record {path}: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise RecordError(f"record {path} is larger than {limit >> 20} MiB")
+    return parse_record(data, str(path))
 
 
 class CardPreprocessingError(RecordError):
@@ -235,9 +273,9 @@ def _check_box(card: ModelCard, features: Sequence[FeatureEncoding], record: Map
             raise OutOfBoxError(f"feature {f.name!r} = {record[f.name]!r} lies outside the model's input domain "
                                 f"[{low:.6g}, {high:.6g}]: no certificate can be issued for it")
     for s in card.sensitive:
-        if query[s.column] not in s.values:
-            raise OutOfBoxError(f"sensitive feature {s.name!r} = {record[card.feature_names[s.column]]!r} "
-                                "is not a value of its domain")
+        if s.point_of(query) not in s.points:
+            given = ", ".join(repr(record[card.feature_names[c]]) for c in s.input_columns)
+            raise OutOfBoxError(f"sensitive feature {s.name!r} = {given} is not a value of its domain")
 
 
 def describe_query(card: ModelCard, query: tuple[int, ...]) -> list[tuple[str, str]]:

@@ -547,9 +547,10 @@ def _check_query(model: FixedPointModel, query: Sequence[int]) -> IntVector:
     q = tuple(query)
     if not model.in_box(q):
         raise CertificationError("query lies outside the model's domain box")
-    for f in model.sensitive:
-        if q[f.column] not in f.values:
-            raise CertificationError(f"query's sensitive feature {f.name!r} is not a domain value")
+    f = model.off_domain(q)
+    if f is not None:
+        raise CertificationError(f"query's sensitive feature {f.name!r} (column(s) {list(f.columns)}) "
+                                 "is not a domain value")
     return q
 
 

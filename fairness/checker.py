@@ -164,9 +164,9 @@ def _check_query(model: FixedPointModel, query: Sequence[int]) -> tuple[int, ...
     q = tuple(query)
     if not model.in_box(q):
         _fail("query lies outside the domain box")
-    for f in model.sensitive:
-        if q[f.column] not in f.values:
-            _fail(f"query's sensitive feature {f.name!r} is not a domain value")
+    f = model.off_domain(q)
+    if f is not None:
+        _fail(f"query's sensitive feature {f.name!r} (column(s) {list(f.columns)}) is not a domain value")
     return q
 
 

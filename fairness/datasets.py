@@ -107,19 +107,72 @@ def verified_bytes(data_dir: Path, relative: str) -> bytes:
 
 @dataclass(frozen=True)
 class SensitiveFeature:
-    """A sensitive input column: its codes 0..m-1 (raw, unscaled) and their labels."""
+    """A sensitive attribute: the input columns it occupies and, per value, the integer point (raw,
+    unscaled) its columns hold, with the value's label.
+
+    An attribute kept as one code (the shipped datasets) is one column and 1-tuples (`scalar`); a
+    one-hot attribute is one column per kept value and unit points (a dropped value all zeros)."""
 
     name: str
-    column: int
-    values: tuple[int, ...]
+    columns: tuple[int, ...]
+    points: tuple[tuple[int, ...], ...]
     labels: tuple[str, ...]
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "columns", tuple(int(c) for c in self.columns))
+        object.__setattr__(self, "points", tuple(tuple(int(v) for v in p) for p in self.points))
+        object.__setattr__(self, "labels", tuple(str(v) for v in self.labels))
+        if not self.columns or len(set(self.columns)) != len(self.columns):
+            raise DataError(f"sensitive feature {self.name!r}: needs distinct input columns (at least one)")
+        if not self.points or len(self.points) != len(self.labels):
+            raise DataError(f"sensitive feature {self.name!r}: one label per value")
+        for label, point in zip(self.labels, self.points):
+            if len(point) != len(self.columns):
+                raise DataError(f"sensitive feature {self.name!r}: value {label!r} has {len(point)} integers, "
+                                f"one per column {list(self.columns)} expected")
+        if len(set(self.points)) != len(self.points):
+            raise DataError(f"sensitive feature {self.name!r}: two values have the same point")
+
+    @classmethod
+    def scalar(cls, name: str, column: int, values: Sequence[int], labels: Sequence[str]) -> "SensitiveFeature":
+        """An attribute held in one input column as one integer code per value."""
+        return cls(name, (column,), tuple((v,) for v in values), tuple(labels))
+
+    @property
+    def width(self) -> int:
+        return len(self.columns)
+
+    @property
+    def column(self) -> int:
+        """The input column of a one-column attribute."""
+        return self._single("column")[0]
+
+    @property
+    def values(self) -> tuple[int, ...]:
+        """The integer codes of a one-column attribute."""
+        self._single("values")
+        return tuple(p[0] for p in self.points)
+
+    def _single(self, what: str) -> tuple[int, ...]:
+        if self.width != 1:
+            raise DataError(f"sensitive feature {self.name!r} spans {self.width} input columns "
+                            f"{list(self.columns)}: it has no single {what}; use its columns and points")
+        return self.columns
+
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "column": self.column, "values": list(self.values), "labels": list(self.labels)}
+        """A one-column attribute in the form model.json always had; a wider one by its columns and points."""
+        if self.width == 1:
+            return {"name": self.name, "column": self.column, "values": list(self.values), "labels": list(self.labels)}
+        return {"name": self.name, "columns": list(self.columns), "points": [list(p) for p in self.points],
+                "labels": list(self.labels)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "SensitiveFeature":
-        return cls(str(d["name"]), int(d["column"]), tuple(int(v) for v in d["values"]), tuple(str(v) for v in d["labels"]))
+        labels = tuple(str(v) for v in d["labels"])
+        if "columns" in d:
+            return cls(str(d["name"]), tuple(int(c) for c in d["columns"]),
+                       tuple(tuple(int(v) for v in p) for p in d["points"]), labels)
+        return cls.scalar(str(d["name"]), int(d["column"]), tuple(int(v) for v in d["values"]), labels)
 
 
 def _raw_key(value: Any) -> str:
@@ -260,7 +313,7 @@ class Preprocessor:
         for name in self.sensitive:
             cats = self.categories[name]
             labels = self.category_labels.get(name) or cats
-            out.append(SensitiveFeature(name, self.column(name), tuple(range(len(cats))), tuple(labels)))
+            out.append(SensitiveFeature.scalar(name, self.column(name), tuple(range(len(cats))), tuple(labels)))
         return tuple(out)
 
 
@@ -287,22 +340,24 @@ class Dataset:
 
     @property
     def sensitive_columns(self) -> tuple[int, ...]:
-        return tuple(f.column for f in self.sensitive)
+        return tuple(c for f in self.sensitive for c in f.columns)
 
     def domain_box(self, margin: float = DEFAULT_BOX_MARGIN) -> tuple[np.ndarray, np.ndarray]:
         """Public input domain box (model input units).
 
         Non-sensitive feature i: [min_i - margin, max_i + margin] over the
         training split (margin in standard deviations of the raw feature, since
-        inputs are standardised). Sensitive features: exactly [0, m-1].
+        inputs are standardised). Sensitive features: exactly the range of their
+        points at each of their columns ([0, m-1] for a code).
         """
         if not (margin >= 0 and math.isfinite(margin)):
             raise DataError(f"box margin must be a non-negative finite number, got {margin}")
         lower = self.X_train.min(axis=0) - margin
         upper = self.X_train.max(axis=0) + margin
         for f in self.sensitive:
-            lower[f.column] = min(f.values)
-            upper[f.column] = max(f.values)
+            for i, c in enumerate(f.columns):
+                lower[c] = min(p[i] for p in f.points)
+                upper[c] = max(p[i] for p in f.points)
         return lower, upper
 
 

@@ -278,7 +278,7 @@ def distribution_rates(model: FixedPointModel, network: LearnedNetwork, favourab
             q[:, c] = v
         z = integer_logits(model.net, q.astype(object))
         decided = [max(range(len(row)), key=lambda j, row=row: (row[j], -j)) == favourable for row in z]
-        labels = tuple(f.labels[f.values.index(v)] for f, v in zip(model.sensitive, values))
+        labels = model.slice_labels(values)
         out.append(DistributionRates(labels, samples, int(sum(decided))))
     rates = [r.rate for r in out]
     di = min(rates) / max(rates) if max(rates) > 0 else None

@@ -129,18 +129,66 @@ class QuantisedMLP:
 
 @dataclass(frozen=True)
 class SensitiveDomain:
-    """A sensitive input column and the integer values (at scale 2^s) it may take."""
+    """A sensitive attribute: the input columns it occupies and the integer point (at scale 2^s) each of
+    its values puts there, with readable labels.
+
+    An attribute held as one code is one column and 1-tuples; a one-hot attribute is one column per
+    kept value and unit points (the dropped value, if any, all zeros). The statement only ever sees
+    the points, so both are the same thing to it."""
 
     name: str
-    column: int
-    values: IntVector
+    columns: tuple[int, ...]
+    points: tuple[IntVector, ...]
     labels: tuple[str, ...]
 
     def __post_init__(self) -> None:
-        if not self.values or len(self.values) != len(self.labels):
+        object.__setattr__(self, "columns", tuple(self.columns))
+        object.__setattr__(self, "points", tuple(tuple(p) for p in self.points))
+        object.__setattr__(self, "labels", tuple(self.labels))
+        if not self.columns or len(set(self.columns)) != len(self.columns):
+            raise ValueError(f"sensitive feature {self.name!r}: needs distinct input columns (at least one)")
+        if not self.points or len(self.points) != len(self.labels):
             raise ValueError(f"sensitive feature {self.name!r}: need one label per domain value")
-        if len(set(self.values)) != len(self.values):
+        for label, point in zip(self.labels, self.points):
+            if len(point) != len(self.columns) or not all(type(v) is int for v in point):
+                raise ValueError(f"sensitive feature {self.name!r}: value {label!r} must be "
+                                 f"{len(self.columns)} integer(s), one per column, not {point!r}")
+        if len(set(self.points)) != len(self.points):
             raise ValueError(f"sensitive feature {self.name!r}: repeated domain value")
+
+    @classmethod
+    def scalar(cls, name: str, column: int, values: Sequence[int], labels: Sequence[str]) -> "SensitiveDomain":
+        """An attribute held in one input column as one integer per value."""
+        return cls(name, (column,), tuple((v,) for v in values), tuple(labels))
+
+    @property
+    def width(self) -> int:
+        return len(self.columns)
+
+    @property
+    def column(self) -> int:
+        """The input column of a one-column attribute."""
+        return self._single("column")[0]
+
+    @property
+    def values(self) -> IntVector:
+        """The integer values of a one-column attribute."""
+        self._single("values")
+        return tuple(p[0] for p in self.points)
+
+    def _single(self, what: str) -> tuple[int, ...]:
+        if self.width != 1:
+            raise ValueError(f"sensitive feature {self.name!r} spans {self.width} input columns "
+                             f"{list(self.columns)}: it has no single {what}; use its columns and points")
+        return self.columns
+
+    def point_of(self, x: Sequence[int]) -> IntVector:
+        """The attribute's columns of the input x."""
+        return tuple(x[c] for c in self.columns)
+
+    def label_of(self, point: Sequence[int]) -> str:
+        """The readable label of one of the attribute's points."""
+        return self.labels[self.points.index(tuple(point))]
 
 
 @dataclass(frozen=True)
@@ -159,12 +207,15 @@ class FixedPointModel:
             raise ValueError("the domain box must have one bound per input feature")
         if any(lo > hi for lo, hi in zip(self.box_lower, self.box_upper)):
             raise ValueError("domain box has a lower bound above its upper bound")
-        columns = [f.column for f in self.sensitive]
+        columns = self.sensitive_columns
         if len(set(columns)) != len(columns) or any(not 0 <= c < n for c in columns):
             raise ValueError("sensitive columns must be distinct input indices")
         for f in self.sensitive:
-            if any(not self.box_lower[f.column] <= v <= self.box_upper[f.column] for v in f.values):
-                raise ValueError(f"sensitive feature {f.name!r}: a domain value lies outside the box")
+            for label, point in zip(f.labels, f.points):
+                for c, v in zip(f.columns, point):
+                    if not self.box_lower[c] <= v <= self.box_upper[c]:
+                        raise ValueError(f"sensitive feature {f.name!r}: value {label!r} lies outside the box "
+                                         f"at column {c}")
 
     @property
     def scale_bits(self) -> int:
@@ -172,7 +223,13 @@ class FixedPointModel:
 
     @property
     def sensitive_columns(self) -> tuple[int, ...]:
-        return tuple(f.column for f in self.sensitive)
+        """Every sensitive attribute's columns, attribute after attribute: the order of a slice's values."""
+        return tuple(c for f in self.sensitive for c in f.columns)
+
+    @property
+    def sensitive_widths(self) -> tuple[int, ...]:
+        """How many columns each sensitive attribute spans (a slice is their points concatenated)."""
+        return tuple(f.width for f in self.sensitive)
 
     @property
     def free_columns(self) -> tuple[int, ...]:
@@ -181,18 +238,51 @@ class FixedPointModel:
         return tuple(i for i in range(self.net.n_inputs) if i not in s)
 
     def slices(self) -> list[IntVector]:
-        """Every combination of sensitive values, in lexicographic order of domain indices."""
-        return [tuple(combo) for combo in itertools.product(*(f.values for f in self.sensitive))]
+        """Every combination of sensitive values, in lexicographic order of domain indices: each the
+        concatenation of one point per attribute (one value per sensitive column)."""
+        return [join_points(combo) for combo in itertools.product(*(f.points for f in self.sensitive))]
+
+    def slice_points(self, slice_values: Sequence[int]) -> tuple[IntVector, ...]:
+        """A slice (or any values of the sensitive columns) cut into one point per attribute."""
+        return split_points(slice_values, self.sensitive_widths)
+
+    def slice_labels(self, slice_values: Sequence[int]) -> tuple[str, ...]:
+        """The readable label of each attribute's value in a slice."""
+        return tuple(f.label_of(p) for f, p in zip(self.sensitive, self.slice_points(slice_values)))
+
+    def query_slice(self, x: Sequence[int]) -> IntVector:
+        """The values of x's sensitive columns (a slice when x is a valid query)."""
+        return tuple(x[c] for c in self.sensitive_columns)
 
     def with_slice(self, x: Sequence[int], slice_values: Sequence[int]) -> IntVector:
         """x with its sensitive columns replaced by one slice's values."""
         out = list(x)
-        for f, v in zip(self.sensitive, slice_values):
-            out[f.column] = v
+        for c, v in zip(self.sensitive_columns, slice_values):
+            out[c] = v
         return tuple(out)
+
+    def off_domain(self, x: Sequence[int]) -> SensitiveDomain | None:
+        """The first sensitive attribute whose columns of x are none of its points (None: all are)."""
+        return next((f for f in self.sensitive if f.point_of(x) not in f.points), None)
 
     def in_box(self, x: Sequence[int]) -> bool:
         return all(lo <= v <= hi for v, lo, hi in zip(x, self.box_lower, self.box_upper))
+
+
+def join_points(points: Sequence[Sequence[int]]) -> IntVector:
+    """One point per attribute -> the flat values of the sensitive columns."""
+    return tuple(v for p in points for v in p)
+
+
+def split_points(values: Sequence[int], widths: Sequence[int]) -> tuple[IntVector, ...]:
+    """The flat values of the sensitive columns -> one point per attribute of the given widths."""
+    out, at = [], 0
+    for w in widths:
+        out.append(tuple(values[at:at + w]))
+        at += w
+    if at != len(values):
+        raise ValueError(f"{len(values)} sensitive values for attributes of widths {list(widths)}")
+    return tuple(out)
 
 
 def quantise_value(value: float, bits: int) -> int:
@@ -247,8 +337,8 @@ def to_fixed_point(artifact, scale_bits: int = DEFAULT_SCALE_BITS) -> FixedPoint
 
     Weights and biases as `quantise_mlp` (round half up); the domain box
     outward (floor of the lower, ceil of the upper bound), so every float input
-    in the float box quantises into the integer box; sensitive domain codes v
-    become v * 2^s exactly (they are integers).
+    in the float box quantises into the integer box; every coordinate v of a
+    sensitive value's point becomes v * 2^s exactly (they are integers).
     """
     if not isinstance(scale_bits, int) or scale_bits < 0:
         raise ValueError(f"scale_bits must be a non-negative int, got {scale_bits!r}")
@@ -259,8 +349,8 @@ def to_fixed_point(artifact, scale_bits: int = DEFAULT_SCALE_BITS) -> FixedPoint
     sensitive = tuple(
         SensitiveDomain(
             name=f.name,
-            column=f.column,
-            values=tuple(quantise_value(float(v), scale_bits) for v in f.values),
+            columns=tuple(f.columns),
+            points=tuple(tuple(int(v) << scale_bits for v in p) for p in f.points),
             labels=tuple(f.labels),
         )
         for f in artifact.sensitive
@@ -272,7 +362,7 @@ def quantise_query(model: FixedPointModel, x: Sequence[float], *, check_box: boo
     """A float model input -> integers at the model's scale (round half up).
 
     With check_box (the default) a coordinate outside the integer domain box,
-    or a sensitive column not exactly one of its domain values, raises DataError.
+    or a sensitive attribute's columns not exactly one of its values' points, raises DataError.
     """
     from fairness.errors import DataError
 
@@ -286,10 +376,19 @@ def quantise_query(model: FixedPointModel, x: Sequence[float], *, check_box: boo
             if not lo <= v <= hi:
                 raise DataError(f"query feature {i} = {float(x[i])!r} lies outside the model's domain box "
                                 f"[{lo / (1 << model.scale_bits)}, {hi / (1 << model.scale_bits)}]")
-        for f in model.sensitive:
-            if q[f.column] not in f.values:
-                raise DataError(f"sensitive feature {f.name!r} = {float(x[f.column])!r} is not a value of its domain")
+        f = model.off_domain(q)
+        if f is not None:
+            raise DataError(_off_domain_message(f, x))
     return q
+
+
+def _off_domain_message(f: SensitiveDomain, x: Sequence[float]) -> str:
+    """Why a query's sensitive attribute is refused, naming its columns (and values, when it has several)."""
+    if f.width == 1:
+        return f"sensitive feature {f.name!r} = {float(x[f.column])!r} is not a value of its domain"
+    given = ", ".join(f"{float(x[c])!r}" for c in f.columns)
+    return (f"sensitive feature {f.name!r} = ({given}) at column(s) {list(f.columns)} is not a value of its domain "
+            f"({', '.join(f.labels)})")
 
 
 def queries_in_box(model: FixedPointModel, rows: Sequence[Sequence[float]], n: int) -> list[IntVector]:

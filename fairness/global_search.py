@@ -19,6 +19,13 @@ only if the decisions really differ, ties broken as the model breaks them); the 
 re-check). Inputs are continuous inside the box, as the radius's are, unless `choices` restricts a
 column to a few values (`categorical_choices`: a categorical feature's encoded categories, so a
 counterexample is a real record's encoding there).
+
+HyFair also asks how large the difference can get: its maximum margin difference is, over the same
+two copies, the largest m(s, z) - m(s', z) over ordered pairs (s, s') and z in the box (the largest
+|m(s, z) - m(s', z)|, as both orders are searched). `maximum_margin_difference` solves one MILP per
+ordered pair with that objective, to a relative gap of 1e-9 (`fairness.milp`), re-evaluates the
+difference exactly at the solver's point, and reports the solver's bound beside it: the value is the
+maximum only when every pair is optimal; otherwise the gap and the bound are reported.
 """
 from __future__ import annotations
 
@@ -32,6 +39,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from .fixed_point import FixedPointModel
+from .milp import MilpSolution, solve
 
 COUNTEREXAMPLE, FAIR, UNKNOWN = "counterexample", "fair (optimal)", "unknown"
 DEFAULT_TIME_LIMIT = 100.0  # seconds per ordered pair, as in Fairify and HyFair
@@ -163,17 +171,50 @@ def _decision(margin: Fraction, favourable: int) -> int:
     return 1 - favourable
 
 
-def search_pair(model: FixedPointModel, favourable: int, source: int, target: int,
-                time_limit: float = DEFAULT_TIME_LIMIT, choices: Mapping[int, Sequence[int]] | None = None,
-                ranges: Mapping[int, tuple[int, int]] | None = None) -> PairResult:
-    """One ordered pair of sensitive combinations: a point decided favourably with `source` and not
-    with `target`, or optimality of its absence. `choices`: columns restricted to a few values
-    (integers at 2^s, e.g. a categorical feature's encoded categories), one binary per value.
-    `ranges`: columns restricted to a sub-interval of the box (integers at 2^s, e.g. the values
-    observed in the data); the interval bounds of both copies start from the restricted box."""
-    from scipy.optimize import Bounds, LinearConstraint, milp
+@dataclass
+class TwoCopies:
+    """The shared part of the global search's MILPs: two exact copies of the network, one with the source's
+    sensitive values and one with the target's, sharing every other input (free in the searched box)."""
 
-    t0 = time.perf_counter()
+    program: MilpProgram
+    free: dict[int, int]  # non-sensitive column -> its variable
+    margins: tuple[dict[int, float], dict[int, float]]  # each copy's favourable margin, a linear form
+    lower: np.ndarray  # the searched box (real units)
+    upper: np.ndarray
+
+    def point(self, x: np.ndarray) -> list[float]:
+        """The solver's shared inputs as a full input vector (sensitive columns 0, set by the caller)."""
+        return [float(x[self.free[j]]) if j in self.free else 0.0 for j in range(len(self.lower))]
+
+    def solve(self, objective: dict[int, float], time_limit: float) -> MilpSolution:
+        """minimise the linear form `objective` over the program's variables."""
+        prog = self.program
+        a = np.zeros((len(prog.rows), len(prog.lower)))
+        lo_r, hi_r = [], []
+        for i, (terms, rlo, rhi) in enumerate(prog.rows):
+            for v, k in terms.items():
+                a[i, v] += k
+            lo_r.append(rlo)
+            hi_r.append(rhi)
+        cost = np.zeros(len(prog.lower))
+        for v, k in objective.items():
+            if v >= 0:
+                cost[v] += k
+        return solve(cost, a, lo_r, hi_r, prog.lower, prog.upper, prog.integer, time_limit)
+
+
+Block = tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]  # (columns, the points they may take together)
+
+
+def two_copies(model: FixedPointModel, favourable: int, source: int, target: int,
+               choices: Mapping[int, Sequence[int]] | None = None,
+               ranges: Mapping[int, tuple[int, int]] | None = None, blocks: Sequence[Block] = ()) -> TwoCopies:
+    """The two copies of the network for an ordered pair of sensitive combinations. `choices`: columns
+    restricted to a few values (integers at 2^s, e.g. a categorical feature's encoded categories), one
+    binary per value. `ranges`: columns restricted to a sub-interval of the box (integers at 2^s, e.g.
+    the values observed in the data); the interval bounds of both copies start from the restricted box.
+    `blocks`: groups of columns restricted to a few points together (a one-hot categorical feature's
+    encodings, `one_hot_blocks`), one binary per point."""
     weights, biases = real_network(model)
     one = 1 << model.scale_bits
     slices = model.slices()
@@ -194,6 +235,13 @@ def search_pair(model: FixedPointModel, favourable: int, source: int, target: in
         picks = [prog.var(0.0, 1.0, integer=True) for _ in values]
         prog.row(dict.fromkeys(picks, 1.0), 1.0, 1.0)  # exactly one value
         prog.row({free[j]: 1.0, **{b: -v / one for b, v in zip(picks, values)}}, 0.0, 0.0)
+    for columns, points in blocks:
+        if not points or any(c not in free or c in (choices or {}) for c in columns):
+            raise GlobalSearchError(f"columns {list(columns)}: a block must be free non-sensitive columns")
+        picks = [prog.var(0.0, 1.0, integer=True) for _ in points]
+        prog.row(dict.fromkeys(picks, 1.0), 1.0, 1.0)  # exactly one point
+        for k, c in enumerate(columns):
+            prog.row({free[c]: 1.0, **{b: -p[k] / one for b, p in zip(picks, points) if p[k]}}, 0.0, 0.0)
     margins = []
     for index in (source, target):
         fixed = box_lo.copy()
@@ -202,47 +250,173 @@ def search_pair(model: FixedPointModel, favourable: int, source: int, target: in
             fixed[c] = lo[c] = hi[c] = v / one
         last = add_network_copy(prog, weights, biases, free, fixed, lo, hi)
         margins.append(margin_form(weights, biases, last, favourable))
+    return TwoCopies(prog, free, (margins[0], margins[1]), box_lo, box_hi)
+
+
+def search_pair(model: FixedPointModel, favourable: int, source: int, target: int,
+                time_limit: float = DEFAULT_TIME_LIMIT, choices: Mapping[int, Sequence[int]] | None = None,
+                ranges: Mapping[int, tuple[int, int]] | None = None, blocks: Sequence[Block] = ()) -> PairResult:
+    """One ordered pair of sensitive combinations: a point decided favourably with `source` and not
+    with `target`, or optimality of its absence (`two_copies` for `choices`, `ranges` and `blocks`)."""
+    t0 = time.perf_counter()
+    copies = two_copies(model, favourable, source, target, choices, ranges, blocks)
+    prog = copies.program
     t = prog.var(-np.inf, np.inf)
-    for form, sign in zip(margins, (1.0, -1.0)):  # t <= sign * m
+    for form, sign in zip(copies.margins, (1.0, -1.0)):  # t <= sign * m
         prog.row({**{v: -sign * a for v, a in form.items() if v >= 0}, t: 1.0}, -np.inf, sign * form.get(-1, 0.0))
-    nvar = len(prog.lower)
-    a = np.zeros((len(prog.rows), nvar))
-    lo_r, hi_r = [], []
-    for i, (terms, rlo, rhi) in enumerate(prog.rows):
-        for v, k in terms.items():
-            a[i, v] += k
-        lo_r.append(rlo)
-        hi_r.append(rhi)
-    cost = np.zeros(nvar)
-    cost[t] = -1.0
-    res = milp(cost, constraints=LinearConstraint(a, lo_r, hi_r), integrality=np.array(prog.integer),
-               bounds=Bounds(prog.lower, prog.upper), options={"time_limit": float(time_limit)})
+    res = copies.solve({t: -1.0}, time_limit)
     seconds = time.perf_counter() - t0
     objective = None if res.x is None else float(res.x[t])
-    bound = getattr(res, "mip_dual_bound", None)
-    bound = None if bound is None else -float(bound)
+    bound = None if res.bound is None else -res.bound
     if res.x is not None:
-        found = _recheck(model, favourable, source, target, [res.x[free[j]] if j in free else 0.0 for j in range(n)],
-                         box_lo, box_hi)
+        point = _exact_point(model, copies.point(res.x), copies.lower, copies.upper, choices or {}, blocks)
+        found = _recheck(model, favourable, source, target, point)
         if found is not None:
             return PairResult(source, target, COUNTEREXAMPLE, objective, bound, found, seconds)
-    if res.status == 0 and objective is not None and objective <= 0:
+    if res.optimal and objective is not None and objective <= 0:
         return PairResult(source, target, FAIR, objective, bound, None, seconds)
-    message = res.message if res.status != 0 else "the solver's point does not re-check exactly"
+    message = res.message if not res.optimal else "the solver's point does not re-check exactly"
     return PairResult(source, target, UNKNOWN, objective, bound, None, seconds, message)
 
 
+@dataclass(frozen=True)
+class MarginDifference:
+    """HyFair's maximum margin difference for one ordered pair of sensitive combinations: the largest
+    m(source, z) - m(target, z) over the shared inputs z of the searched box. `value` is the difference
+    at the solver's point, recomputed exactly (a difference some input really shows, in logits);
+    `bound` the solver's upper bound on the maximum; `optimal` whether the solver closed the gap
+    (relative 1e-9), so that `value` is the maximum. `point`: the input (real units, the source's
+    sensitive values)."""
+
+    source: int
+    target: int
+    value: Fraction | None
+    bound: float | None
+    optimal: bool
+    point: tuple[Fraction, ...] | None
+    seconds: float
+    message: str = ""
+
+    @property
+    def gap(self) -> float | None:
+        """bound - value (logits), when both are known."""
+        if self.value is None or self.bound is None:
+            return None
+        return max(0.0, self.bound - float(self.value))
+
+
+def margin_difference_pair(model: FixedPointModel, favourable: int, source: int, target: int,
+                           time_limit: float = DEFAULT_TIME_LIMIT,
+                           choices: Mapping[int, Sequence[int]] | None = None,
+                           ranges: Mapping[int, tuple[int, int]] | None = None,
+                           blocks: Sequence[Block] = ()) -> MarginDifference:
+    """maximise m(source, z) - m(target, z) over z in the box (the two copies of `search_pair`), to a
+    relative gap of 1e-9; the value re-evaluated exactly at the solver's point."""
+    t0 = time.perf_counter()
+    copies = two_copies(model, favourable, source, target, choices, ranges, blocks)
+    first, second = copies.margins
+    objective = {v: -a for v, a in first.items()}  # minimise -(m_source - m_target)
+    for v, a in second.items():
+        objective[v] = objective.get(v, 0.0) + a
+    res = copies.solve(objective, time_limit)
+    seconds = time.perf_counter() - t0
+    constant = first.get(-1, 0.0) - second.get(-1, 0.0)
+    bound = None if res.bound is None else constant - res.bound
+    if res.x is None:
+        return MarginDifference(source, target, None, bound, False, None, seconds, res.message)
+    point = _exact_point(model, copies.point(res.x), copies.lower, copies.upper, choices or {}, blocks)
+    value = (exact_margin(model, _with_slice(model, point, source), favourable)
+             - exact_margin(model, _with_slice(model, point, target), favourable))
+    return MarginDifference(source, target, value, bound, res.optimal, tuple(_with_slice(model, point, source)),
+                            seconds, "" if res.optimal else res.message)
+
+
+def _exact_point(model: FixedPointModel, values: Sequence[float], lo: Sequence[float], hi: Sequence[float],
+                 choices: Mapping[int, Sequence[int]], blocks: Sequence[Block] = ()) -> list[Fraction]:
+    """The solver's point as exact rationals inside the searched box; a column restricted to a few values
+    takes the nearest of them, a block the nearest of its points (the solver's floats are within its
+    tolerance of one)."""
+    one = 1 << model.scale_bits
+    x = []
+    for j, v in enumerate(values):
+        if j in choices:
+            x.append(min((Fraction(c, one) for c in choices[j]), key=lambda c, v=v: abs(float(c) - v)))
+            continue
+        r = Fraction(float(v)).limit_denominator(1 << 40)
+        x.append(min(max(r, Fraction(float(lo[j]))), Fraction(float(hi[j]))))
+    for columns, points in blocks:
+        nearest = min(points, key=lambda p: sum(abs(p[k] / one - values[c]) for k, c in enumerate(columns)))
+        for k, c in enumerate(columns):
+            x[c] = Fraction(nearest[k], one)
+    return x
+
+
+def _with_slice(model: FixedPointModel, x: Sequence[Fraction], index: int) -> list[Fraction]:
+    """x with the sensitive columns set to slice `index` (real units)."""
+    point = list(x)
+    for c, v in zip(model.sensitive_columns, model.slices()[index]):
+        point[c] = Fraction(v, 1 << model.scale_bits)
+    return point
+
+
+@dataclass(frozen=True)
+class MaximumMarginDifference:
+    """The largest margin difference over every ordered pair (HyFair's max |F(x, z1) - F(x, z2)| on the
+    favourable margin): the best pair's value and point; `bound` the largest of the pairs' bounds, and
+    `optimal` only when every pair was solved to optimality (then `value` is the maximum)."""
+
+    pairs: tuple[MarginDifference, ...]
+
+    @property
+    def best(self) -> MarginDifference | None:
+        found = [p for p in self.pairs if p.value is not None]
+        return max(found, key=lambda p: p.value) if found else None
+
+    @property
+    def value(self) -> Fraction | None:
+        best = self.best
+        return None if best is None else best.value
+
+    @property
+    def bound(self) -> float | None:
+        if any(p.bound is None for p in self.pairs):
+            return None
+        return max(p.bound for p in self.pairs)
+
+    @property
+    def optimal(self) -> bool:
+        return all(p.optimal for p in self.pairs)
+
+    @property
+    def gap(self) -> float | None:
+        if self.value is None or self.bound is None:
+            return None
+        return max(0.0, self.bound - float(self.value))
+
+
+def maximum_margin_difference(model: FixedPointModel, favourable: int, time_limit: float = DEFAULT_TIME_LIMIT,
+                              progress: Callable[[MarginDifference], None] | None = None,
+                              choices: Mapping[int, Sequence[int]] | None = None,
+                              ranges: Mapping[int, tuple[int, int]] | None = None,
+                              blocks: Sequence[Block] = ()) -> MaximumMarginDifference:
+    """`margin_difference_pair` for every ordered pair of distinct sensitive combinations."""
+    _check_question(model, favourable, time_limit)
+    out = []
+    for source, target in itertools.permutations(range(len(model.slices())), 2):
+        result = margin_difference_pair(model, favourable, source, target, time_limit, choices, ranges, blocks)
+        out.append(result)
+        if progress is not None:
+            progress(result)
+    return MaximumMarginDifference(tuple(out))
+
+
 def _recheck(model: FixedPointModel, favourable: int, source: int, target: int,
-             values: Sequence[float], lo: Sequence[float], hi: Sequence[float]) -> Counterexample | None:
-    """The solver's point as exact rationals (clipped into the searched box [lo, hi]), with the source's
+             x: Sequence[Fraction]) -> Counterexample | None:
+    """The solver's point (exact rationals in the searched box, `_exact_point`) with the source's
     sensitive values, if the committed model really decides it favourably with them and not with the
     target's."""
     one = 1 << model.scale_bits
     slices = model.slices()
-    x = []
-    for j, v in enumerate(values):
-        r = Fraction(float(v)).limit_denominator(1 << 40)
-        x.append(min(max(r, Fraction(float(lo[j]))), Fraction(float(hi[j]))))
     copies = []
     for index in (source, target):
         point = list(x)
@@ -267,28 +441,45 @@ def _recheck(model: FixedPointModel, favourable: int, source: int, target: int,
 def global_search(model: FixedPointModel, favourable: int, time_limit: float = DEFAULT_TIME_LIMIT,
                   progress: Callable[[PairResult], None] | None = None,
                   choices: Mapping[int, Sequence[int]] | None = None,
-                  ranges: Mapping[int, tuple[int, int]] | None = None) -> list[PairResult]:
+                  ranges: Mapping[int, tuple[int, int]] | None = None,
+                  blocks: Sequence[Block] = ()) -> list[PairResult]:
     """Every ordered pair of distinct sensitive combinations (S (S - 1) MILPs)."""
-    if model.net.n_classes != 2:
-        raise GlobalSearchError("the global search compares one class's margin: two-class models only")
-    if favourable not in (0, 1):
-        raise GlobalSearchError(f"favourable class {favourable} is not a class of this model")
-    if not time_limit > 0:
-        raise GlobalSearchError("the time limit must be positive")
+    _check_question(model, favourable, time_limit)
     out = []
     for source, target in itertools.permutations(range(len(model.slices())), 2):
-        result = search_pair(model, favourable, source, target, time_limit, choices, ranges)
+        result = search_pair(model, favourable, source, target, time_limit, choices, ranges, blocks)
         out.append(result)
         if progress is not None:
             progress(result)
     return out
 
 
-def categorical_choices(preprocessor, model: FixedPointModel) -> dict[int, tuple[int, ...]]:
-    """For a shipped dataset's preprocessor: each non-sensitive categorical column's encoded categories,
-    (code - mean) / std quantised at the model's scale as queries are, within the domain box."""
-    from .fixed_point import quantise_value
+def _check_question(model: FixedPointModel, favourable: int, time_limit: float) -> None:
+    """The search compares one class's margin between two copies: two classes, a time to do it in."""
+    if model.net.n_classes != 2:
+        raise GlobalSearchError("the global search compares one class's margin: two-class models only")
+    if favourable not in (0, 1):
+        raise GlobalSearchError(f"favourable class {favourable} is not a class of this model")
+    if not time_limit > 0:
+        raise GlobalSearchError("the time limit must be positive")
 
+
+def categorical_choices(preprocessor, model: FixedPointModel) -> dict[int, tuple[int, ...]]:
+    """Each non-sensitive ordinal categorical column's encoded categories, (code - mean) / std quantised
+    at the model's scale as queries are, within the domain box (a shipped dataset's preprocessor, or a
+    bank's schema; a schema's one-hot features are `one_hot_blocks`)."""
+    from .fixed_point import quantise_value
+    from .schema import CategoricalFeature, FeatureSchema
+
+    if isinstance(preprocessor, FeatureSchema):
+        out = {}
+        for f, j in preprocessor.columns():
+            if isinstance(f, CategoricalFeature) and f.encoding == "ordinal":
+                values = sorted({quantise_value((c - f.mean) / f.std, model.scale_bits) for c in f.ordinal_codes})
+                values = [v for v in values if model.box_lower[j] <= v <= model.box_upper[j]]
+                if values:
+                    out[j] = tuple(values)
+        return out
     kinds = getattr(preprocessor, "kinds", None)
     if kinds is None:
         return {}
@@ -302,6 +493,23 @@ def categorical_choices(preprocessor, model: FixedPointModel) -> dict[int, tuple
         if values:
             out[j] = tuple(values)
     return out
+
+
+def one_hot_blocks(preprocessor, model: FixedPointModel) -> tuple[Block, ...]:
+    """A bank's schema's one-hot categorical features: each as its input columns and the points they take
+    together (one per category, the dropped category all zeros), at the model's scale."""
+    from .schema import CategoricalFeature, FeatureSchema
+
+    if not isinstance(preprocessor, FeatureSchema):
+        return ()
+    one = 1 << model.scale_bits
+    out = []
+    for f, j in preprocessor.columns():
+        if isinstance(f, CategoricalFeature) and f.encoding == "one_hot":
+            columns = tuple(range(j, j + len(f.inputs)))
+            points = tuple(dict.fromkeys(tuple(int(v) * one for v in f.encode(c)) for c in f.categories))
+            out.append((columns, points))
+    return tuple(out)
 
 
 def observed_ranges(model: FixedPointModel, X: np.ndarray, columns: Sequence[int]) -> dict[int, tuple[int, int]]:

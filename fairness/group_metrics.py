@@ -3,16 +3,23 @@
 Every row is quantised as a customer's query is (rows outside the domain box are counted apart, as
 no certificate is issued for them) and decided by the exact integer model. A group is a compound
 sensitive group: one combination of every sensitive attribute's values. Per group: its size, the
-share decided favourably (selection rate) and, among rows whose label is the favourable class, the
-share decided favourably (true positive rate), each with a Wilson 95% interval. Across groups:
+share decided favourably (selection rate), among rows whose label is the favourable class the share
+decided favourably (true positive rate, TPR), and among the other rows the share decided favourably
+(false positive rate, FPR), each with a Wilson 95% interval. Across groups, each metric under the
+name its paper gives it:
 
-    disparate impact   DI = min selection rate / max selection rate     (1 is parity)
-    statistical parity SP = max selection rate - min selection rate     (0 is parity)
-    equal opportunity  EO = max TPR - min TPR (groups with a positive)  (0 is parity)
+    disparate impact               DI = min selection rate / max selection rate      (1 is parity)
+    statistical parity difference  SP = max selection rate - min selection rate      (0 is parity)
+    equal opportunity difference      = max TPR - min TPR (groups with a positive)   (0 is parity)
+                                        (Hardt, Price and Srebro's equal opportunity: the TPR gap alone)
+    equalized odds                 EO = max(TPR gap, FPR gap)                         (0 is parity)
+                                        (FVGM's and Justicia's EO: max over y of the gap of
+                                        Pr[decided favourably | group, Y = y]; the FPR gap over the
+                                        groups with a negative)
 
 with percentile bootstrap intervals (resampling rows, fixed seed), and the most and least favoured
 groups (highest and lowest selection rate). Groups with no row are listed with n = 0 and left out
-of DI, SP and EO.
+of every gap.
 """
 from __future__ import annotations
 
@@ -46,6 +53,12 @@ class GroupRates:
     selected: int
     positives: int
     true_positives: int
+    false_positives: int = 0  # rows labelled otherwise, decided favourably
+
+    @property
+    def negatives(self) -> int:
+        """Rows whose label is not the favourable class."""
+        return self.n - self.positives
 
     @property
     def selection_rate(self) -> float | None:
@@ -63,6 +76,14 @@ class GroupRates:
     def true_positive_interval(self) -> tuple[float, float]:
         return wilson(self.true_positives, self.positives)
 
+    @property
+    def false_positive_rate(self) -> float | None:
+        return self.false_positives / self.negatives if self.negatives else None
+
+    @property
+    def false_positive_interval(self) -> tuple[float, float]:
+        return wilson(self.false_positives, self.negatives)
+
 
 @dataclass(frozen=True)
 class GroupReport:
@@ -72,26 +93,42 @@ class GroupReport:
     groups: tuple[GroupRates, ...]
     disparate_impact: float | None
     statistical_parity: float | None
-    equal_opportunity: float | None
+    equal_opportunity: float | None  # the TPR gap (equal opportunity difference)
     intervals: dict  # metric -> (low, high), bootstrap percentiles
     most_favoured: tuple[str, ...] | None
     least_favoured: tuple[str, ...] | None
+    false_positive_gap: float | None = None  # max FPR - min FPR
+    equalized_odds: float | None = None  # max(TPR gap, FPR gap): FVGM's and Justicia's EO
+
+
+METRICS = ("disparate_impact", "statistical_parity", "equal_opportunity", "false_positive_gap", "equalized_odds")
+
+
+def _gap(values: list[float]) -> float | None:
+    return max(values) - min(values) if len(values) >= 2 else None
+
+
+def equalized_odds(tpr_gap: float | None, fpr_gap: float | None) -> float | None:
+    """FVGM's EO: the larger of the TPR and FPR gaps (whichever is defined)."""
+    gaps = [g for g in (tpr_gap, fpr_gap) if g is not None]
+    return max(gaps) if gaps else None
 
 
 def _metrics(group_of: np.ndarray, decided: np.ndarray, positive: np.ndarray, n_groups: int):
-    rates, tprs = [], []
+    """(DI, SP, TPR gap, FPR gap, equalized odds) over the groups, in `METRICS` order."""
+    rates, tprs, fprs = [], [], []
     for g in range(n_groups):
         rows = group_of == g
-        n = int(rows.sum())
-        if n:
+        if rows.any():
             rates.append(float(decided[rows].mean()))
-        pos = rows & positive
+        pos, neg = rows & positive, rows & ~positive
         if pos.any():
             tprs.append(float(decided[pos].mean()))
+        if neg.any():
+            fprs.append(float(decided[neg].mean()))
     di = (min(rates) / max(rates) if max(rates) > 0 else None) if len(rates) >= 2 else None
-    sp = max(rates) - min(rates) if len(rates) >= 2 else None
-    eo = max(tprs) - min(tprs) if len(tprs) >= 2 else None
-    return di, sp, eo
+    tpr_gap, fpr_gap = _gap(tprs), _gap(fprs)
+    return di, _gap(rates), tpr_gap, fpr_gap, equalized_odds(tpr_gap, fpr_gap)
 
 
 def decisions(model: FixedPointModel, X: np.ndarray) -> tuple[list[tuple[int, ...]], list[int]]:
@@ -120,16 +157,17 @@ def group_report(model: FixedPointModel, X: np.ndarray, y: Sequence[int], favour
         top = np.zeros(0, dtype=int)
     decided = top == favourable
     positive = y == favourable
-    group_of = np.array([slices.index(tuple(q[c] for c in model.sensitive_columns)) for q in queries], dtype=int)
+    group_of = np.array([slices.index(model.query_slice(q)) for q in queries], dtype=int)
     groups = []
     for g, values in enumerate(slices):
         rows = group_of == g
-        labels = tuple(f.labels[f.values.index(v)] for f, v in zip(model.sensitive, values))
+        labels = model.slice_labels(values)
         groups.append(GroupRates(values, labels, int(rows.sum()), int(decided[rows].sum()),
-                                 int(positive[rows].sum()), int((decided & positive & rows).sum())))
-    di, sp, eo = _metrics(group_of, decided, positive, len(slices))
+                                 int(positive[rows].sum()), int((decided & positive & rows).sum()),
+                                 int((decided & ~positive & rows).sum())))
+    di, sp, eo, fpr_gap, eodds = _metrics(group_of, decided, positive, len(slices))
     rng = np.random.default_rng(seed)
-    samples: dict[str, list[float]] = {"disparate_impact": [], "statistical_parity": [], "equal_opportunity": []}
+    samples: dict[str, list[float]] = {name: [] for name in METRICS}
     for _ in range(bootstrap if len(queries) else 0):
         pick = rng.integers(0, len(queries), len(queries))
         for name, value in zip(samples, _metrics(group_of[pick], decided[pick], positive[pick], len(slices))):
@@ -140,4 +178,5 @@ def group_report(model: FixedPointModel, X: np.ndarray, y: Sequence[int], favour
     present = [g for g in groups if g.n]
     most = max(present, key=lambda g: g.selection_rate).labels if present else None
     least = min(present, key=lambda g: g.selection_rate).labels if present else None
-    return GroupReport(favourable, len(X), len(X) - len(kept), tuple(groups), di, sp, eo, intervals, most, least)
+    return GroupReport(favourable, len(X), len(X) - len(kept), tuple(groups), di, sp, eo, intervals, most, least,
+                       fpr_gap, eodds)

@@ -146,14 +146,16 @@ class ModelArtifact:
             raise ModelError("domain box bounds must be finite with lower <= upper")
         if tuple(f.name for f in self.sensitive) != tuple(self.preprocessor.sensitive):
             raise ModelError("sensitive features differ from the preprocessor's")
-        cols = [f.column for f in self.sensitive]
+        cols = [c for f in self.sensitive for c in f.columns]
         if not self.sensitive or len(set(cols)) != len(cols) or any(not 0 <= c < n for c in cols):
             raise ModelError("sensitive features must name distinct input columns (at least one)")
         for f in self.sensitive:
-            if self.feature_names[f.column] != f.name:
-                raise ModelError(f"sensitive feature {f.name!r} is not at column {f.column}")
-            if min(f.values) < self.box_lower[f.column] or max(f.values) > self.box_upper[f.column]:
-                raise ModelError(f"sensitive feature {f.name!r}: domain lies outside the box")
+            for i, c in enumerate(f.columns):
+                if not _input_of(self.feature_names[c], f.name):
+                    raise ModelError(f"sensitive feature {f.name!r} is not at column {c} "
+                                     f"(that input is {self.feature_names[c]!r})")
+                if any(not self.box_lower[c] <= p[i] <= self.box_upper[c] for p in f.points):
+                    raise ModelError(f"sensitive feature {f.name!r}: domain lies outside the box at column {c}")
 
     @property
     def numeric_columns(self) -> tuple[int, ...]:
@@ -220,7 +222,7 @@ def artifact_from_schema(model: FloatMLP, schema: FeatureSchema, *, X_test: Any 
         raise ModelError(f"the network has {model.n_classes} outputs but schema {schema.name!r} has "
                          f"{len(schema.class_labels)} classes ({', '.join(schema.class_labels)})")
     lower, upper = schema.domain_box()
-    sensitive = tuple(SensitiveFeature(f.name, column, f.value_codes, f.value_labels)
+    sensitive = tuple(SensitiveFeature(f.name, tuple(range(column, column + len(f.inputs))), f.points, f.value_labels)
                       for f, column in schema.sensitive_columns())
     accuracy = model.accuracy(X_test, y_test) if X_test is not None and y_test is not None else None
     return ModelArtifact(
@@ -228,6 +230,11 @@ def artifact_from_schema(model: FloatMLP, schema: FeatureSchema, *, X_test: Any 
         class_labels=schema.class_labels, preprocessor=schema, box_lower=lower, box_upper=upper,
         training=dict(training or {}), seed=None, test_accuracy=accuracy,
     )
+
+
+def _input_of(input_name: str, attribute: str) -> bool:
+    """Whether a model input belongs to an attribute: its own name, or one of its one-hot inputs ("name=value")."""
+    return input_name == attribute or input_name.startswith(attribute + "=")
 
 
 def _default_margin() -> float:
@@ -351,55 +358,110 @@ def import_torch(path: str | os.PathLike[str], *, n_inputs: int | None = None, n
     any plain dict of weight/bias tensors in layer order), a checkpoint dict with
     a 'state_dict' entry, or a whole nn.Sequential of Linear and ReLU.
 
-    Loading uses torch's weights-only unpickler (no arbitrary code runs); only
-    nn.Sequential, nn.Linear and nn.ReLU are allowed as module classes.
+    Loading uses torch's weights-only unpickler (no arbitrary code runs; see
+    `load_torch_file`). One output logit z becomes the two logits (0, z).
     """
     import torch  # lazy: training/import extra
 
     p = Path(path)
-    if not p.is_file():
-        raise ModelError(f"{p}: no such file")
-    try:
-        with torch.serialization.safe_globals([torch.nn.Sequential, torch.nn.Linear, torch.nn.ReLU]):
-            obj = torch.load(p, map_location="cpu", weights_only=True)
-    except Exception as exc:  # torch raises many types for a bad file
-        raise ModelError(f"{p}: cannot load as a PyTorch weights file ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
+    obj = load_torch_file(p)
     if isinstance(obj, torch.nn.Module):
         model = _mlp_from_sequential(obj, str(p))
     elif isinstance(obj, Mapping):
         if "state_dict" in obj and isinstance(obj["state_dict"], Mapping):
             obj = obj["state_dict"]
-        model = mlp_from_state_dict(obj, str(p))
+        model = _classifier_logits(mlp_from_state_dict(obj, str(p)), None, str(p))
     else:
         raise ModelError(f"{p}: holds a {type(obj).__name__}, expected a state dict or an nn.Sequential")
     return _check_shape(model, n_inputs, n_classes, hidden_sizes, str(p))
 
 
-def _mlp_from_sequential(module: Any, source: str) -> FloatMLP:
+def load_torch_file(path: str | os.PathLike[str]) -> Any:
+    """What torch.save wrote: a state dict, a checkpoint dict, or a whole nn.Sequential.
+
+    Loading uses torch's weights-only unpickler (no code from the file runs); the only module classes allowed
+    are those a Linear/ReLU classifier is made of. A module of another class is named in the refusal.
+    """
+    import re
+
     import torch
 
-    if not isinstance(module, torch.nn.Sequential):
-        raise ModelError(f"{source}: module is a {type(module).__name__}, expected nn.Sequential")
-    children = list(module)
+    p = Path(path)
+    if not p.is_file():
+        raise ModelError(f"{p}: no such file")
+    nn = torch.nn
+    allowed = [nn.Sequential, nn.Linear, nn.ReLU, nn.Sigmoid, nn.Softmax, nn.LogSoftmax, nn.Identity, nn.Dropout]
+    try:
+        with torch.serialization.safe_globals(allowed):
+            return torch.load(p, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises many types for a bad file
+        text = str(exc)
+        other = re.search(r"Unsupported global: GLOBAL (\S+)", text)
+        if other:
+            raise ModelError(f"{p}: holds a pickled {other.group(1)}, which is not an nn.Sequential of Linear and "
+                             "ReLU: save the nn.Sequential itself, its state_dict(), or TorchScript") from None
+        raise ModelError(f"{p}: cannot load as a PyTorch weights file ({type(exc).__name__}: "
+                         f"{text.splitlines()[0] if text else ''})") from None
+
+
+def _mlp_from_sequential(module: Any, source: str) -> FloatMLP:
+    """An nn.Sequential (or its TorchScript) as a classifier's logits: one logit z becomes (0, z)."""
+    return _classifier_logits(*torch_layers(module, source), source)
+
+
+# A final module a classifier may end with: it does not change which class wins.
+TORCH_HEADS = ("Sigmoid", "Softmax", "LogSoftmax")
+TORCH_NO_OPS = ("Identity", "Dropout")  # the identity in evaluation mode, as the bank serves
+
+
+def torch_layers(module: Any, source: str) -> tuple[FloatMLP, str | None]:
+    """The Linear/ReLU stack of an nn.Sequential or a TorchScript Sequential, float64, with its final head
+    (Sigmoid, Softmax, LogSoftmax or None). The logits are kept as the module computes them (one or per class)."""
+    kinds_children = [(getattr(c, "original_name", type(c).__name__), c) for _, c in module.named_children()]
+    name = getattr(module, "original_name", type(module).__name__)
+    if name != "Sequential" or not kinds_children:
+        raise ModelError(f"{source}: module is a {name}, expected nn.Sequential of Linear and ReLU")
+    layers = [(i, k, c) for i, (k, c) in enumerate(kinds_children) if k not in TORCH_NO_OPS]
+    head = None
+    if layers and layers[-1][1] in TORCH_HEADS:
+        i, head, child = layers.pop()
+        dim = getattr(child, "dim", None)
+        if head != "Sigmoid" and dim not in (None, 1, -1):
+            raise ModelError(f"{source}: {head} at position {i} is taken over dim {dim}, not over the classes")
+    for i, kind, _ in layers:
+        if kind not in ("Linear", "ReLU"):
+            raise ModelError(f"{source}: unsupported module {kind} at position {i} (only Linear and ReLU, and a "
+                             f"final {', '.join(TORCH_HEADS)})")
     ws, bs = [], []
-    for i, child in enumerate(children):
-        if isinstance(child, torch.nn.Linear):
-            expect_relu_next = i < len(children) - 1
-            if expect_relu_next and not isinstance(children[i + 1], torch.nn.ReLU):
+    for n, (i, kind, child) in enumerate(layers):
+        last = n == len(layers) - 1
+        if kind == "Linear":
+            if not last and layers[n + 1][1] != "ReLU":
                 raise ModelError(f"{source}: Linear at position {i} must be followed by ReLU (or be last)")
             ws.append(child.weight.detach().double().numpy())
-            bs.append(child.bias.detach().double().numpy() if child.bias is not None else np.zeros(child.out_features))
-        elif isinstance(child, torch.nn.ReLU):
-            if i == 0 or not isinstance(children[i - 1], torch.nn.Linear):
+            bias = getattr(child, "bias", None)
+            bs.append(bias.detach().double().numpy() if bias is not None else np.zeros(ws[-1].shape[0]))
+        elif kind == "ReLU":
+            if n == 0 or layers[n - 1][1] != "Linear":
                 raise ModelError(f"{source}: ReLU at position {i} must follow a Linear layer")
-            if i == len(children) - 1:
+            if last:
                 raise ModelError(f"{source}: the last layer must be Linear (logits), not ReLU")
-        else:
-            raise ModelError(f"{source}: unsupported module {type(child).__name__} at position {i}")
+    if not ws:
+        raise ModelError(f"{source}: no Linear layers found")
     try:
-        return FloatMLP(ws, bs)
+        return FloatMLP(ws, bs), head
     except ModelError as exc:
         raise ModelError(f"{source}: {exc}") from None
+
+
+def _classifier_logits(model: FloatMLP, head: str | None, source: str) -> FloatMLP:
+    """A network's logits as the statement compares them: a logistic head or one logit z -> (0, z)."""
+    if head == "Sigmoid" or model.n_classes == 1:
+        if head not in (None, "Sigmoid"):
+            raise ModelError(f"{source}: a {head} over one output decides nothing")
+        w, b = _binary_logits(model.weights[-1], model.biases[-1], source)
+        return FloatMLP((*model.weights[:-1], w), (*model.biases[:-1], b))
+    return model
 
 
 def import_onnx(path: str | os.PathLike[str], *, n_inputs: int | None = None, n_classes: int | None = None,
@@ -526,6 +588,8 @@ def import_onnx(path: str | os.PathLike[str], *, n_inputs: int | None = None, n_
                              "(only the label post-processing of a classifier may follow it)")
         if head.op_type == "Sigmoid":
             ws[-1], bs[-1] = _binary_logits(ws[-1], bs[-1], str(p))
+    if head is None and ws and ws[-1].shape[0] == 1:  # a bare one-logit network: class 1 exactly when z > 0
+        ws[-1], bs[-1] = _binary_logits(ws[-1], bs[-1], str(p))
     try:
         model = FloatMLP(ws, bs)
     except ModelError as exc:
@@ -556,19 +620,10 @@ def import_torchscript(path: str | os.PathLike[str], *, n_inputs: int | None = N
         module = torch.jit.load(str(p), map_location="cpu")
     except Exception as exc:
         raise ModelError(f"{p}: cannot load as TorchScript ({type(exc).__name__})") from None
-    kinds = [getattr(child, "original_name", type(child).__name__) for _, child in module.named_children()]
-    if getattr(module, "original_name", None) != "Sequential" or not kinds:
+    if getattr(module, "original_name", None) != "Sequential":
         raise ModelError(f"{p}: a TorchScript {getattr(module, 'original_name', '?')}; expected an nn.Sequential "
                          "of Linear and ReLU")
-    for i, kind in enumerate(kinds):
-        if kind not in ("Linear", "ReLU"):
-            raise ModelError(f"{p}: unsupported module {kind} at position {i} (only Linear and ReLU)")
-    for i, kind in enumerate(kinds):
-        if kind == "ReLU" and (i == 0 or kinds[i - 1] != "Linear" or i == len(kinds) - 1):
-            raise ModelError(f"{p}: ReLU at position {i} must sit between two Linear layers")
-        if kind == "Linear" and i < len(kinds) - 1 and kinds[i + 1] != "ReLU":
-            raise ModelError(f"{p}: Linear at position {i} must be followed by ReLU (or be last)")
-    model = mlp_from_state_dict(module.state_dict(), str(p))
+    model = _mlp_from_sequential(module, str(p))
     return _check_shape(model, n_inputs, n_classes, hidden_sizes, str(p))
 
 
@@ -590,21 +645,31 @@ def import_sklearn(path: str | os.PathLike[str], *, n_inputs: int | None = None,
         raise ModelError(f"{p}: cannot load as a pickled scikit-learn model ({type(exc).__name__})") from None
     if not isinstance(clf, MLPClassifier):
         raise ModelError(f"{p}: holds a {type(clf).__name__}; only MLPClassifier is supported")
+    return _check_shape(mlp_from_classifier(clf, str(p)), n_inputs, n_classes, hidden_sizes, str(p))
+
+
+def mlp_from_classifier(clf: Any, source: str, *, two_logits: bool = True) -> FloatMLP:
+    """A fitted MLPClassifier's network (float64 copies of its weights). Its logistic output unit z (two
+    classes) becomes the logits (0, z), unless `two_logits` is False (then the one logit is kept)."""
+    from sklearn.neural_network import MLPClassifier
+
+    if not isinstance(clf, MLPClassifier):
+        raise ModelError(f"{source}: a {type(clf).__name__}; only MLPClassifier is supported")
     if not hasattr(clf, "coefs_"):
-        raise ModelError(f"{p}: the MLPClassifier is not fitted")
+        raise ModelError(f"{source}: the MLPClassifier is not fitted")
     if clf.activation != "relu":
-        raise ModelError(f"{p}: hidden activation {clf.activation!r}; only 'relu' can be certified")
+        raise ModelError(f"{source}: hidden activation {clf.activation!r}; only 'relu' can be certified")
     ws = [np.asarray(c, dtype=np.float64).T for c in clf.coefs_]
     bs = [np.asarray(b, dtype=np.float64) for b in clf.intercepts_]
     if clf.out_activation_ == "logistic":
-        ws[-1], bs[-1] = _binary_logits(ws[-1], bs[-1], str(p))
+        if two_logits:
+            ws[-1], bs[-1] = _binary_logits(ws[-1], bs[-1], source)
     elif clf.out_activation_ != "softmax":
-        raise ModelError(f"{p}: output activation {clf.out_activation_!r} (a multi-label model?) is not supported")
+        raise ModelError(f"{source}: output activation {clf.out_activation_!r} (a multi-label model?) is not supported")
     try:
-        model = FloatMLP(ws, bs)
+        return FloatMLP(ws, bs)
     except ModelError as exc:
-        raise ModelError(f"{p}: {exc}") from None
-    return _check_shape(model, n_inputs, n_classes, hidden_sizes, str(p))
+        raise ModelError(f"{source}: {exc}") from None
 
 
 def import_model(path: str | os.PathLike[str], fmt: str, **shape: Any) -> FloatMLP:

@@ -27,10 +27,13 @@ Three ways to bound min/max g:
   form, every relaxation slope a dyadic rounded outward; exact rationals, no
   solver, never tighter than the LP (it is one dual-feasible point of it). The
   form a proof in integers would check.
-- `exact_bounds`: the same two-copy network as a MILP (big-M per unstable ReLU,
-  exact on the box), solved by HiGHS; its minimiser is re-evaluated exactly, so
-  the value reported is attained by a point of B (an upper bound on min g that
-  equals it when the solver is optimal). Small models only.
+- `exact_bounds` / `exact_extremes`: the same two-copy network as a MILP (big-M
+  per unstable ReLU, exact on the box), solved by HiGHS to a relative gap of
+  1e-9 (`fairness.milp`; its default 1e-4 stops a thousandth of a logit short
+  on a margin of ten); its minimiser is re-evaluated exactly, so the value
+  reported is attained by a point of B (an upper bound on min g that equals it
+  when the solver is optimal), and `exact_extremes` says beside it whether the
+  solver closed the gap, with its bound. Small models only.
 
 delta is in the card's standardised units (the model's inputs); it is rounded
 up to the input scale 2^s, so the box certified contains the one asked for.
@@ -45,7 +48,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .fixed_point import FixedPointModel
+from .fixed_point import FixedPointModel, join_points
 from .multipliers import RELAXATION_SLOPE_BITS
 
 FAVOURED, DISFAVOURED, INCONCLUSIVE = "favoured", "disfavoured", "inconclusive"
@@ -97,17 +100,22 @@ class PersistenceResult:
 
 
 def single_attribute_flips(model: FixedPointModel, query: Sequence[int]) -> list[Flip]:
-    """Every change of one sensitive attribute of the query to another value of its domain."""
+    """Every change of one sensitive attribute of the query to another value of its domain (all of the
+    attribute's columns at once: a one-hot attribute moves from one point to another)."""
     slices = model.slices()
-    own = tuple(query[f.column] for f in model.sensitive)
-    source = slices.index(own)
+    own = model.slice_points(model.query_slice(query))
+    source = slices.index(join_points(own))
     flips = []
     for a, f in enumerate(model.sensitive):
-        for v in f.values:
-            if v != own[a]:
-                target = own[:a] + (v,) + own[a + 1:]
-                flips.append(Flip(a, source, slices.index(target)))
+        for p in f.points:
+            if p != own[a]:
+                flips.append(Flip(a, source, slices.index(_changed(own, a, p))))
     return flips
+
+
+def _changed(own: Sequence[tuple[int, ...]], attribute: int, point: tuple[int, ...]) -> tuple[int, ...]:
+    """The slice of the query's own points with one attribute's point replaced."""
+    return join_points((*own[:attribute], point, *own[attribute + 1:]))
 
 
 def perturbation_box(model: FixedPointModel, query: Sequence[int], numeric_columns: Sequence[int],
@@ -183,8 +191,8 @@ def g_value(model: FixedPointModel, favourable_class: int, flip: Flip, x: Sequen
 
 def _with(model: FixedPointModel, x: Sequence[Fraction], values: Sequence[int]) -> list[Fraction]:
     out = list(x)
-    for f, v in zip(model.sensitive, values):
-        out[f.column] = Fraction(v, 1 << model.scale_bits)
+    for c, v in zip(model.sensitive_columns, values):
+        out[c] = Fraction(v, 1 << model.scale_bits)
     return out
 
 
@@ -273,10 +281,7 @@ def _program(model: FixedPointModel, favourable_class: int, flip: Flip, box: Box
 
 
 def _fixed_input(model: FixedPointModel, box: Box, slice_values: Sequence[int]) -> list[int]:
-    x = list(box.lower)  # fixed columns have lower == upper
-    for f, v in zip(model.sensitive, slice_values):
-        x[f.column] = v
-    return x
+    return list(model.with_slice(box.lower, slice_values))  # fixed columns have lower == upper
 
 
 def _matrices(prog: _Program, rows):
@@ -338,13 +343,40 @@ def lp_bounds(model: FixedPointModel, favourable_class: int, flip: Flip, box: Bo
 def exact_bounds(model: FixedPointModel, favourable_class: int, flip: Flip, box: Box,
                  time_limit: float = 60.0) -> tuple[Fraction, Fraction]:
     """(g at the MILP minimiser, g at the MILP maximiser), each evaluated exactly at a point of the box."""
+    low, high = exact_extremes(model, favourable_class, flip, box, time_limit)
+    return low.attained, high.attained
+
+
+@dataclass(frozen=True)
+class Extreme:
+    """min (or max) of g over the box by the MILP. `attained`: g at the solver's point, exactly (a value g
+    takes in the box); `bound`: the solver's bound on the optimum (no point of the box goes beyond it, to
+    the solver's feasibility tolerance); `optimal`: the solver closed the gap between them (relative
+    1e-9, `fairness.milp`), so `attained` is the optimum. Stopped short (time limit): not optimal, and the
+    gap says by how much at most."""
+
+    attained: Fraction
+    bound: float | None
+    optimal: bool
+    message: str = ""
+
+    @property
+    def gap(self) -> float | None:
+        """|attained - bound| (logits), when the solver has a bound."""
+        return None if self.bound is None else abs(float(self.attained) - self.bound)
+
+
+def exact_extremes(model: FixedPointModel, favourable_class: int, flip: Flip, box: Box,
+                   time_limit: float = 60.0) -> tuple[Extreme, Extreme]:
+    """(min g, max g) over the box by the two-copy MILP, each with its bound and whether it is optimal."""
     prog = _program(model, favourable_class, flip, box)
-    return _milp_attained(model, favourable_class, flip, box, prog, prog.c, time_limit), \
-        _milp_attained(model, favourable_class, flip, box, prog, [-v for v in prog.c], time_limit)
+    return (_milp_extreme(model, favourable_class, flip, box, prog, 1, time_limit),
+            _milp_extreme(model, favourable_class, flip, box, prog, -1, time_limit))
 
 
-def _milp_attained(model, favourable_class, flip, box, prog: _Program, c, time_limit: float) -> Fraction:
-    from scipy.optimize import Bounds as SciBounds, LinearConstraint, milp
+def _milp_extreme(model, favourable_class, flip, box, prog: _Program, sign: int, time_limit: float) -> Extreme:
+    """minimise sign * g: the minimum (sign 1) or the maximum (sign -1)."""
+    from .milp import solve
 
     n, m = prog.n, len(prog.unstable)
     rows, lo_r, hi_r = [], [], []
@@ -364,12 +396,11 @@ def _milp_attained(model, favourable_class, flip, box, prog: _Program, c, time_l
         add({post: 1.0, pre: -1.0}, 0.0, np.inf)  # post >= pre
         add({post: 1.0, pre: -1.0, a: float(-l)}, -np.inf, float(-l))  # post <= pre - l (1 - a)
         add({post: 1.0, a: float(-u)}, -np.inf, 0.0)  # post <= u a
-    cost = np.concatenate([[float(v) for v in c], np.zeros(m)])
+    cost = np.concatenate([[float(sign * v) for v in prog.c], np.zeros(m)])
     lower = [float(v) for v in prog.lower] + [0.0] * m
     upper = [float(v) for v in prog.upper] + [1.0] * m
-    res = milp(cost, constraints=LinearConstraint(np.array(rows), lo_r, hi_r) if rows else None,
-               integrality=np.concatenate([np.zeros(n), np.ones(m)]), bounds=SciBounds(lower, upper),
-               options={"time_limit": time_limit})
+    res = solve(cost, np.array(rows).reshape(len(rows), n + m), lo_r, hi_r, lower, upper,
+                [0] * n + [1] * m, time_limit)
     if res.x is None:
         raise PersistenceError(f"the MILP found no point: {res.message}")
     one = 1 << model.scale_bits
@@ -377,7 +408,9 @@ def _milp_attained(model, favourable_class, flip, box, prog: _Program, c, time_l
     for v, j in zip(prog.free, prog.free_columns):
         point = Fraction(float(res.x[v])).limit_denominator(1 << 40)
         x[j] = min(max(point, Fraction(box.lower[j], one)), Fraction(box.upper[j], one))
-    return g_value(model, favourable_class, flip, x)
+    bound = None if res.bound is None else sign * res.bound + float(prog.constant)
+    return Extreme(g_value(model, favourable_class, flip, x), bound, res.optimal,
+                   "" if res.optimal else res.message)
 
 
 # ----------------------------------------------------------------------------- linear bound propagation
@@ -452,11 +485,11 @@ def crown_bounds(model: FixedPointModel, favourable_class: int, flip: Flip, box:
     return Bounds(low, high, "crown")
 
 
-def counterfactual_pairs(model: FixedPointModel) -> list[tuple[int, int]]:
-    """(sensitive attribute index, value) for every value of every sensitive attribute, in the order a
-    proof of the lens lists its bounds (the query's own value among them: its g is 0)."""
-    slices = model.slices()
-    return [(a, v) for a in range(len(model.sensitive)) for v in sorted({s[a] for s in slices})]
+def counterfactual_pairs(model: FixedPointModel) -> list[tuple[int, tuple[int, ...]]]:
+    """(sensitive attribute index, value's point) for every value of every sensitive attribute, points in
+    lexicographic order: the order a proof of the lens lists its bounds (the query's own value among
+    them: its g is 0)."""
+    return [(a, p) for a, f in enumerate(model.sensitive) for p in sorted(f.points)]
 
 
 def proved_bounds(model: FixedPointModel, query: Sequence[int], favourable_class: int,
@@ -469,12 +502,12 @@ def proved_bounds(model: FixedPointModel, query: Sequence[int], favourable_class
         raise PersistenceError(f"delta must be a non-negative integer at the input scale, not {delta!r}")
     box = perturbation_box(model, query, numeric_columns, Fraction(delta, 1 << model.scale_bits))
     slices = model.slices()
-    own = tuple(query[f.column] for f in model.sensitive)
-    source = slices.index(own)
+    own = model.slice_points(model.query_slice(query))
+    source = slices.index(join_points(own))
     scale = 1 << model.net.logit_scale_bits
     out = []
-    for a, v in counterfactual_pairs(model):
-        target = slices.index(own[:a] + (v,) + own[a + 1:])
+    for a, p in counterfactual_pairs(model):
+        target = slices.index(_changed(own, a, p))
         b = crown_bounds(model, favourable_class, Flip(a, source, target), box, slope_bits)
         out.append((math.floor(b.lower * scale), math.ceil(b.upper * scale)))
     return out

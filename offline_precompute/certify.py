@@ -14,7 +14,6 @@ turns a float model input into one); `query_from_index` and
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import threading
@@ -24,6 +23,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Sequence
 
+from commitments.record import NOT_A_RECORD, read_record_file
 from fairness.certificate import CERTIFIED, DEFAULT_EPS_BITS, FAST, Certificate
 from fairness.certificate import certify as certify_plain
 from fairness.errors import DataError
@@ -142,18 +142,15 @@ def query_from_index(artifact, model: FixedPointModel, index: int,
 
 
 def query_from_record(artifact, model: FixedPointModel, data: Any) -> IntVector:
-    """A query from JSON: an object of raw attribute values (feature name -> value,
-    preprocessed like the training data), or a list of model-input floats."""
-    if isinstance(data, dict):
-        x = artifact.preprocessor.transform_record(data)  # a schema checks its raw domain here
-        query = quantise_query(model, [float(v) for v in x], check_box=False)
-        _check_raw_domain(artifact, model, data, query)
-        return quantise_query(model, [float(v) for v in x])
-    if isinstance(data, list):
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in data):
-            raise DataError("a record given as a list must hold numbers (model inputs)")
-        return quantise_query(model, [float(v) for v in data])
-    raise DataError("a record must be a JSON object of feature values or a list of model inputs")
+    """A query from a customer's record: an object of raw attribute values (attribute name -> value,
+    preprocessed like the training data). The customer has their raw attributes, not model inputs: a
+    list is refused with the sentence every reader of a record uses (commitments.record)."""
+    if not isinstance(data, dict):
+        raise DataError(NOT_A_RECORD)
+    x = artifact.preprocessor.transform_record(data)  # a schema checks its raw domain here
+    query = quantise_query(model, [float(v) for v in x], check_box=False)
+    _check_raw_domain(artifact, model, data, query)
+    return quantise_query(model, [float(v) for v in x])
 
 
 def _check_raw_domain(artifact, model: FixedPointModel, record: dict, query: IntVector) -> None:
@@ -169,14 +166,9 @@ def _check_raw_domain(artifact, model: FixedPointModel, record: dict, query: Int
             raise DataError(f"{name} = {record[name]!r} is outside the model's domain [{low:.6g}, {high:.6g}]")
 
 
-def read_record(path: str | os.PathLike[str]) -> Any:
-    p = Path(path)
-    if not p.is_file():
-        raise DataError(f"record file {p} does not exist")
-    try:
-        return json.loads(p.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise DataError(f"record file {p} is not valid JSON ({exc})") from None
+def read_record(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The customer's record file, read exactly as `fairproof-verify --record` reads it."""
+    return read_record_file(str(path))
 
 
 # ---------------------------------------------------------------- reporting
@@ -195,9 +187,7 @@ def certificate_summary(cert: Certificate, model: FixedPointModel, class_labels:
     if cert.status == CERTIFIED:
         names = "+".join(f.name for f in model.sensitive)
         for sc in cert.slices:
-            labels = []
-            for f, v in zip(model.sensitive, sc.slice_values):
-                labels.append(f.labels[f.values.index(v)] if v in f.values else str(v))
+            labels = _value_labels(model, sc.slice_values)
             lines.append(f"  slice {names}={'/'.join(labels)}: covering set {len(sc.regions)} regions, "
                          f"{sc.traversal_steps} traversal steps")
         lines.append(f"regions per slice {list(cert.regions_per_slice)}, traversal steps {list(cert.traversal_steps)}, "
@@ -213,12 +203,16 @@ def certificate_summary(cert: Certificate, model: FixedPointModel, class_labels:
     else:
         f = cert.flip
         assert f is not None
-        parts = []
-        for feat, v in zip(model.sensitive, f.slice_values):
-            parts.append(f"{feat.name}={feat.labels[feat.values.index(v)] if v in feat.values else v}")
+        parts = [f"{feat.name}={label}" for feat, label in zip(model.sensitive, _value_labels(model, f.slice_values))]
         lines.append(f"counterfactual flip: setting {', '.join(parts)} (slice {f.slice_index}) "
                      f"{'ties' if f.tie else 'changes'} the decision, so eps = 0")
     return lines
+
+
+def _value_labels(model: FixedPointModel, slice_values: Sequence[int]) -> list[str]:
+    """Each attribute's label in a slice (its integers, for values that are none of its points)."""
+    points = model.slice_points(slice_values)
+    return [f.label_of(p) if p in f.points else "/".join(str(v) for v in p) for f, p in zip(model.sensitive, points)]
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from fairness.codes import ActivationCode
-from fairness.fixed_point import FixedPointModel
+from fairness.fixed_point import FixedPointModel, SensitiveDomain
 
 from offline_precompute.errors import StoreError
 
@@ -179,8 +179,16 @@ def model_description(model: FixedPointModel) -> dict[str, Any]:
         "biases": [[str(v) for v in b] for b in net.biases],
         "box_lower": [str(v) for v in model.box_lower],
         "box_upper": [str(v) for v in model.box_upper],
-        "sensitive": [{"name": f.name, "column": f.column, "values": [str(v) for v in f.values]} for f in model.sensitive],
+        "sensitive": [_sensitive_description(f) for f in model.sensitive],
     }
+
+
+def _sensitive_description(f: SensitiveDomain) -> dict[str, Any]:
+    """One attribute as the digest names it: a one-column attribute as it always was, a wider one by its
+    columns and points."""
+    if f.width == 1:
+        return {"name": f.name, "column": f.column, "values": [str(v) for v in f.values]}
+    return {"name": f.name, "columns": list(f.columns), "points": [[str(v) for v in p] for p in f.points]}
 
 
 def model_digest(model: FixedPointModel) -> str:

@@ -46,9 +46,10 @@ def _quiet(_: str) -> None:
 
 
 def audit_dataset(workspace: ModelWorkspace, rows: int | None = None, favourable_class: int | None = None,
-                  data_dir: str | None = None) -> tuple[AuditDataset, int]:
+                  data_dir: str | None = None, data=None) -> tuple[AuditDataset, int]:
     """(the public audit dataset of the model's dataset, every split, in order: the first `rows` rows inside
-    the domain box; how many rows outside it were left out)."""
+    the domain box; how many rows outside it were left out). `data`: other rows instead (model inputs `X`,
+    class indices `y`, a `source` naming them), e.g. the bank's CSV read through an imported model's schema."""
     from fairness.datasets import load_dataset
     from fairness.errors import DataError
     from fairness.fixed_point import quantise_query
@@ -57,14 +58,18 @@ def audit_dataset(workspace: ModelWorkspace, rows: int | None = None, favourable
 
     artifact, card, model = workspace.artifact, workspace.card(), workspace.fixed_point()
     f = _favourable(card, favourable_class)
-    names = [s.name for s in artifact.sensitive]
-    split_seed = int(artifact.training.get("split_seed", 0)) if artifact.training else 0
-    try:
-        ds = load_dataset(artifact.dataset, data_dir, sensitive=names, seed=split_seed)
-    except (KeyError, ValueError) as exc:
-        raise ModelError(f"model {card.model_id}: its dataset {artifact.dataset!r} cannot be loaded ({exc})") from None
-    X = np.concatenate([ds.X_train, ds.X_test])
-    y = np.concatenate([ds.y_train, ds.y_test])
+    if data is not None:
+        X, y, source = data.X, data.y, data.source
+    else:
+        names = [s.name for s in artifact.sensitive]
+        split_seed = int(artifact.training.get("split_seed", 0)) if artifact.training else 0
+        try:
+            ds = load_dataset(artifact.dataset, data_dir, sensitive=names, seed=split_seed)
+        except (KeyError, ValueError) as exc:
+            raise ModelError(f"model {card.model_id}: its dataset {artifact.dataset!r} cannot be loaded ({exc})") from None
+        X = np.concatenate([ds.X_train, ds.X_test])
+        y = np.concatenate([ds.y_train, ds.y_test])
+        source = f"{artifact.dataset} (training and test splits, in order)"
     kept, labels, outside = [], [], 0
     for x, label in zip(X, y):
         if rows is not None and len(kept) == rows:
@@ -76,8 +81,8 @@ def audit_dataset(workspace: ModelWorkspace, rows: int | None = None, favourable
             continue
         labels.append(int(int(label) == f))
     if rows is not None and len(kept) < rows:
-        raise ModelError(f"the {artifact.dataset} dataset has only {len(kept)} rows inside the domain box")
-    dataset = AuditDataset(source=f"{artifact.dataset} (training and test splits, in order)",
+        raise ModelError(f"{source} has only {len(kept)} rows inside the domain box")
+    dataset = AuditDataset(source=source,
                            feature_names=card.feature_names, scale_bits=card.scale_bits,
                            favourable_label=card.architecture.class_labels[f], rows=tuple(kept), labels=tuple(labels))
     return dataset, outside

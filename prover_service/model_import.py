@@ -1,4 +1,4 @@
-"""Importing a bank's own network under its own feature schema, checked row by row.
+"""Importing a bank's own model as a BankModel, checked row by row.
 
 The check answers one question: on the bank's data, does the model we would
 commit to decide exactly as the bank's model does? Three decisions are compared
@@ -7,8 +7,9 @@ on every row of the bank's CSV:
 - the bank's own decision, recorded in the CSV by its own pipeline (this is
   what catches a schema that orders, codes or scales a feature differently
   from the pipeline the network was trained with);
-- the bank's network run by its own runtime (onnxruntime, torch, scikit-learn)
-  on the schema's encoding (this catches a network read wrongly);
+- the bank's own artifact run by its own runtime (its scikit-learn pipeline,
+  torch behind its fitted preprocessor, onnxruntime) on the RAW records (this
+  catches a network or an encoding read wrongly);
 - the imported exact fixed-point network, as it will be committed and proved.
 
 A row where they differ refuses the import, unless the float logits of the
@@ -22,14 +23,14 @@ import hashlib
 import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
 from fairness.errors import DataError, ModelError
-from fairness.fixed_point import DEFAULT_SCALE_BITS, quantise_query, to_fixed_point
-from fairness.model import FloatMLP, ModelArtifact
-from fairness.schema import FeatureSchema, SchemaTable, category_key
+from fairness.fixed_point import DEFAULT_SCALE_BITS, quantise_mlp, quantise_vector
+from fairness.model import FloatMLP
+from fairness.schema import FeatureSchema, NumericFeature, SchemaTable
+from prover_service.importers import BankModel
 
 DEFAULT_TIE_TOLERANCE = 1e-3
 
@@ -75,90 +76,43 @@ class ImportCheck:
                 "data_sha256": self.data_sha256, "runtime": self.runtime, "tie_tolerance": self.tie_tolerance}
 
 
-def bank_runtime(path: str | Path, fmt: str) -> tuple[str, Callable[[np.ndarray], np.ndarray]]:
-    """(name, X -> class indices) running the bank's file with the bank's own runtime, in float32 as it serves."""
-    path = str(path)
-    if fmt == "onnx":
-        import onnxruntime
-
-        session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
-        graph_input = session.get_inputs()[0]
-        names = [o.name for o in session.get_outputs()]
-        scores = "probabilities" if "probabilities" in names else names[0]
-        batch = graph_input.shape[0] if graph_input.shape else None
-        fixed_batch = isinstance(batch, int) and batch > 0  # e.g. a torch export traced on one row
-
-        def run(X: np.ndarray) -> np.ndarray:
-            X = X.astype(np.float32)
-            chunks = [X[i:i + batch] for i in range(0, len(X), batch)] if fixed_batch else [X]
-            out = np.concatenate([session.run([scores], {graph_input.name: c})[0] for c in chunks])
-            return np.argmax(out, axis=1)
-
-        return f"onnxruntime {onnxruntime.__version__}", run
-    if fmt == "sklearn":
-        import joblib
-        import sklearn
-
-        clf = joblib.load(path)
-        return f"scikit-learn {sklearn.__version__}", lambda X: np.searchsorted(clf.classes_, clf.predict(X))
-    if fmt in ("torch", "torchscript"):
-        import torch
-
-        if fmt == "torchscript":
-            module = torch.jit.load(path, map_location="cpu")
-        else:
-            module = _module_from_state(torch.load(path, map_location="cpu", weights_only=True))
-        module.eval()
-
-        def run_torch(X: np.ndarray) -> np.ndarray:
-            with torch.no_grad():
-                return module(torch.tensor(X, dtype=torch.float32)).argmax(dim=1).numpy()
-
-        return f"torch {torch.__version__}", run_torch
-    raise ModelError(f"no runtime for format {fmt!r}")
-
-
-def _module_from_state(obj):
-    """torch's own Sequential of Linear/ReLU, loaded with the state dict's tensors (float32, as trained)."""
-    import torch
-
-    if isinstance(obj, torch.nn.Module):
-        return obj
-    if "state_dict" in obj:
-        obj = obj["state_dict"]
-    prefixes = list(dict.fromkeys(k.rpartition(".")[0] for k in obj))
-    layers: list[torch.nn.Module] = []
-    for i, prefix in enumerate(prefixes):
-        weight = obj[f"{prefix}.weight"]
-        linear = torch.nn.Linear(weight.shape[1], weight.shape[0], bias=f"{prefix}.bias" in obj)
-        linear.load_state_dict({k.rpartition(".")[2]: v for k, v in obj.items() if k.rpartition(".")[0] == prefix})
-        layers += [linear] + ([torch.nn.ReLU()] if i < len(prefixes) - 1 else [])
-    return torch.nn.Sequential(*layers)
-
-
-def sklearn_classes(path: str | Path) -> tuple[str, ...]:
-    import joblib
-
-    return tuple(category_key("class", c) for c in joblib.load(path).classes_)
-
-
-def check_import(artifact: ModelArtifact, schema: FeatureSchema, table: SchemaTable, recorded: np.ndarray,
-                 runtime: tuple[str, Callable[[np.ndarray], np.ndarray]] | None, data_path: str | Path, *,
+def check_import(bank: BankModel, table: SchemaTable, recorded: np.ndarray, data_path: str | Path, *,
                  scale_bits: int = DEFAULT_SCALE_BITS, tie_tolerance: float = DEFAULT_TIE_TOLERANCE) -> ImportCheck:
-    """Compare recorded, runtime and imported fixed-point decisions on every row (see the module docstring)."""
-    fixed = to_fixed_point(artifact, scale_bits)
-    imported = np.array([fixed.net.decision(quantise_query(fixed, [float(v) for v in x])) for x in table.X])
-    run = runtime[1](table.X) if runtime is not None else None
-    margins = _margins(artifact.model, table.X)
-    bad = (imported != recorded) | ((run != recorded) if run is not None else False)
+    """Compare recorded, runtime and imported fixed-point decisions on every row (see the module docstring).
+
+    The runtime is the bank's own artifact on the RAW records of the table; the imported network is the
+    exact fixed-point network on the schema's encoding of the same records.
+    """
+    net = quantise_mlp(bank.network.weights, bank.network.biases, scale_bits)
+    imported = np.array([net.decision(quantise_vector([float(v) for v in x], scale_bits)) for x in table.X],
+                        dtype=np.int64)
+    run = _runtime_decisions(bank, table)
+    if run.shape != imported.shape:
+        raise ModelError(f"the bank's runtime ({bank.runtime.name}) gave {run.shape[0]} decisions for "
+                         f"{len(table.records)} rows")
+    margins = _margins(bank.network, table.X)
+    bad = (imported != recorded) | (run != recorded)
     disagreements = tuple(
         RowDisagreement(line=table.lines[i], recorded=int(recorded[i]), imported=int(imported[i]),
-                        runtime=None if run is None else int(run[i]), margin=float(margins[i]))
+                        runtime=int(run[i]), margin=float(margins[i]))
         for i in np.flatnonzero(bad))
-    hint = _swap_hint(artifact.model, schema, table.X, recorded) if any(d.margin > tie_tolerance for d in disagreements) else ""
+    refused = any(d.margin > tie_tolerance for d in disagreements)
+    hint = _swap_hint(bank.network, bank.schema, table, recorded) if refused else ""
     digest = hashlib.sha256(Path(data_path).read_bytes()).hexdigest()
-    return ImportCheck(rows=len(table.X), data_sha256=digest, runtime=runtime[0] if runtime else "none",
+    return ImportCheck(rows=len(table.X), data_sha256=digest, runtime=bank.runtime.name,
                        disagreements=disagreements, tie_tolerance=tie_tolerance, hint=hint)
+
+
+def _runtime_decisions(bank: BankModel, table: SchemaTable) -> np.ndarray:
+    """The bank's runtime on the raw records; its failure on records the schema accepted is a mismatch to report."""
+    try:
+        return np.asarray(bank.runtime.decide(table.records), dtype=np.int64)
+    except (DataError, ModelError):
+        raise
+    except Exception as exc:  # the bank's runtime raises its own types
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        raise ModelError(f"the bank's own runtime ({bank.runtime.name}) fails on rows the schema read from its files "
+                         f"accepts ({type(exc).__name__}: {first}): the schema and the model do not fit") from None
 
 
 def _margins(model: FloatMLP, X: np.ndarray) -> np.ndarray:
@@ -166,8 +120,32 @@ def _margins(model: FloatMLP, X: np.ndarray) -> np.ndarray:
     return logits[:, -1] - logits[:, -2]
 
 
-def _swap_hint(model: FloatMLP, schema: FeatureSchema, X: np.ndarray, recorded: np.ndarray) -> str:
-    """If exchanging two model inputs makes every decision agree, say which: the likeliest schema mistake."""
+def _swap_hint(model: FloatMLP, schema: FeatureSchema, table: SchemaTable, recorded: np.ndarray) -> str:
+    """If exchanging two columns makes (nearly) every decision agree, say which: the likeliest mistake."""
+    return _column_swap_hint(model, schema, table.X, recorded) or _input_swap_hint(model, schema, table.X, recorded)
+
+
+def _column_swap_hint(model: FloatMLP, schema: FeatureSchema, X: np.ndarray, recorded: np.ndarray) -> str:
+    """Two numeric columns of the CSV whose values, exchanged, give the bank's decisions: a swapped header."""
+    numeric = [(f, c) for f, c in schema.columns() if isinstance(f, NumericFeature)]
+    raw = {f.name: X[:, c] * f.std + f.mean for f, c in numeric}
+    best = (np.mean(model.predict(X) == recorded), None)
+    for (f, i), (g, j) in itertools.combinations(numeric, 2):
+        swapped = X.copy()
+        swapped[:, i] = (raw[g.name] - f.mean) / f.std
+        swapped[:, j] = (raw[f.name] - g.mean) / g.std
+        agreement = np.mean(model.predict(swapped) == recorded)
+        if agreement > best[0]:
+            best = (agreement, (f.name, g.name))
+    if best[1] is None or best[0] < 0.99:
+        return ""
+    a, b = best[1]
+    return (f"with the values of the columns {a!r} and {b!r} exchanged, {best[0]:.1%} of the decisions agree: "
+            "the data's header probably names these two columns the wrong way round")
+
+
+def _input_swap_hint(model: FloatMLP, schema: FeatureSchema, X: np.ndarray, recorded: np.ndarray) -> str:
+    """Two model inputs which, exchanged, give the bank's decisions: a schema listing them in the wrong order."""
     names = schema.feature_names
     best = (np.mean(model.predict(X) == recorded), None)
     for i, j in itertools.combinations(range(X.shape[1]), 2):

@@ -126,9 +126,7 @@ def emit(document: BaseModel) -> None:
     print(document.model_dump_json(indent=1))
 
 
-def add_json_argument(parser) -> None:
-    parser.add_argument("--json", action="store_true",
-                        help="print the result as one JSON document on stdout (schema in docs/schemas/)")
+from prover_service.commands.json_option import add_json_argument  # noqa: E402,F401 (re-exported)
 
 
 def schema_text(model: type[BaseModel]) -> str:

@@ -429,10 +429,7 @@ class Prover:
         if certificate.status == FLIP and certificate.flip is not None:
             index = certificate.flip.slice_index
             values = tuple(keys.shape.slices[index])
-            labels = tuple(
-                f.labels[f.values.index(v)] for f, v in zip(self.model.sensitive, values)
-            )
-            flip = FlipSlice(index=index, values=values, labels=labels)
+            flip = FlipSlice(index=index, values=values, labels=self.model.slice_labels(values))
         return CertificateBundle(
             certificate_id=str(uuid.uuid4()),
             issued_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -470,15 +467,15 @@ class Prover:
             return None
         at = 5 + shape.n_inputs + shape.n_spread_public
         values = [to_signed(int(v)) for v in public[at:at + shape.n_persistence_public]]
-        query = public[5:5 + shape.n_inputs]
+        query = [to_signed(int(v)) for v in public[5:5 + shape.n_inputs]]
         bounds = []
-        for i, (a, v) in enumerate(shape.persistence_pairs):
+        for i, (a, point) in enumerate(shape.persistence_pairs):
             feature = self.model.sensitive[a]
             lower, upper = values[1 + 2 * i], values[2 + 2 * i]
-            own = to_signed(int(query[feature.column])) == v
+            own = feature.point_of(query) == point
             status = ("own" if own else "favoured" if lower > 0 else "disfavoured" if upper < 0 else "inconclusive")
-            bounds.append(PersistenceBound(attribute=feature.name, value=v, label=feature.labels[feature.values.index(v)],
-                                           lower=lower, upper=upper, status=status))
+            bounds.append(PersistenceBound(attribute=feature.name, value=point[0] if feature.width == 1 else point,
+                                           label=feature.label_of(point), lower=lower, upper=upper, status=status))
         return PersistentBias(delta=values[0], bounds=tuple(bounds))
 
 

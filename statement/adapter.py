@@ -75,6 +75,7 @@ def statement_shape(model: FixedPointModel, *, region_slots: int, farkas_slots: 
     shape = StatementShape(
         n_inputs=net.n_inputs, hidden_sizes=net.hidden_sizes, n_classes=net.n_classes,
         sensitive_columns=model.sensitive_columns, slices=tuple(model.slices()),
+        sensitive_widths=model.sensitive_widths,
         box_lower=model.box_lower, box_upper=model.box_upper, scale_bits=model.scale_bits,
         eps_bits=eps_bits, eps_cap=eps_cap(model, eps_bits),
         weight_bits=tuple(weight_bits) if weight_bits is not None else wb,
@@ -237,7 +238,8 @@ def _check_model(model: FixedPointModel, shape: StatementShape) -> None:
     net = model.net
     same = (net.n_inputs == shape.n_inputs and net.hidden_sizes == shape.hidden_sizes
             and net.n_classes == shape.n_classes and model.sensitive_columns == shape.sensitive_columns
-            and tuple(model.slices()) == shape.slices and model.box_lower == shape.box_lower
+            and tuple(model.slices()) == shape.slices and shape.attribute_widths == model.sensitive_widths
+            and model.box_lower == shape.box_lower
             and model.box_upper == shape.box_upper and model.scale_bits == shape.scale_bits)
     if not same:
         raise StatementWitnessError("the model does not match the statement shape")

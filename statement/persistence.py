@@ -2,7 +2,8 @@
 
 For a two-class model with favourable class f, margin m = z_f - z_other, and
 every (sensitive attribute a, value v) of the shape, the target copy is the
-query with attribute a set to v and g(z) = m(query's own values, z) - m(target, z)
+query with attribute a set to v (all of its columns: v is a point, one integer
+per column) and g(z) = m(query's own values, z) - m(target, z)
 with the SAME non-sensitive part z in both copies, z ranging over the box
 
     lo_j = max(box_lo_j, x_j - d),  hi_j = min(box_hi_j, x_j + d)   (the lens's columns)
@@ -256,9 +257,10 @@ def persistence_lens(cs, shape: StatementShape, wd: StatementWidths, weights, bi
     copies = {}
     with cs.scope("own"):
         copies[None] = _interval_copy(cs, shape, pw, weights, biases, plus, own_lower, first_spread, slope_bits)
-    for p, (a, v) in enumerate(shape.persistence_pairs):
+    for p, (a, point) in enumerate(shape.persistence_pairs):
         lower = list(own_lower)
-        lower[shape.sensitive_columns[a]] = v
+        for c, v in zip(shape.attribute_columns(a), point):  # every column of the attribute: one of its values
+            lower[c] = v
         with cs.scope(f"pair{p}"):
             copies[p] = _interval_copy(cs, shape, pw, weights, biases, plus, lower, first_spread, slope_bits)
     passes = {}

@@ -32,6 +32,10 @@ Conventions (all ints):
   (fairness.persistence, statement.persistence): delta (at 2^s) and, per
   (sensitive attribute, value), bounds LB <= min g, UB >= max g at the logit
   scale become public inputs; `favourable_class` names the margin's class;
+- `sensitive_widths`: how many of the sensitive columns each attribute spans,
+  in order (a one-hot attribute spans one per kept value); empty means one
+  each. A slice is the attributes' points concatenated; the grouping matters
+  to the persistence lens alone (it changes one attribute, all its columns);
 - hidden layer l's multipliers have s (L - l) more bits than farkas_bits
   (`lambda_bits`), except on fast statements' neuron-row entries;
 - hidden neurons are numbered flat, layer by layer; an activation code is
@@ -95,6 +99,8 @@ class StatementShape:
     # The persistence lens (fairness.persistence): the numeric columns a customer's box moves (empty = off).
     # Adds delta and one (LB, UB) pair per (sensitive attribute, value) as public inputs; two classes only.
     persistence_columns: tuple[int, ...] = ()
+    # How many sensitive columns each attribute spans, in order (empty: one each; all ones are stored empty).
+    sensitive_widths: tuple[int, ...] = ()
     free_columns: tuple[int, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -128,6 +134,7 @@ class StatementShape:
             raise StatementShapeError("sensitive columns must be distinct input indices (at least one)")
         if len(cols) == n:
             raise StatementShapeError("at least one input must be non-sensitive")
+        object.__setattr__(self, "sensitive_widths", _widths(self.sensitive_widths, len(cols)))
         if not self.slices or len(set(self.slices)) != len(self.slices):
             raise StatementShapeError("slices must be distinct and non-empty")
         for s in self.slices:
@@ -234,13 +241,28 @@ class StatementShape:
         return bool(self.persistence_columns)
 
     @property
-    def persistence_pairs(self) -> tuple[tuple[int, int], ...]:
-        """(sensitive attribute index, value) for every value of every sensitive attribute: the
-        counterfactual copies whose bounds the lens proves (the query's own value gives g = 0)."""
+    def attribute_widths(self) -> tuple[int, ...]:
+        """How many sensitive columns each attribute spans (one each unless `sensitive_widths` says)."""
+        return self.sensitive_widths or (1,) * len(self.sensitive_columns)
+
+    def attribute_columns(self, attribute: int) -> tuple[int, ...]:
+        """The sensitive columns of one attribute."""
+        at = sum(self.attribute_widths[:attribute])
+        return self.sensitive_columns[at:at + self.attribute_widths[attribute]]
+
+    @property
+    def persistence_pairs(self) -> tuple[tuple[int, tuple[int, ...]], ...]:
+        """(sensitive attribute index, value's point) for every value of every sensitive attribute,
+        points in lexicographic order: the counterfactual copies whose bounds the lens proves (the
+        query's own value gives g = 0)."""
         if not self.persistence:
             return ()
-        return tuple((a, v) for a in range(len(self.sensitive_columns))
-                     for v in sorted({s[a] for s in self.slices}))
+        out = []
+        at = 0
+        for a, w in enumerate(self.attribute_widths):
+            out += [(a, p) for p in sorted({s[at:at + w] for s in self.slices})]
+            at += w
+        return tuple(out)
 
     @property
     def n_persistence_public(self) -> int:
@@ -270,6 +292,8 @@ class StatementShape:
             d.pop("favourable_class")
         if not self.persistence:
             d.pop("persistence_columns")
+        if not self.sensitive_widths:
+            d.pop("sensitive_widths")  # one column per attribute: the digests shapes had before wider ones
         return d
 
     @classmethod
@@ -295,6 +319,15 @@ class StatementShape:
         """SHA-256 of the canonical JSON of `model_part()`, as a field element
         (the big-endian integer of the digest, reduced mod R)."""
         return model_part_digest(self.model_part())
+
+
+def _widths(widths, n_columns: int) -> tuple[int, ...]:
+    """The attributes' widths, checked against the sensitive columns; () when every attribute has one."""
+    out = _ints("sensitive_widths", widths)
+    if out and (any(w < 1 for w in out) or sum(out) != n_columns):
+        raise StatementShapeError(f"sensitive_widths must be positive and add up to the {n_columns} sensitive "
+                                  f"columns, not {list(out)}")
+    return () if all(w == 1 for w in out) else out
 
 
 def model_part_digest(part: dict) -> int:

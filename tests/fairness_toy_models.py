@@ -23,7 +23,7 @@ def random_model(seed: int, n_inputs: int = 4, hidden: tuple[int, ...] = (4, 2),
     net = QuantisedMLP(scale_bits=scale_bits, weights=tuple(weights), biases=tuple(biases))
     lower = tuple([-one] * n_inputs)
     upper = tuple([one] * n_inputs)
-    sens = (SensitiveDomain("group", sensitive_column, tuple(v * one for v in sensitive_values),
+    sens = (SensitiveDomain.scalar("group", sensitive_column, tuple(v * one for v in sensitive_values),
                             tuple(f"g{v}" for v in sensitive_values)),)
     return FixedPointModel(net=net, box_lower=lower, box_upper=upper, sensitive=sens)
 

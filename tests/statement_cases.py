@@ -45,7 +45,7 @@ def _model(name: str) -> FixedPointModel:
         return random_model(seed, n_inputs=4, hidden=hidden, n_classes=classes, scale_bits=6)
     base = random_model(seed, n_inputs=5, hidden=hidden, n_classes=classes, scale_bits=6)
     one = 1 << 6
-    second = SensitiveDomain("second", 1, (-one, 0, one), ("a", "b", "c"))
+    second = SensitiveDomain.scalar("second", 1, (-one, 0, one), ("a", "b", "c"))
     return FixedPointModel(base.net, base.box_lower, base.box_upper, (base.sensitive[0], second))
 
 

@@ -159,7 +159,7 @@ def test_postgres_store_by_url(model_dir, german, tmp_path, capsys):
     (lambda d, t: ["precompute", "--model", str(t / "nope")], "does not exist"),
     (lambda d, t: ["certify", "--model", str(d), "--record", _write(t, "{not json")], "not valid JSON"),
     (lambda d, t: ["certify", "--model", str(d), "--record", _write(t, '{"age": 3}')], "missing feature"),
-    (lambda d, t: ["certify", "--model", str(d), "--record", _write(t, json.dumps([1e6] * 20))], "outside the model's domain box"),
+    (lambda d, t: ["certify", "--model", str(d), "--record", _write(t, json.dumps([1e6] * 20))], "not a list of model inputs"),
     (lambda d, t: ["certify", "--model", str(d), "--record", _write(t, '"x"')], "JSON object"),
     (lambda d, t: ["certify", "--model", str(d), "--index", "100000"], "out of range"),
     (lambda d, t: ["certify", "--model", str(d), "--index", "0", "--store", "mysql://u@h/db"], "unknown store URL scheme"),

@@ -1,5 +1,7 @@
 """The conformance corpus (tests/vectors/, docs/VERIFYING.md): every verifier gives every vector its verdict.
 
+`fairproof-verify` and the page also give the one-hot family (tests/vectors/v1-onehot) its verdicts.
+
 `fairproof-verify` and the verification page (in node, its modules as the page inlines them) must give each
 vector that applies to them its verdict and reason code. The registry and headless Chromium run the corpus in
 tests/test_conformance_registry.py and tests/test_conformance_browser.py. The corpus is committed, so these
@@ -62,19 +64,59 @@ def test_each_vector_says_which_implementations_judge_it_and_why_not_the_others(
 
 
 def test_fairproof_verify_gives_every_vector_its_verdict_and_code(vectors, tmp_path):
+    wrong = _python_disagreements(vectors, tmp_path)
+    assert not wrong, "\n".join(wrong)
+
+
+def _python_disagreements(vectors, tmp_path) -> list[str]:
     wrong = []
     for v in vectors:
         verdict, code, reason = python_verdict(v, tmp_path / v.id)
         if (verdict, code) != (v.verdict, v.code):
             wrong.append(f"{v.id} {v.description}: {verdict} [{code}] ({reason[:120]}), expected {v.verdict} [{v.code}]")
+    return wrong
+
+
+# The one-hot family (tests/vectors/v1-onehot): a card whose sensitive attribute spans three inputs.
+
+@pytest.fixture(scope="module")
+def onehot_vectors():
+    return load_vectors("v1-onehot")
+
+
+def test_the_one_hot_family_covers_its_acceptances_and_refusals(onehot_vectors):
+    index = json.loads((VECTORS / "v1-onehot" / "index.json").read_text())
+    assert index["version"] == "v1-onehot" and [e["id"] for e in index["vectors"]] == [v.id for v in onehot_vectors]
+    for v, e in zip(onehot_vectors, index["vectors"]):
+        assert (e["expected"]["verdict"], e["expected"]["code"], e["rule"]) == (v.verdict, v.code, v.rule)
+        if v.verdict == "VALID":  # race: three inputs, or two when it drops a value
+            assert json.loads(v.card)["sensitive"][0]["columns"] in ([1, 2, 3], [1, 2])
+    found = Counter((v.verdict, v.code) for v in onehot_vectors)
+    for expected in (("VALID", None), ("INVALID", "claims.sensitive-value"), ("INVALID", "claims.persistence"),
+                     ("INVALID", "proof.rejected"), ("UNUSABLE", None)):
+        assert found[expected] >= 2, expected
+
+
+def test_fairproof_verify_gives_every_one_hot_vector_its_verdict_and_code(onehot_vectors, tmp_path):
+    wrong = _python_disagreements(onehot_vectors, tmp_path)
     assert not wrong, "\n".join(wrong)
 
 
 def test_the_page_gives_every_vector_its_verdict_and_code(vectors):
+    wrong = _page_disagreements(vectors)
+    assert not wrong, "\n".join(wrong)
+
+
+def _page_disagreements(vectors) -> list[str]:
     mine = [v for v in vectors if v.applies_to("page")]
     got = page_verdicts(mine)
-    wrong = [f"{v.id} {v.description}: page {g['verdict']} [{g['code']}] ({g['reason'][:120]}), expected "
-             f"{v.verdict} [{v.code}]" for v, g in zip(mine, got) if (g["verdict"], g["code"]) != (v.verdict, v.code)]
+    return [f"{v.id} {v.description}: page {g['verdict']} [{g['code']}] ({g['reason'][:120]}), expected "
+            f"{v.verdict} [{v.code}]" for v, g in zip(mine, got) if (g["verdict"], g["code"]) != (v.verdict, v.code)]
+
+
+def test_the_page_gives_every_one_hot_vector_its_verdict_and_code(onehot_vectors):
+    assert sum(v.applies_to("page") for v in onehot_vectors) >= 15
+    wrong = _page_disagreements(onehot_vectors)
     assert not wrong, "\n".join(wrong)
 
 

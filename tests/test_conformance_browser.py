@@ -2,7 +2,7 @@
 reason code the page's own fields can hold (no box asked for, only the lenses it has boxes for), each typed
 or chosen in the page a customer opens from disk and Verify pressed. The page must show the vector's verdict
 and code (`data-verdict`, `data-code` of its verdict). The whole corpus runs through the same verify.js in
-node (tests/test_conformance.py)."""
+node (tests/test_conformance.py). The one-hot family (tests/vectors/v1-onehot) runs whole: it is small."""
 from __future__ import annotations
 
 from conformance import browser_verdicts, load_vectors
@@ -32,6 +32,18 @@ def RULE_ORDER(rule: str) -> tuple[int, int]:
 def test_the_page_in_chromium_gives_a_sample_of_the_corpus_its_verdicts_and_codes(tmp_path):
     chosen = sample(load_vectors("v1"))
     assert 10 <= len(chosen) <= SAMPLE and {v.verdict for v in chosen} == {"VALID", "INVALID", "UNUSABLE"}
+    got = browser_verdicts(chosen, tmp_path)
+    wrong = [f"{v.id} {v.description}: Chromium {g['verdict']} [{g['code']}] ({g['reason'][:120]}), expected "
+             f"{v.verdict} [{v.code}]" for v, g in zip(chosen, got) if (g["verdict"], g["code"]) != (v.verdict, v.code)]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_page_in_chromium_gives_the_one_hot_family_its_verdicts_and_codes(tmp_path):
+    """Every vector of tests/vectors/v1-onehot (a sensitive attribute over three inputs) the page's fields can
+    express, in Chromium: its verdict and code."""
+    chosen = [v for v in load_vectors("v1-onehot") if v.applies_to("page") and "delta" not in v.options
+              and set(v.options.get("require_lens", ())) <= {"spread", "persistence"}]
+    assert len(chosen) >= 12 and {v.verdict for v in chosen} == {"VALID", "INVALID", "UNUSABLE"}
     got = browser_verdicts(chosen, tmp_path)
     wrong = [f"{v.id} {v.description}: Chromium {g['verdict']} [{g['code']}] ({g['reason'][:120]}), expected "
              f"{v.verdict} [{v.code}]" for v, g in zip(chosen, got) if (g["verdict"], g["code"]) != (v.verdict, v.code)]

@@ -76,7 +76,7 @@ def test_fairness_influence_points_at_the_feature_that_carries_the_group():
     # logit_1 - logit_0 = relu(4 x2) - 1 (+ 0 x3): favourable iff x2 > 0.25
     w0 = ((0, 0, 4 * ONE, 0),)
     net = QuantisedMLP(S, (w0, ((0,), (ONE,))), ((0,), (0, -1 << (3 * S))))
-    group = SensitiveDomain("group", 0, (-ONE, 0, ONE), ("a", "b", "c"))
+    group = SensitiveDomain.scalar("group", 0, (-ONE, 0, ONE), ("a", "b", "c"))
     model = FixedPointModel(net, (-ONE,) * 4, (ONE,) * 4, (group,))
     rng = np.random.default_rng(2)
     network = learn_network(model, _generator(rng, 20_000), categorical=[1], bins=8)

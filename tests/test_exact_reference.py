@@ -28,7 +28,7 @@ def plane_model() -> FixedPointModel:
     b1 = (-(1 << (3 * S)) // 2, 0)
     net = QuantisedMLP(scale_bits=S, weights=(w0, w1), biases=(b0, b1))
     return FixedPointModel(net=net, box_lower=(-ONE,) * 3, box_upper=(ONE,) * 3,
-                           sensitive=(SensitiveDomain("group", 0, (0, ONE), ("a", "b")),))
+                           sensitive=(SensitiveDomain.scalar("group", 0, (0, ONE), ("a", "b")),))
 
 
 def unreachable_model() -> FixedPointModel:
@@ -38,7 +38,7 @@ def unreachable_model() -> FixedPointModel:
     b1 = (3 << (3 * S), 0)
     net = QuantisedMLP(scale_bits=S, weights=(w0, w1), biases=((0, 0, 0), b1))
     return FixedPointModel(net=net, box_lower=(-ONE,) * 3, box_upper=(ONE,) * 3,
-                           sensitive=(SensitiveDomain("group", 0, (0, ONE), ("a", "b")),))
+                           sensitive=(SensitiveDomain.scalar("group", 0, (0, ONE), ("a", "b")),))
 
 
 # --------------------------------------------------------------------------- closed forms

@@ -22,7 +22,7 @@ def _planted() -> FixedPointModel:
     w1 = ((0,), (ONE,))  # logit_0 = 0, logit_1 = h - 1
     b1 = (0, -1 << (3 * S))
     net = QuantisedMLP(S, (w0, w1), (b0, b1))
-    group = SensitiveDomain("group", 0, (0, ONE), ("a", "b"))
+    group = SensitiveDomain.scalar("group", 0, (0, ONE), ("a", "b"))
     return FixedPointModel(net, (-ONE,) * 3, (ONE,) * 3, (group,))
 
 

@@ -29,7 +29,7 @@ def line_model() -> FixedPointModel:
     b1 = (-(1 << (3 * S)) // 4, 0)
     net = QuantisedMLP(scale_bits=S, weights=(w0, w1), biases=(b0, b1))
     return FixedPointModel(net=net, box_lower=(-ONE, -ONE), box_upper=(ONE, ONE),
-                           sensitive=(SensitiveDomain("group", 0, (0, ONE), ("a", "b")),))
+                           sensitive=(SensitiveDomain.scalar("group", 0, (0, ONE), ("a", "b")),))
 
 
 def test_hand_model_radius_is_exact_and_attained_on_the_nearest_boundary():

@@ -202,3 +202,75 @@ def test_ranges_keep_the_search_inside_them():
     for bad in ({0: (0, 1)}, {1: (one, 0)}, {1: (-2 * one, 0)}):  # sensitive, empty, beyond the box
         with pytest.raises(GlobalSearchError, match="range"):
             global_search(model, 1, time_limit=5, ranges=bad)
+
+
+# -- HyFair's maximum margin difference --------------------------------------------------------------------
+
+
+def _margin_difference_at(model: FixedPointModel, x, source: int, target: int, favourable: int) -> Fraction:
+    """m(source, x) - m(target, x), exactly, at a rational input whose sensitive columns are overwritten."""
+    one = 1 << model.scale_bits
+    out = []
+    for index in (source, target):
+        point = list(x)
+        for c, v in zip(model.sensitive_columns, model.slices()[index]):
+            point[c] = Fraction(v, one)
+        out.append(exact_margin(model, point, favourable))
+    return out[0] - out[1]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_maximum_margin_difference_equals_the_exact_reference(seed):
+    """One hidden layer, two free inputs: the maximum over the arrangement's vertices is the maximum."""
+    from arrangement_reference import arrangement_vertices
+    from fairness.global_search import maximum_margin_difference
+
+    model = random_model(seed, n_inputs=3, hidden=(12,), n_classes=2, scale_bits=10, weight_range=3.0)
+    result = maximum_margin_difference(model, favourable=1, time_limit=30)
+    assert result.optimal and len(result.pairs) == 2
+    vertices = arrangement_vertices(model, (0, 1), model.box_lower, model.box_upper)
+    for pair in result.pairs:
+        best = max(_margin_difference_at(model, x, pair.source, pair.target, 1) for x in vertices)
+        assert abs(pair.value - best) <= Fraction(1, 10**9) * max(1, abs(best))
+        assert pair.bound >= float(best) - 1e-9 * max(1, abs(float(best)))
+        # the value is the difference at the point reported, which lies in the box
+        assert _margin_difference_at(model, pair.point, pair.source, pair.target, 1) == pair.value
+        assert all(Fraction(lo, 1 << 10) <= v <= Fraction(hi, 1 << 10)
+                   for v, lo, hi in zip(pair.point, model.box_lower, model.box_upper))
+    assert result.value == max(p.value for p in result.pairs)
+
+
+def test_the_maximum_margin_difference_bounds_a_dense_grid():
+    """Two hidden layers: no grid point of the box shows a larger difference than the optimum."""
+    from fairness.global_search import maximum_margin_difference
+
+    model = random_model(4, n_inputs=3, hidden=(4, 2), n_classes=2, scale_bits=6)
+    result = maximum_margin_difference(model, favourable=0, time_limit=30)
+    assert result.optimal
+    grid = [Fraction(k, 16) for k in range(-16, 17)]
+    for pair in result.pairs:
+        sampled = max(_margin_difference_at(model, [Fraction(0), a, b], pair.source, pair.target, 0)
+                      for a in grid for b in grid)
+        assert sampled <= pair.value + Fraction(1, 10**9) * max(1, abs(pair.value))
+        assert pair.value - sampled < 1  # and the grid comes near it (a sanity check on the units)
+
+
+def test_a_margin_difference_stopped_short_says_so(monkeypatch):
+    from fairness import milp
+    from fairness.global_search import margin_difference_pair, maximum_margin_difference
+    from prover_service.commands.audit import describe_margin_difference
+
+    model = random_model(3, n_inputs=5, hidden=(8, 4), n_classes=2, scale_bits=8, weight_range=2.0)
+    exact = margin_difference_pair(model, 1, 0, 1, time_limit=30)
+    monkeypatch.setattr(milp, "MAX_NODES", 1)
+    stopped = margin_difference_pair(model, 1, 0, 1, time_limit=30)
+    assert exact.optimal and not stopped.optimal
+    assert stopped.value is None or stopped.value <= exact.value + Fraction(1, 10**9)
+    assert stopped.bound is not None and stopped.bound >= float(exact.value) - 1e-9
+    result = maximum_margin_difference(model, 1, time_limit=30)
+    text = describe_margin_difference(result, ["a", "b"], [f"x{j}" for j in range(5)], model.sensitive_columns)
+    assert not result.optimal and "NOT proved the maximum" in text and "bound" in text
+    monkeypatch.setattr(milp, "MAX_NODES", None)
+    text = describe_margin_difference(maximum_margin_difference(model, 1, time_limit=30), ["a", "b"],
+                                      [f"x{j}" for j in range(5)], model.sensitive_columns)
+    assert "the maximum (every pair solved" in text

@@ -421,6 +421,38 @@ def test_own_key_loaded_without_point_checks_proves_the_same(backend, cubic_keys
         load_proving_key(tmp_path / "pk", backend, check_points=False)
 
 
+def test_own_key_is_mapped_and_sealed_and_a_later_change_is_hashed_again(fast, fast_keys, tmp_path, monkeypatch):
+    """The prover's own key is mapped, not read; while its seal holds nothing is hashed. Twin: a file
+    changed after the seal is hashed again, and refused."""
+    import hashlib
+
+    import numpy as np
+
+    from circuits.groth16 import key_seal
+
+    pk, vk = fast_keys
+    save_proving_key(pk, tmp_path / "pk", fast)
+    assert (tmp_path / "pk" / key_seal.SEAL_FILE).is_file()  # sealed when written
+    hashed = []
+    real_file_digest = hashlib.file_digest
+    monkeypatch.setattr(hashlib, "file_digest", lambda *a, **k: hashed.append(a) or real_file_digest(*a, **k))
+    mapped = load_proving_key(tmp_path / "pk", fast, check_points=False)
+    assert hashed == []
+    if fast.name == "mcl":
+        assert isinstance(mapped.h_query, np.memmap)
+    proof = prove(mapped, cubic(), cubic_witness(3), fast, r=R_BLIND, s=S_BLIND, self_check=True)
+    assert proof == prove(pk, cubic(), cubic_witness(3), fast, r=R_BLIND, s=S_BLIND) and verify(vk, [35], proof, fast)
+
+    path = tmp_path / "pk" / "l.bin"
+    with path.open("r+b") as handle:
+        byte = handle.read(4)[3]
+        handle.seek(3)
+        handle.write(bytes([byte ^ 1]))
+    with pytest.raises(MalformedArtifact, match="l.bin does not match its SHA-256"):
+        load_proving_key(tmp_path / "pk", fast, check_points=False)
+    assert hashed  # the seal did not hold: the files were hashed
+
+
 def test_a_key_rewritten_with_matching_digests_only_breaks_its_own_proofs(fast, fast_keys, tmp_path):
     """Whoever rewrites the prover's key files and header together passes the digest check, and gets
     proofs the verifier refuses: nothing about the statement can be forged this way."""

@@ -40,8 +40,8 @@ def two_attribute_model(seed: int, n_classes: int = 2) -> FixedPointModel:
     """A random (4, 2) model whose inputs 0 and 3 are sensitive (values {0, 1} and {-1, 0, 1})."""
     base = random_model(seed, n_inputs=5, n_classes=n_classes)
     one = 1 << base.scale_bits
-    sensitive = (SensitiveDomain("group", 0, (0, one), ("a", "b")),
-                 SensitiveDomain("band", 3, (-one, 0, one), ("low", "mid", "high")))
+    sensitive = (SensitiveDomain.scalar("group", 0, (0, one), ("a", "b")),
+                 SensitiveDomain.scalar("band", 3, (-one, 0, one), ("low", "mid", "high")))
     return FixedPointModel(net=base.net, box_lower=base.box_lower, box_upper=base.box_upper, sensitive=sensitive)
 
 

@@ -93,6 +93,10 @@ def test_audit_groups_command(bank, tmp_path_factory, capsys):
     assert [(g["n"], g["selected"], g["positives"], g["true_positives"]) for g in report["groups"]] == \
         list(counts.values())
     assert report["disparate_impact"] == pytest.approx(di) and report["equal_opportunity"] == pytest.approx(eo)
+    fpr = [g["false_positives"] / g["negatives"] for g in report["groups"] if g["negatives"]]
+    fpr_gap = max(fpr) - min(fpr) if len(fpr) >= 2 else None  # a gap needs two groups with a negative
+    assert report["false_positive_gap"] == (None if fpr_gap is None else pytest.approx(fpr_gap))
+    assert report["equalized_odds"] == pytest.approx(max(eo, fpr_gap or 0.0))
     assert (out / "g.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     learned = report["learned_distribution"]
     assert learned["draws_per_group"] == 2000 and len(learned["groups"]) == len(report["groups"])
@@ -107,3 +111,55 @@ def test_audit_groups_command(bank, tmp_path_factory, capsys):
         code = fairproof(["audit", "groups", "--model", str(root), *bad])
         err = capsys.readouterr().err
         assert code != 0 and "Traceback" not in err and err.strip(), bad
+
+
+def _threshold_model():
+    """Two inputs (a sensitive group in {0, 1}, a score in [-1, 1]); decided favourably (class 1) exactly
+    when the score is positive, whatever the group: one ReLU copies the score into class 1's logit."""
+    from fairness.fixed_point import FixedPointModel, QuantisedMLP, SensitiveDomain
+
+    s = 4
+    one = 1 << s
+    net = QuantisedMLP(scale_bits=s, weights=(((0, one),), ((0,), (one,))), biases=((0,), (0, 0)))
+    group = SensitiveDomain.scalar("group", 0, (0, one), ("g0", "g1"))
+    return FixedPointModel(net=net, box_lower=(0, -one), box_upper=(one, one), sensitive=(group,))
+
+
+def test_equal_opportunity_and_equalized_odds_are_both_reported_against_a_hand_count():
+    """Group g0: 4 positives all selected, 4 negatives of which 1 selected; g1: 4 positives of which 3
+    selected, 4 negatives all selected. TPRs 1 and 3/4, FPRs 1/4 and 1: the equal opportunity difference
+    (TPR gap) is 1/4, equalized odds (FVGM's EO, the larger of the TPR and FPR gaps) is 3/4."""
+    model = _threshold_model()
+    rows = []  # (group, selected, label)
+    rows += [(0, 1, 1)] * 4 + [(0, 1, 0)] + [(0, 0, 0)] * 3
+    rows += [(1, 1, 1)] * 3 + [(1, 0, 1)] + [(1, 1, 0)] * 4
+    X = np.array([[g, 0.5 if chosen else -0.5] for g, chosen, _ in rows])
+    y = np.array([label for _, _, label in rows])
+    report = group_report(model, X, y, favourable=1, bootstrap=0)
+    g0, g1 = report.groups
+    assert (g0.n, g0.selected, g0.positives, g0.true_positives, g0.negatives, g0.false_positives) == (8, 5, 4, 4, 4, 1)
+    assert (g1.n, g1.selected, g1.positives, g1.true_positives, g1.negatives, g1.false_positives) == (8, 7, 4, 3, 4, 4)
+    assert (g0.true_positive_rate, g0.false_positive_rate) == (1.0, 0.25)
+    assert (g1.true_positive_rate, g1.false_positive_rate) == (0.75, 1.0)
+    assert report.equal_opportunity == 0.25
+    assert report.false_positive_gap == 0.75
+    assert report.equalized_odds == 0.75
+    # the twin: the same rows with the FPRs brought together; equalized odds falls to the TPR gap
+    fair = [(g, 0 if (g == 1 and label == 0 and i % 4) else chosen, label) for i, (g, chosen, label) in enumerate(rows)]
+    X = np.array([[g, 0.5 if chosen else -0.5] for g, chosen, _ in fair])
+    report = group_report(model, X, y, favourable=1, bootstrap=0)
+    assert report.false_positive_gap == 0.0 and report.equalized_odds == report.equal_opportunity == 0.25
+
+
+def test_equalized_odds_bootstrap_interval_holds_the_value():
+    model = random_model(5, n_inputs=4, hidden=(4, 2), n_classes=2, scale_bits=8, sensitive_values=(-1, 0, 1))
+    rng = np.random.default_rng(2)
+    X = rng.uniform(-1, 1, size=(400, 4))
+    X[:, 0] = rng.integers(-1, 2, size=400)
+    y = rng.integers(0, 2, size=400)
+    report = group_report(model, X, y, favourable=1, bootstrap=300)
+    assert report.equalized_odds == max(report.equal_opportunity, report.false_positive_gap)
+    assert set(report.intervals) == {"disparate_impact", "statistical_parity", "equal_opportunity",
+                                     "false_positive_gap", "equalized_odds"}
+    lo, hi = report.intervals["equalized_odds"]
+    assert 0 <= lo <= hi <= 1 and hi >= report.intervals["equal_opportunity"][1]  # the max of the two gaps

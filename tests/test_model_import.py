@@ -3,10 +3,13 @@
 On a synthetic credit book the project does not ship (two sensitive
 attributes, one with three values; a one-hot and an ordinal attribute; the
 bank's own column order), each supported format is imported with `--check`
-against the bank's recorded decisions, then certified, proved and verified
-as a customer does. Each acceptance has its refusal: the same network under a
-schema with two attributes exchanged, a near tie not accepted, classes in
-another order, an unsupported operator, no check asked for.
+against the bank's recorded decisions (the format read from the file, or
+given with --format), then certified, proved and verified as a customer does.
+Each acceptance has its refusal: the same network under a schema with two
+attributes exchanged, a near tie not accepted, classes in another order, an
+unsupported operator, no check asked for, a one-logit network under a schema
+of three classes. (Banks' whole pipelines, read with their facts instead of a
+hand-written schema: tests/test_bank_pipelines.py.)
 """
 from __future__ import annotations
 
@@ -68,9 +71,9 @@ def bank(tmp_path_factory):
 
 
 def _import(bank, kind, out, *extra, schema="schema.json"):
+    """Import with the format read from the file (the tests below also give --format as an override)."""
     network, data = bank["files"][kind]
-    fmt = "onnx" if kind == "sklearn-onnx" else kind
-    return fairproof(["import-model", str(bank["root"] / network), "--format", fmt,
+    return fairproof(["import-model", str(bank["root"] / network),
                       "--schema", str(bank["root"] / schema), "--out", str(out), *(extra or ("--check", str(data)))])
 
 
@@ -171,6 +174,55 @@ def test_no_check_must_be_asked_for_and_the_card_says_so(bank, tmp_path):
     assert fairproof(["commit", "--model", str(tmp_path / "m")]) == 0
     card = json.loads((tmp_path / "m" / "card.json").read_text())
     assert card["import_check"].startswith("imported without a decision check")
+
+
+def test_a_one_logit_network_under_the_schema_is_imported_as_two_logits(bank, tmp_path, capsys):
+    """A logistic network (one output logit) trained on the schema's encoding: class 1 exactly when z > 0."""
+    schema = book.schema()
+    rows = bank["rows"]
+    X = np.array([schema.encode({a: r[a] for a in schema.attributes}) for r in rows])
+    y = np.array([schema.label.values.index(r["default"]) for r in rows], dtype=np.float32)
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(X.shape[1], 3), torch.nn.ReLU(), torch.nn.Linear(3, 1))
+    opt = torch.optim.Adam(net.parameters(), lr=0.05)
+    for _ in range(200):
+        opt.zero_grad()
+        torch.nn.functional.binary_cross_entropy_with_logits(net(torch.tensor(X, dtype=torch.float32))[:, 0],
+                                                             torch.tensor(y)).backward()
+        opt.step()
+    with torch.no_grad():
+        decisions = (net(torch.tensor(X, dtype=torch.float32))[:, 0] > 0).numpy().astype(int)
+    torch.save(net.state_dict(), tmp_path / "logistic.pt")
+    scored = book.write_csv(tmp_path / "logistic.csv", rows, [schema.label.values[d] for d in decisions])
+    capsys.readouterr()
+    assert fairproof(["import-model", str(tmp_path / "logistic.pt"), "--format", "torch", "--schema",
+                      str(bank["root"] / "schema.json"), "--check", str(scored), "--out", str(tmp_path / "m")]) == 0
+    said = capsys.readouterr().out
+    assert f"{ROWS} agree" in said and "one output logit z rewritten as the two logits (0, z)" in said
+    # Rejection twin: a schema with three classes does not fit a one-logit network.
+    three = {**book.SCHEMA, "label": {"column": "default", "values": ["no", "yes", "maybe"]}}
+    (tmp_path / "three.json").write_text(json.dumps(three))
+    err = _refusal(capsys, "import-model", str(tmp_path / "logistic.pt"), "--schema", str(tmp_path / "three.json"),
+                   "--no-check", "--out", str(tmp_path / "t"))
+    assert "has 2 outputs but schema 'synthetic-credit' has 3 classes" in err
+
+
+def test_the_schema_route_takes_no_facts_options(bank, tmp_path, capsys):
+    err = _refusal(capsys, "import-model", str(bank["root"] / "net.pt"), "--schema", str(bank["root"] / "schema.json"),
+                   "--sensitive", "sex", "--no-check", "--out", str(tmp_path / "m"))
+    assert "--sensitive complete the bank's facts; with --schema the schema says it all" in err
+
+
+def test_the_favourable_class_named_at_import_is_the_lenses_default(bank, tmp_path, capsys):
+    """--favourable names a raw class value of the schema's label; commit's spread lens takes it."""
+    network, schema = str(bank["root"] / "net.pt"), str(bank["root"] / "schema.json")
+    assert fairproof(["import-model", network, "--schema", schema, "--favourable", "no", "--no-check",
+                      "--out", str(tmp_path / "m")]) == 0
+    assert fairproof(["commit", "--model", str(tmp_path / "m")]) == 0
+    assert json.loads((tmp_path / "m" / "card.json").read_text())["spread"]["favourable_class"] == 0  # "repays"
+    err = _refusal(capsys, "import-model", network, "--schema", schema, "--favourable", "maybe", "--no-check",
+                   "--out", str(tmp_path / "x"))
+    assert "the favourable class 'maybe' is not one of the model's classes no, yes" in err
 
 
 def test_check_needs_the_banks_own_decisions(bank, tmp_path, capsys):

@@ -177,6 +177,23 @@ def test_onnx_matmul_add_chain(tmp_path):
         import_onnx(tmp_path / "relu.onnx")
 
 
+def test_one_logit_networks_become_two_logits(tmp_path):
+    """A logistic network (one output z, optionally a final Sigmoid) is the classifier (0, z): class 1 iff z > 0."""
+    seq = torch_sequential((5, 3, 1))
+    X = np.random.default_rng(3).normal(size=(20, 5))
+    z = seq(torch.tensor(X)).detach().numpy()[:, 0]
+    torch.save(seq.state_dict(), tmp_path / "sd.pt")
+    torch.save(torch.nn.Sequential(*seq, torch.nn.Sigmoid()), tmp_path / "sigmoid.pt")
+    torch.onnx.export(seq.float(), (torch.zeros(1, 5),), str(tmp_path / "one.onnx"), dynamo=False)
+    for m in (import_torch(tmp_path / "sd.pt"), import_torch(tmp_path / "sigmoid.pt"), import_onnx(tmp_path / "one.onnx")):
+        assert m.n_classes == 2
+        assert np.allclose(m.forward(X), np.c_[np.zeros_like(z), z], rtol=0, atol=1e-6)
+    # Rejection twin: a Sigmoid over several outputs is a multi-label model, not a decision.
+    torch.save(torch.nn.Sequential(*torch_sequential((5, 3, 3)), torch.nn.Sigmoid()), tmp_path / "multi.pt")
+    with pytest.raises(ModelError, match="a logistic head needs one output unit, the last layer has 3"):
+        import_torch(tmp_path / "multi.pt")
+
+
 def test_fairness_imports_without_torch():
     code = ("import sys; sys.modules['torch'] = None; sys.modules['onnx'] = None\n"
             "import fairness.datasets, fairness.model, fairness.fixed_point, fairness.bitwidth, fairness.training\n"

@@ -170,3 +170,24 @@ def test_the_grammar_is_the_docstrings():
             except RecordError:
                 refused = True
             assert refused != ok, value
+
+
+def test_one_hot_sensitive_attributes_and_dropped_categories_are_encoded_alike():
+    """A schema as a bank's OneHotEncoder writes it (purpose without its car input, sex one input for male,
+    region over three inputs): every value of every one-hot attribute (each dropped one all zeros) and every
+    spelling of one, through both encoders, to the same query or the same refusal."""
+    from test_parity_schema import one_hot_schema
+
+    card = ModelCard.model_validate(schema_card(one_hot_schema()))
+    texts = [json.dumps({**GOOD, "purpose": p, "sex": s, "region": r})
+             for p in ("car", "house", "education") for s in ("F", "M") for r in ("north", "south", "east")]
+    spelled, _ = _cases(card, GOOD, [], ["purpose", "sex", "region"])
+    others = [_record_text(GOOD, name, v) for name in ("purpose", "sex", "region")
+              for v in ("boat", "f", 0, 1, None, True, "north" if name != "region" else "F")]
+    wrong = _compare(card, [*texts, *spelled, *others])
+    assert not wrong, wrong[:5]
+    queries = [python_query(card, t) for t in texts]
+    assert all(not isinstance(q, dict) for q in queries) and len({tuple(q) for q in queries}) == len(texts)
+    assert all(isinstance(python_query(card, t), dict) for t in others)
+    car_female_north = queries[0]  # every dropped or first value: purpose=house, purpose=education, sex=M all 0
+    assert [car_female_north[j] for j in (2, 3, 6, 7, 8, 9)] == ["0", "0", "0", "65536", "0", "0"]

@@ -30,15 +30,25 @@ def schema_card(schema: dict[str, Any] | None = None, scale_bits: int = SCALE_BI
     data = json.loads(json.dumps(schema or book.SCHEMA))
     fs = FeatureSchema.model_validate(data)
     lower, upper = fs.quantised_box(scale_bits)
-    sensitive = [{"name": f.name, "column": c, "values": [v << scale_bits for v in f.value_codes],
-                  "labels": list(f.value_labels)} for f, c in fs.sensitive_columns()]
     card = {"model_id": "synthetic", "dataset": "synthetic-credit", "feature_names": list(fs.feature_names),
-            "feature_schema": data, "sensitive": sensitive,
+            "feature_schema": data, "sensitive": sensitive_entries(data, scale_bits),
             "architecture": {"n_inputs": fs.n_inputs, "hidden_sizes": [3], "n_classes": 2,
                              "class_labels": list(fs.class_labels)},
             "scale_bits": scale_bits, "eps_scale_bits": 16, "box_lower": list(lower), "box_upper": list(upper),
             "commitment": "1", "commitment_scheme": "poseidon"}
     return json.loads(ModelCard.model_validate(card).model_dump_json())
+
+
+def sensitive_entries(schema: dict, scale_bits: int = SCALE_BITS) -> list[dict]:
+    """The card's sensitive attributes of `schema`, as a card publishes them: one input as `column` and an
+    integer per value, several as `columns` and a point per value (the schema's points at the card's scale)."""
+    out = []
+    for f, first in FeatureSchema.model_validate(schema).sensitive_columns():
+        points = [[v << scale_bits for v in p] for p in f.points]
+        where = ({"column": first, "values": [p[0] for p in points]} if len(f.inputs) == 1 else
+                 {"columns": list(range(first, first + len(f.inputs))), "values": points})
+        out.append({"name": f.name, **where, "labels": list(f.value_labels)})
+    return out
 
 
 CARD_RUNNER = """
@@ -204,8 +214,8 @@ ACCEPTED: dict[str, Callable[[dict], None]] = {
 }
 
 
-def _texts(edits: dict) -> dict[str, str]:
-    base = schema_card()
+def _texts(edits: dict, base: dict | None = None) -> dict[str, str]:
+    base = base or schema_card()
     out = {}
     for name, edit in edits.items():
         card = json.loads(json.dumps(base))
@@ -214,13 +224,15 @@ def _texts(edits: dict) -> dict[str, str]:
     return out
 
 
-def test_every_refusal_of_the_schema_validators_is_the_pages():
-    texts = _texts(REFUSED)
+def _refusal_problems(refused: dict, base: dict | None = None) -> list[tuple[str, str]]:
+    """The cards of `refused` (name -> (edit, words)) on which the page and Python do not refuse alike, in
+    Python's words."""
+    texts = _texts(refused, base)
     got = page_card_verdicts(list(texts.values()))
     problems = []
     for (name, text), page in zip(texts.items(), got):
         python = python_refusal(text)
-        words = REFUSED[name][1]
+        words = refused[name][1]
         if python is None:
             problems.append((name, "Python accepts it"))
         elif words and words not in python:
@@ -229,27 +241,125 @@ def test_every_refusal_of_the_schema_validators_is_the_pages():
             problems.append((name, f"the page: {page}"))
         elif words and words not in page["reason"]:
             problems.append((name, f"the page says {page['reason']!r}, Python {python!r}"))
+    return problems
+
+
+def test_every_refusal_of_the_schema_validators_is_the_pages():
+    problems = _refusal_problems(REFUSED)
     assert not problems, problems
 
 
-def test_what_the_validators_accept_the_page_accepts():
-    texts = _texts(ACCEPTED)
+def _acceptance_problems(accepted: dict, base: dict | None = None) -> list[tuple[str, Any]]:
+    texts = _texts(accepted, base)
     got = page_card_verdicts(list(texts.values()))
-    for (name, text), page in zip(texts.items(), got):
-        assert python_refusal(text) is None, name
-        assert page_reads_card(page), (name, page)
+    return [(name, python_refusal(text) or page) for (name, text), page in zip(texts.items(), got)
+            if python_refusal(text) is not None or not page_reads_card(page)]
+
+
+def test_what_the_validators_accept_the_page_accepts():
+    problems = _acceptance_problems(ACCEPTED)
+    assert not problems, problems
+
+
+def _mutation_disagreements(base: dict, seed: int) -> tuple[list, int]:
+    """(cards the page and the verifier judge differently, how many the page refuses) of 400 random one-place
+    changes inside `base`'s feature schema."""
+    rng = random.Random(seed)
+    texts = [json.dumps({**base, FS: m}) for m in _mutations(base[FS], rng, 400)]
+    got = page_card_verdicts(texts)
+    disagreements = [(t[:300], page) for t, page in zip(texts, got) if (python_refusal(t) is None) != page_reads_card(page)]
+    return disagreements, sum(not page_reads_card(p) for p in got)
 
 
 def test_random_changes_of_a_schema_are_judged_alike():
     """Random one-place changes inside the card's feature schema (a value of another type or spelling, a
     key added or removed): the page reads exactly the cards the verifier reads."""
-    base = schema_card()
-    rng = random.Random(21)
-    texts = [json.dumps({**base, FS: m}) for m in _mutations(base[FS], rng, 400)]
-    got = page_card_verdicts(texts)
-    disagreements = [(t[:300], page) for t, page in zip(texts, got) if (python_refusal(t) is None) != page_reads_card(page)]
+    disagreements, refused = _mutation_disagreements(schema_card(), 21)
     assert not disagreements, disagreements[:3]
-    assert sum(not page_reads_card(p) for p in got) > 100
+    assert refused > 100
+
+
+# ------------------------------------------------------------------------ one-hot attributes and dropped values
+
+def one_hot_schema() -> dict[str, Any]:
+    """The synthetic book's schema as a bank's OneHotEncoder writes it: purpose one-hot without its first
+    category (drop "car"), sex one-hot without female (one input, sex=M), region one-hot over three inputs."""
+    schema = json.loads(json.dumps(book.SCHEMA))
+    schema["features"][2]["drop"] = "car"
+    schema["features"][5].update(encoding="one_hot", drop="F")
+    schema["features"][6]["encoding"] = "one_hot"
+    return schema
+
+
+ONE_HOT_REFUSED: dict[str, tuple[Callable[[dict], None], str]] = {
+    # The schema's new keys used wrongly (fairness/schema.py _drop_fits, SensitiveAttribute._check)
+    "drop on an ordinal category": (_set(f"{FS}.features.3.drop", "own"), "'housing': only a one-hot encoding drops a value"),
+    "dropped category not a category": (_set(f"{FS}.features.2.drop", "boat"),
+                                        "'purpose': the dropped value 'boat' is not one of its values"),
+    "drop on a coded sensitive attribute": (_all(_set(f"{FS}.features.6.encoding", "code"), _set(f"{FS}.features.6.drop", "north")),
+                                            "'region': only a one-hot encoding drops a value"),
+    "dropped sensitive value not a value": (_set(f"{FS}.features.5.drop", "X"), "'sex': the dropped value 'X' is not one of its values"),
+    "dropped value padded": (_set(f"{FS}.features.5.drop", "F "), "the dropped value 'F ' is not one of its values"),
+    "codes with a one-hot sensitive attribute": (_set(f"{FS}.features.6.codes", [0, 1, 2]),
+                                                 "sensitive attribute 'region': a one-hot encoding takes no codes"),
+    "unknown sensitive encoding": (_set(f"{FS}.features.6.encoding", "ordinal"), ""),
+    "drop as a number": (_set(f"{FS}.features.5.drop", 1), ""),
+    # ModelCard._schema_binds_statement: the card's columns and points are the schema's
+    "a card point that is no one-hot point": (_set("sensitive.1.values.0", [65536, 65536, 0]), "sensitive attributes differ"),
+    "card points unscaled": (_set("sensitive.1.values", [[1, 0, 0], [0, 1, 0], [0, 0, 1]]), "sensitive attributes differ"),
+    "card points in another order": (_set("sensitive.1.values", [[0, 65536, 0], [65536, 0, 0], [0, 0, 65536]]),
+                                     "sensitive attributes differ"),
+    "card columns in another order": (_set("sensitive.1.columns", [8, 7, 9]), "sensitive attributes differ"),
+    "card columns on numeric inputs": (_set("sensitive.1.columns", [0, 1, 4]), "sensitive attributes differ"),
+    "card columns one to the left (over sex's)": (_set("sensitive.1.columns", [6, 7, 8]), "distinct input indices"),
+    "the dropped sex value's point not zero": (_set("sensitive.0.values", [131072, 65536]), "sensitive attributes differ"),
+    "region labelled otherwise on the card": (_set("sensitive.1.labels", ["n", "s", "e"]), "sensitive attributes differ"),
+    "the dropped category's input kept": (_set(f"{FS}.features.2.drop", None), "model inputs differ from the card's"),
+    "another sex value dropped": (_set(f"{FS}.features.5.drop", "M"), "model inputs differ from the card's"),
+    "region coded in the schema": (_without(f"{FS}.features.6.encoding"), "model inputs differ from the card's"),
+    # SensitiveFeatureCard's validators
+    "region's value of two integers": (_set("sensitive.1.values.0", [65536, 0]), "must be a list of 3 integers"),
+    "region with a column too": (_set("sensitive.1.column", 7), "give either column (one input) or columns"),
+    "sex with lists in the column form": (_set("sensitive.0.values", [[0], [65536]]), "values are integers"),
+    "region's columns repeated": (_set("sensitive.1.columns", [7, 7, 9]), "its columns must be distinct"),
+    "region over sex's input": (_set("sensitive.1.columns", [7, 8, 6]), ""),
+}
+
+ONE_HOT_ACCEPTED: dict[str, Callable[[dict], None]] = {
+    "as built": lambda c: None,
+    "sex's one input written as columns": _all(_without("sensitive.0.column"), _set("sensitive.0.columns", [6]),
+                                               _set("sensitive.0.values", [[0], [65536]])),
+    "a drop written as null": _set(f"{FS}.features.6.drop", None),
+    "the code encoding written out": _all(_without(f"{FS}.features.5.encoding"), _without(f"{FS}.features.5.drop"),
+                                          _set(f"{FS}.features.6.encoding", "one_hot"), _set("feature_names.6", "sex"),
+                                          _set("sensitive.0.values", [0, 65536]),
+                                          _set(f"{FS}.features.5.encoding", "code")),
+}
+
+
+def test_a_one_hot_card_is_built_as_the_schema_says():
+    card = schema_card(one_hot_schema())
+    assert card["feature_names"][2:4] == ["purpose=house", "purpose=education"]
+    assert card["sensitive"] == [
+        {"name": "sex", "column": 6, "values": [0, 65536], "labels": ["female", "male"]},
+        {"name": "region", "columns": [7, 8, 9], "values": [[65536, 0, 0], [0, 65536, 0], [0, 0, 65536]],
+         "labels": ["north", "south", "east"]}]
+
+
+def test_every_refusal_of_a_one_hot_schema_and_its_binding_is_the_pages():
+    problems = _refusal_problems(ONE_HOT_REFUSED, schema_card(one_hot_schema()))
+    assert not problems, problems
+
+
+def test_what_the_validators_accept_of_a_one_hot_schema_the_page_accepts():
+    problems = _acceptance_problems(ONE_HOT_ACCEPTED, schema_card(one_hot_schema()))
+    assert not problems, problems
+
+
+def test_random_changes_of_a_one_hot_schema_are_judged_alike():
+    disagreements, refused = _mutation_disagreements(schema_card(one_hot_schema()), 22)
+    assert not disagreements, disagreements[:3]
+    assert refused > 100
 
 
 def test_a_card_built_at_every_scale_is_read_alike():

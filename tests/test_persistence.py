@@ -118,7 +118,7 @@ def test_bad_questions_are_refused():
 def test_single_attribute_flips_change_one_attribute():
     base = random_model(3, n_inputs=5, hidden=(3,), n_classes=2, scale_bits=8)
     one = 1 << 8
-    second = SensitiveDomain("second", 4, (-one, 0, one), ("a", "b", "c"))
+    second = SensitiveDomain.scalar("second", 4, (-one, 0, one), ("a", "b", "c"))
     model = FixedPointModel(base.net, base.box_lower, base.box_upper, (base.sensitive[0], second))
     query = list(random_query(model, random.Random(0)))
     query[4] = 0
@@ -205,3 +205,83 @@ def test_relaxation_slopes_round_outward():
         assert up * (u - l) >= u and up - exact < Fraction(1, 256)
         if down != exact:
             assert down * (u - l) < u  # the wrong direction cuts into ReLU at u
+
+
+# -- the MILP's optimum: closed to a relative gap of 1e-9, or said to be short of it -----------------------
+
+
+def _gap_case():
+    """A one-hidden-layer model and a box (two free inputs) on which HiGHS's default relative gap of 1e-4
+    stops a few ten-thousandths of a logit above the minimum of g."""
+    model = random_model(17, n_inputs=3, hidden=(12,), n_classes=2, scale_bits=10, weight_range=3.0)
+    query = random_query(model, random.Random(17))
+    box = pb.perturbation_box(model, query, (1, 2), Fraction(4))
+    (flip,) = pb.single_attribute_flips(model, query)
+    return model, box, flip
+
+
+def test_the_milp_optimum_equals_the_exact_extremes_where_the_default_gap_stops_short(monkeypatch):
+    from arrangement_reference import arrangement_vertices
+    from fairness import milp
+
+    model, box, flip = _gap_case()
+    values = [pb.g_value(model, 1, flip, x)
+              for x in arrangement_vertices(model, (flip.source, flip.target), box.lower, box.upper)]
+    low, high = pb.exact_extremes(model, 1, flip, box)
+    assert low.optimal and high.optimal
+    assert abs(low.attained - min(values)) <= Fraction(1, 10**9) * abs(min(values))
+    assert abs(high.attained - max(values)) <= Fraction(1, 10**9) * abs(max(values))
+    assert low.bound <= float(min(values)) + 1e-9 and high.bound >= float(max(values)) - 1e-9
+    assert pb.exact_bounds(model, 1, flip, box) == (low.attained, high.attained)
+    # the same solve at HiGHS's default gaps stops short of the minimum, and says it is optimal
+    monkeypatch.setattr(milp, "MIP_REL_GAP", 1e-4)
+    monkeypatch.setattr(milp, "MIP_ABS_GAP", 1e-6)
+    default, _ = pb.exact_extremes(model, 1, flip, box)
+    assert default.optimal and default.attained - min(values) > Fraction(1, 10**5)
+
+
+def test_a_milp_stopped_short_is_not_called_exact(monkeypatch):
+    """HiGHS stopped after its root node (as a time limit stops it, but deterministically): each extreme
+    keeps its attained value and bound, says it is not optimal and by how much at most; the audit counts
+    it apart and prints the gap."""
+    from fairness import milp
+    from fairness.persistence_audit import audit_persistence
+
+    model = random_model(3, n_inputs=5, hidden=(8, 4), n_classes=2, scale_bits=8, weight_range=2.0)
+    query = random_query(model, random.Random(3))
+    box = pb.perturbation_box(model, query, NUMERIC, Fraction(2))
+    (flip,) = pb.single_attribute_flips(model, query)
+    exact_low, exact_high = pb.exact_extremes(model, 1, flip, box)
+    assert exact_low.optimal and exact_high.optimal
+    monkeypatch.setattr(milp, "MAX_NODES", 1)
+    low, high = pb.exact_extremes(model, 1, flip, box)
+    for stopped, exact, sign in ((low, exact_low, 1), (high, exact_high, -1)):
+        assert not stopped.optimal and stopped.message and stopped.gap > 1e-6
+        # the value found is attained (no better than the optimum) and the bound is on the optimum's far side
+        assert sign * stopped.attained >= sign * exact.attained - Fraction(1, 10**9)
+        assert sign * stopped.bound <= sign * float(exact.attained) + 1e-9
+    (score, *_) = audit_persistence(model, [query], 1, NUMERIC, [Fraction(2)], exact=True)
+    assert score.exact.stopped_short == 1 and score.exact.largest_gap >= max(low.gap, high.gap) - 1e-9
+
+
+def test_the_audits_exact_counts_follow_the_milp():
+    from fairness.persistence_audit import NEITHER, audit_persistence, exact_status
+
+    model = _model(1, (4, 2))
+    rng = random.Random(3)
+    queries = [random_query(model, rng) for _ in range(6)]
+    scores = audit_persistence(model, queries, 1, NUMERIC, [Fraction(1, 2)], exact=True)
+    statuses = []
+    for q in queries:
+        box = pb.perturbation_box(model, q, NUMERIC, Fraction(1, 2))
+        for flip in pb.single_attribute_flips(model, q):
+            statuses.append(exact_status(*pb.exact_extremes(model, 1, flip, box)))
+    observed = [g for g in scores if g.setting == "observed"]
+    assert sum(g.exact.favoured for g in observed) == statuses.count(pb.FAVOURED)
+    assert sum(g.exact.disfavoured for g in observed) == statuses.count(pb.DISFAVOURED)
+    assert sum(g.exact.neither for g in observed) == statuses.count(NEITHER)
+    flipped = [g for g in scores if g.setting == "flipped"]
+    assert sum(g.exact.favoured for g in flipped) == statuses.count(pb.DISFAVOURED)
+    for g in scores:  # what the sound LP certifies, the exact optimum confirms
+        assert g.exact.favoured >= g.favoured and g.exact.disfavoured >= g.disfavoured
+    assert all(g.exact is None for g in audit_persistence(model, queries[:1], 1, NUMERIC, [Fraction(1, 2)]))

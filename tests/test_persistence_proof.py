@@ -48,7 +48,7 @@ def test_proved_bounds_round_the_crown_bounds_outward_and_are_sound(seed):
     slices = model.slices()
     own = tuple(query[f.column] for f in model.sensitive)
     for (a, v), (lb, ub) in zip(counterfactual_pairs(model), proved_bounds(model, query, 1, cols, delta)):
-        flip = Flip(a, slices.index(own), slices.index(own[:a] + (v,) + own[a + 1:]))
+        flip = Flip(a, slices.index(own), slices.index(own[:a] + v + own[a + 1:]))  # v: the value's point
         crown = crown_bounds(model, 1, flip, box)
         assert Fraction(lb, scale) <= crown.lower < Fraction(lb + 1, scale)
         assert Fraction(ub - 1, scale) < crown.upper <= Fraction(ub, scale)
@@ -62,7 +62,7 @@ def test_own_value_pair_contains_zero():
     own = [c.cert.query[j] for j in c.shape.sensitive_columns]
     pairs = counterfactual_pairs(c.model)
     for (a, v), (lb, ub) in zip(pairs, proved_bounds(c.model, c.cert.query, 1, [2, 3], 10)):
-        if v == own[a]:
+        if v == (own[a],):  # one-column attributes: 1-tuple points
             assert lb <= 0 <= ub
 
 

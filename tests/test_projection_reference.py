@@ -34,7 +34,7 @@ def corner_model(sens_weight: int = 0, logit_bias: Fraction = Fraction(-51, 4)) 
     b1 = (0, int(b))
     net = QuantisedMLP(scale_bits=S, weights=(w0, w1), biases=(b0, b1))
     return FixedPointModel(net=net, box_lower=(-ONE,) * 3, box_upper=(ONE,) * 3,
-                           sensitive=(SensitiveDomain("group", 0, (0, ONE), ("a", "b")),))
+                           sensitive=(SensitiveDomain.scalar("group", 0, (0, ONE), ("a", "b")),))
 
 
 QUERY = (0, -ONE // 2, 0)

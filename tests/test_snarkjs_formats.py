@@ -146,6 +146,26 @@ def test_wtns_count_mismatch_and_missing_one_are_refused():
         decode_wtns(encode_wtns([5, 1]))
 
 
+def test_wtns_limbs_hold_the_same_values_and_refuse_the_same_files():
+    """The prover's array reading of a .wtns (no Python int per value) agrees with decode_wtns, and
+    refuses what it refuses."""
+    import numpy as np
+
+    from circuits.snarkjs.wtns import decode_wtns_limbs
+
+    witness = [1, 0, 5, R - 1, (1 << 200) + 7]
+    limbs = decode_wtns_limbs(encode_wtns(witness))
+    raw = np.ascontiguousarray(limbs).tobytes()
+    assert [int.from_bytes(raw[i:i + 32], "little") for i in range(0, len(raw), 32)] == witness
+    data = encode_wtns([1, 2, 3])
+    with pytest.raises(MalformedArtifact, match="value 2 is not reduced"):
+        decode_wtns_limbs(data[:-32] + R.to_bytes(32, "little"))
+    with pytest.raises(MalformedArtifact, match="constant 1"):
+        decode_wtns_limbs(encode_wtns([5, 1]))
+    with pytest.raises(MalformedArtifact, match="truncated"):
+        decode_wtns_limbs(data[:-1])
+
+
 # --- JSON ----------------------------------------------------------------------------
 
 def sample_vk() -> VerifyingKey:

@@ -210,21 +210,20 @@ def test_cli_refuses_tampered_and_malformed_inputs(cli_keys, capsys, tmp_path):
 
 
 def test_the_saved_rows_serve_only_the_circuit_they_were_decoded_from(cli_keys, capsys, tmp_path, circuit_files):
-    import hashlib
     import shutil
-    from dataclasses import replace
 
     import numpy as np
 
+    from circuits.groth16 import key_seal, relation_files
     from circuits.relation_arrays import ArrayR1CS
-    from prover_service.commands.groth16 import ROWS_FILE, load_relation_arrays
+    from prover_service.commands.groth16 import ROWS_DIR, load_relation_arrays
 
     keydir, _ = cli_keys
     directory, r1cs, witness = circuit_files
     keys = tmp_path / "keys"
     shutil.copytree(keydir, keys)
-    rows = keys / ROWS_FILE
-    assert rows.is_file()  # written by setup
+    rows = keys / ROWS_DIR
+    assert (rows / relation_files.HEADER_FILE).is_file()  # written by setup
     assert load_relation_arrays(keys).relation == r1cs
 
     def prove_and_verify(name: str) -> int:
@@ -235,34 +234,123 @@ def test_the_saved_rows_serve_only_the_circuit_they_were_decoded_from(cli_keys, 
                               str(out / "public.json")])
         return code
 
-    # Garbage where the arrays were: decoded from circuit.r1cs again, saved again, proved.
-    rows.write_bytes(b"PK\x03\x04 not a zip")
-    assert prove_and_verify("after_garbage") == 0
-    assert rows.read_bytes() != b"PK\x03\x04 not a zip"
+    # Sealed: mapped as they are, nothing hashed.
+    assert key_seal.seal_holds(keys, ["circuit.r1cs", *(f"{ROWS_DIR}/{n}" for n in relation_files.ARRAY_FILES)],
+                               {f"{ROWS_DIR}/{relation_files.HEADER_FILE}":
+                                key_seal.sha256_hex((rows / relation_files.HEADER_FILE).read_bytes())})
+    assert isinstance(load_relation_arrays(keys).a.wire, np.memmap)
 
-    # Arrays saved for another circuit (another SHA-256) are not used.
+    # Garbage where an array was: the seal no longer holds, the arrays are decoded from circuit.r1cs
+    # again, saved, sealed, proved.
+    (rows / "a_wire.npy").write_bytes(b"not an array")
+    assert prove_and_verify("after_garbage") == 0
+    assert load_relation_arrays(keys).relation == r1cs
+
+    # Arrays saved for another circuit (another source digest) are not used.
     other, _ = random_system(20, 2, seed=4)
-    ArrayR1CS.from_r1cs(other).save(rows, "00" * 32)
+    relation_files.save_relation(rows, ArrayR1CS.from_r1cs(other), "00" * 32)
     assert load_relation_arrays(keys).relation == r1cs
 
     # Arrays that name circuit.r1cs's digest but hold a coefficient >= r are refused on load.
-    def with_coefficient(relation: ArrayR1CS, side: str, value: int) -> ArrayR1CS:
-        rows_of_side = getattr(relation, side)
-        coefficient = rows_of_side.coefficient.copy()
-        coefficient[0] = np.frombuffer(value.to_bytes(32, "little"), dtype=np.uint8)
-        return replace(relation, **{side: replace(rows_of_side, coefficient=coefficient)})
+    digest = key_seal.sha256_hex((keys / "circuit.r1cs").read_bytes())
+    bad = ArrayR1CS.from_r1cs(r1cs)
+    coefficient = bad.a.coefficient.copy()
+    coefficient[0] = np.frombuffer(((1 << 256) - 1).to_bytes(32, "little"), dtype=np.uint8)
+    from dataclasses import replace
 
-    digest = hashlib.sha256((keys / "circuit.r1cs").read_bytes()).hexdigest()
-    with_coefficient(ArrayR1CS.from_r1cs(r1cs), "a", (1 << 256) - 1).save(rows, digest)
-    assert ArrayR1CS.load(rows, digest) is None
+    header = relation_files.save_relation(rows, replace(bad, a=replace(bad.a, coefficient=coefficient)), digest)
+    assert relation_files.map_relation(rows, header, digest) is None
     assert load_relation_arrays(keys).relation == r1cs
 
     # Arrays that name the digest but describe another valid relation: the prover finds the
     # witness does not satisfy it and proves nothing (a wrong cache never yields a proof).
-    with_coefficient(ArrayR1CS.from_r1cs(r1cs), "c", 2).save(rows, digest)
+    coefficient = bad.c.coefficient.copy()
+    coefficient[0] = np.frombuffer((2).to_bytes(32, "little"), dtype=np.uint8)
+    relation_files.save_relation(rows, replace(bad, c=replace(bad.c, coefficient=coefficient)), digest)
     capsys.readouterr()
     assert prove_and_verify("after_forgery") == 1
     assert "violates constraint 0" in capsys.readouterr().err
+
+
+def _flip_byte_in_place(path: Path, offset: int) -> None:
+    """One bit of the file changed where it lies (same inode), as a damaged disk or an editor would."""
+    with path.open("r+b") as handle:
+        handle.seek(offset)
+        byte = handle.read(1)
+        handle.seek(offset)
+        handle.write(bytes([byte[0] ^ 1]))
+
+
+def test_cli_key_flipped_after_install_is_refused_and_the_intact_key_proves(cli_keys, capsys, tmp_path, circuit_files):
+    """The prover maps its key and, while the key's seal holds, hashes nothing: a byte changed after
+    the key was installed breaks the seal (the file's change time moves), so the files are hashed
+    again and the command refuses in one plain line, writing no proof. Its twin: the intact key proves."""
+    import os
+    import shutil
+
+    from circuits.groth16 import key_seal
+
+    keydir, _ = cli_keys
+    directory, _, _ = circuit_files
+    keys = tmp_path / "keys"
+    shutil.copytree(keydir, keys)
+    wtns = str(directory / "witness.wtns")
+    capsys.readouterr()
+    assert fairproof(["groth16", "prove", keys.as_posix(), wtns, str(tmp_path / "ok")]) == 0
+    assert fairproof(["groth16", "verify", str(keys / "verification_key.json"), str(tmp_path / "ok" / "proof.json"),
+                      str(tmp_path / "ok" / "public.json")]) == 0
+    assert (keys / "proving_key" / "seal.json").is_file()
+
+    for name in ("h.bin", "a.bin"):
+        damaged = tmp_path / f"damaged_{name}"
+        shutil.copytree(keys, damaged)  # new files: checked in full once, and sealed, by this proof
+        assert fairproof(["groth16", "prove", str(damaged), wtns, str(tmp_path / f"sealed_{name}")]) == 0
+        header = (damaged / "proving_key" / "header.json").read_bytes()
+        files = [f"{q}.bin" for q in ("a", "b_g1", "b_g2", "l", "h")]
+        assert key_seal.seal_holds(damaged / "proving_key", files, {"header.json": key_seal.sha256_hex(header)})
+        target = damaged / "proving_key" / name
+        before = target.stat()
+        _flip_byte_in_place(target, 100)
+        os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))  # even with its mtime put back
+        assert not key_seal.seal_holds(damaged / "proving_key", files, {"header.json": key_seal.sha256_hex(header)})
+        capsys.readouterr()
+        assert fairproof(["groth16", "prove", str(damaged), wtns, str(tmp_path / f"out_{name}")]) == 1
+        err = capsys.readouterr().err
+        assert err.splitlines()[-1] == f"fairproof: error: proving key: {name} does not match its SHA-256 in the header"
+        assert not (tmp_path / f"out_{name}" / "proof.json").exists()
+
+
+def test_cli_key_changed_while_in_use_yields_no_proof(cli_keys, tmp_path, circuit_files, backend):
+    """A key file changed after its seal was checked (while mapped) is caught by the proof's check
+    against the key's own verifying key: no proof leaves the prover. Twin: unchanged, it proves."""
+    import shutil
+
+    from circuits.errors import MalformedArtifact
+    from circuits.snarkjs.wtns import read_wtns_limbs
+    from prover_service.commands.groth16 import _load_key, load_relation_arrays
+
+    keydir, _ = cli_keys
+    directory, _, _ = circuit_files
+    keys = tmp_path / "keys"
+    shutil.copytree(keydir, keys)
+    relation = load_relation_arrays(keys)
+    pk, mapped_backend = _load_key(keys, None, check_points=False)
+    witness = mapped_backend.scalar_vector_from_limbs(read_wtns_limbs(directory / "witness.wtns"))
+    assert verify(pk.vk, relation.public_inputs([1, *mapped_backend.scalar_vector_to_ints(witness)[1:3]]),
+                  prove(pk, relation, witness, mapped_backend, self_check=True), mapped_backend)
+    if not isinstance(pk.h_query, __import__("numpy").memmap):
+        pytest.skip("this backend reads keys into memory: nothing changes under it")
+    h = keys / "proving_key" / "h.bin"
+    record = len(h.read_bytes()) // mapped_backend.vector_len(pk.h_query)
+    with h.open("r+b") as handle:  # H[0] and H[1] swapped in place: valid points, seen through the map
+        first, second = handle.read(record), handle.read(record)
+        handle.seek(0)
+        handle.write(second + first)
+    with pytest.raises(MalformedArtifact, match="does not verify against the proving key's own verifying key"):
+        prove(pk, relation, witness, mapped_backend, self_check=True)
+    _flip_byte_in_place(h, 40)  # now a coordinate off the curve: refused as well
+    with pytest.raises(MalformedArtifact):
+        prove(pk, relation, witness, mapped_backend, self_check=True)
 
 
 def test_cli_verify_contributions_detects_a_swapped_key(cli_keys, capsys, tmp_path, circuit_files, backend):

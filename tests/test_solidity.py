@@ -56,15 +56,15 @@ class Chain:
             raise DeploymentRefused(f"the constructor reverted ({receipt['gas_used']} gas)")
         return receipt["contract_address"]
 
-    def call(self, to: str, signature: str, types, args) -> tuple[bool, int]:
-        """(the boolean result, the gas the call used as a transaction with ample gas). Not estimate_gas: a
-        verifier whose precompile call runs out of gas returns false without reverting, so the least gas
-        that does not revert is not the gas of a verification."""
+    def call(self, to: str, signature: str, types, args, gas: int = 10_000_000) -> tuple[bool, int]:
+        """(the boolean result, the gas the call used as a transaction with ample gas: `gas`, below a block's
+        30M). Not estimate_gas: a verifier whose precompile call runs out of gas returns false without
+        reverting, so the least gas that does not revert is not the gas of a verification."""
         from eth_abi import decode, encode
         from eth_utils import function_signature_to_4byte_selector
 
         data = "0x" + (function_signature_to_4byte_selector(signature) + encode(list(types), list(args))).hex()
-        tx = {"from": self.account, "to": to, "data": data, "gas": 10_000_000}
+        tx = {"from": self.account, "to": to, "data": data, "gas": gas}
         (result,) = decode(["bool"], bytes.fromhex(self.tester.call(tx)[2:]))
         receipt = self.tester.get_transaction_receipt(self.tester.send_transaction(tx))
         return result, receipt["gas_used"]

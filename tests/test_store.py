@@ -19,7 +19,7 @@ def tiny_model(bias: int = 3) -> FixedPointModel:
         weights=(((4, -4, 2), (1, 2, -3)), ((3, -1), (-2, 5))),
         biases=((bias, -1), (0, 1)),
     )
-    sex = SensitiveDomain(name="sex", column=2, values=(0, 4), labels=("f", "m"))
+    sex = SensitiveDomain.scalar(name="sex", column=2, values=(0, 4), labels=("f", "m"))
     return FixedPointModel(net=net, box_lower=(0, 0, 0), box_upper=(4, 4, 4), sensitive=(sex,))
 
 
@@ -31,7 +31,7 @@ def test_digest_depends_on_every_part_of_the_model():
     assert st.model_digest(base) != st.model_digest(wider)
     other_domain = FixedPointModel(
         net=base.net, box_lower=base.box_lower, box_upper=base.box_upper,
-        sensitive=(SensitiveDomain(name="sex", column=2, values=(0, 3), labels=("f", "m")),),
+        sensitive=(SensitiveDomain.scalar(name="sex", column=2, values=(0, 3), labels=("f", "m")),),
     )
     assert st.model_digest(base) != st.model_digest(other_domain)
 

@@ -107,7 +107,7 @@ def verify_group_counts(bundle: GroupCountsBundle, card: ModelCard, dataset: Aud
     except KeyError as exc:
         return _refuse(str(exc.args[0]), "claims.bucket")
     layout = DatasetLayout(circuit.n_rows, tuple(card.box_lower), tuple(card.box_upper),
-                           tuple(f.column for f in card.sensitive), tuple(card.slices()))
+                           card.sensitive_columns, tuple(card.slices()))
     f = circuit.favourable_class
     if bundle.favourable_class != f or bundle.favourable_label != card.architecture.class_labels[f]:
         return _refuse("the bundle's favourable class is not its audit circuit's", "claims.contradiction")

@@ -44,7 +44,6 @@ service or a service error.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -52,9 +51,9 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from commitments.api import JobView
 from commitments.attestation import Attestation, AttestationError, parse_auditor_key
 from commitments.bundle import CertificateBundle
-from commitments.canonical import NonCanonical, check_json
+from commitments.canonical import NonCanonical
 from commitments.card import ModelCard
-from commitments.record import RecordError, describe_query, encode_record
+from commitments.record import RecordError, describe_query, encode_record, read_record_file
 
 from .log_check import LogRefused, check_log_evidence, parse_witness_key
 from .output import CertificateReport, GroupCountsReport, certificate_report, group_counts_report
@@ -514,15 +513,11 @@ def _from_service(args: argparse.Namespace, transport: httpx.BaseTransport | Non
 
 
 def _read_record(path: str) -> dict[str, Any]:
-    data = _read(path, "record")
+    """The customer's record, read exactly as `fairproof prove --record` reads it (commitments.record)."""
     try:
-        check_json(data, f"record {path}")
-    except NonCanonical as exc:
+        return read_record_file(path, MAX_INPUT_BYTES)
+    except RecordError as exc:
         raise _Unreadable(str(exc)) from None
-    record = json.loads(data)
-    if not isinstance(record, dict):
-        raise _Unreadable(f"record {path} must be a JSON object of attribute name -> value")
-    return record
 
 
 class _ProgressLine:

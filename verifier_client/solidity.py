@@ -42,7 +42,7 @@ from typing import Any
 
 from circuits.field import Q, R
 from commitments.bundle import CertificateBundle, G2Json, SnarkjsProof
-from commitments.card import AuditCircuit, CircuitBucket, ModelCard, VerifyingKeyJson
+from commitments.card import AuditCircuit, CircuitBucket, ModelCard, SensitiveFeatureCard, VerifyingKeyJson
 from commitments.claims import HEAD_SIGNALS
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -249,6 +249,32 @@ def _signed_literal(v: int) -> str:
     return f"int256({v})" if v >= 0 else f"-int256({-v})"
 
 
+def _point_function(a: int, feature: SensitiveFeatureCard) -> str:
+    """`pointOf<a>(s)`: which of sensitive feature a's points (card order) the query holds at the feature's
+    columns, or the number of its points when it holds none. One function for a feature spanning one input
+    or several (a one-hot block): a loop over constant arrays, so that a wide feature costs the registry
+    code in proportion to its points' coordinates, never a local per column."""
+    columns, points = feature.input_columns, feature.points
+    width, count = len(columns), len(points)
+    at = ", ".join(f"uint256({HEAD_SIGNALS + c})" if i == 0 else str(HEAD_SIGNALS + c) for i, c in enumerate(columns))
+    table = ", ".join("[" + ", ".join(_signed_literal(v) for v in point) + "]" for point in points)
+    return f"""
+    /// {_comment(feature.name)}: which of its {count} domain points the query holds at its input(s), {count} if none.
+    function pointOf{a}(uint256[] calldata s) internal pure returns (uint256) {{
+        uint256[{width}] memory at = [{at}];
+        int256[{width}][{count}] memory points = [{table}];
+        for (uint256 k = 0; k < {count}; k++) {{
+            bool same = true;
+            for (uint256 i = 0; i < {width} && same; i++) {{
+                same = signedOf(s[at[i]]) == points[k][i];
+            }}
+            if (same) return k;
+        }}
+        return {count};
+    }}
+"""
+
+
 def registry_source(card: ModelCard, check_keys: bool = True) -> str:
     """FairProofRegistry for `card`: every rule commitments.claims enforces on a certificate's public signals,
     with the card's constants written in, checked before any pairing; the card's verifying keys bound to
@@ -281,14 +307,14 @@ def registry_source(card: ModelCard, check_keys: bool = True) -> str:
                     f"return (false, 0); // {_comment(card.feature_names[j])}"
                     for j, (lo, hi) in enumerate(zip(card.box_lower, card.box_upper)))
     sensitive = []
-    for f in card.sensitive:
-        chain = " else ".join(f"if (v == {_signed_literal(value)}) k = {k};" for k, value in enumerate(f.values))
+    for a, f in enumerate(card.sensitive):
+        count = len(f.points)
         sensitive.append(f"""        {{ // {_comment(f.name)}: one of its domain values, and which
-            int256 v = signedOf(s[{HEAD_SIGNALS + f.column}]);
-            uint256 k;
-            {chain} else return (false, 0);
-            own = own * {len(f.values)} + k;
+            uint256 k = pointOf{a}(s);
+            if (k == {count}) return (false, 0);
+            own = own * {count} + k;
         }}""")
+    point_functions = "".join(_point_function(a, f) for a, f in enumerate(card.sensitive))
     spread = ""
     if card.spread is not None:
         first = HEAD_SIGNALS + n
@@ -310,12 +336,13 @@ def registry_source(card: ModelCard, check_keys: bool = True) -> str:
     persistence = ""
     if card.persistence is not None:
         first = HEAD_SIGNALS + n + card.n_spread_signals
-        lines = []
-        for i, (a, value) in enumerate(card.persistence_pairs()):
-            column = card.sensitive[a].column
+        lines = [f"        uint256 point{a} = pointOf{a}(s); // the query's own value of {_comment(f.name)}"
+                 for a, f in enumerate(card.sensitive)]
+        for i, (a, point) in enumerate(card.persistence_pairs()):
+            f = card.sensitive[a]
             lines.append(f"        if (!boundsOk(s[{first + 1 + 2 * i}], s[{first + 2 + 2 * i}], "
-                         f"signedOf(s[{HEAD_SIGNALS + column}]) == {_signed_literal(value)})) return false; "
-                         f"// {_comment(card.sensitive[a].name)} = {value}")
+                         f"point{a} == {f.points.index(point)})) return false; "
+                         f"// {_comment(f.name)} = {_comment(f.label_of(point))}")
         persistence = f"""
     /// The persistence lens: delta within the card's cap, then per value of every sensitive feature the
     /// bounds (signed, |b| < 2^250) with lower <= upper, containing 0 at the customer's own value.
@@ -476,7 +503,7 @@ contract FairProofRegistry {{
 {chr(10).join(sensitive)}
         return (true, own);
     }}
-{spread}{persistence}
+{point_functions}{spread}{persistence}
     function signedOf(uint256 v) internal pure returns (int256) {{
         return v <= HALF_R ? int256(v) : -int256(R - v);
     }}

@@ -15,6 +15,7 @@ same inputs both return identical canonical values.
 from __future__ import annotations
 
 import functools
+import os
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -79,6 +80,16 @@ class CurveBackend(ABC):
 
     @abstractmethod
     def scalar_vector_to_ints(self, vector: ScalarVector) -> list[int]: ...
+
+    def scalar_vector_from_limbs(self, limbs: np.ndarray) -> ScalarVector:
+        """An (n, 4) array of little-endian uint64 limbs (standard form, each value below R, as a .wtns
+        file holds them) as a scalar vector. This default goes through Python ints."""
+        raw = np.ascontiguousarray(limbs, dtype="<u8").tobytes()
+        return self.scalar_vector([int.from_bytes(raw[i:i + 32], "little") for i in range(0, len(raw), 32)])
+
+    def is_scalar_vector(self, value: Any) -> bool:
+        """Whether `value` is already one of this backend's scalar vectors (then passed on as it is)."""
+        return False
 
     def row_evaluations(self, relation: ArrayR1CS, witness: ScalarVector, n: int
                         ) -> tuple[ScalarVector, ScalarVector, ScalarVector]:
@@ -229,6 +240,13 @@ class CurveBackend(ABC):
         files match the SHA-256 recorded when it was saved): no per-point work where the backend can
         skip it. The default validates like the checked loaders."""
         return self.g1_vector_from_bytes(data) if group == "g1" else self.g2_vector_from_bytes(data, check_subgroup=False)
+
+    def vector_from_own_file(self, group: str, path: str | os.PathLike[str]) -> G1Vector | G2Vector:
+        """`vector_from_own_bytes` of a file's contents; a backend whose vectors can live in a read-only
+        memory map returns one (the file is then read as the MSMs touch it, and shared between processes
+        through the page cache). The file must not be rewritten in place while the vector is in use."""
+        with open(path, "rb") as handle:
+            return self.vector_from_own_bytes(group, handle.read())
 
     # --- the affine Montgomery layout of snarkjs's .zkey and .ptau files ---------
     # Each coordinate is 32 bytes little-endian holding x * 2^256 mod Q (an Fq2

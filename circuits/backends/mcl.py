@@ -48,6 +48,7 @@ from ..relation_arrays import ArrayR1CS
 from . import ntt, sparse_rows
 from .mcl_library import load_wheel_library
 from .native import fixed_base as native_fixed_base
+from .native import msm as native_msm
 from .base import (B2, CurveBackend, G1Vector, G2Vector, GTElement, PreparedG2, ScalarVector, SparseTerms, fq_dtype,
                    limbs_below_q)
 
@@ -78,6 +79,11 @@ VALIDATE_SPLIT_MIN = 256  # points; below this raw vectors are checked on one th
 # (with large stacks) costs about a millisecond, more than the MSM itself, and
 # mulVec's stack use at this size is a few KiB, which any thread has.
 INLINE_MSM_MAX = 256
+# MSMs of at least this many scalars go to the native batch-affine kernels (native/msm.c) when they
+# load. Measured against mulVec on the same points (benchmarks/backend_micro.py): on full-width
+# scalars G1 costs the same from 2^14 on (10% more at 2^12), G2 about 20% less; on 0/1 scalars G1
+# is 4-5 times and G2 about 8 times faster, on 32-bit ones 1.4-2.5 times.
+NATIVE_MSM_MIN = 1 << 10
 
 _MONT_ONE_Q = (1 << 256) % Q
 _G2_ETH = (
@@ -110,6 +116,10 @@ def _bind(lib: ctypes.CDLL) -> None:
         "mclBn_verifyOrderG1": ([ctypes.c_int], None),
         "mclBn_verifyOrderG2": ([ctypes.c_int], None),
         "mclBnFr_setStr": ([_P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int], ctypes.c_int),
+        "mclBnFp_mul": ([_P, _P, _P], None),
+        "mclBnFp_sqr": ([_P, _P], None),
+        "mclBnFp2_mul": ([_P, _P, _P], None),
+        "mclBnFp2_sqr": ([_P, _P], None),
         "mclBn_millerLoopVec": ([_P, _P, _P, ctypes.c_size_t], None),
         "mclBn_finalExp": ([_P, _P], None),
         "mclBnGT_isOne": ([_P], ctypes.c_int),
@@ -396,6 +406,7 @@ class _Group:
     """The G1 or G2 half of the mcl API, so MSM and conversions are written once."""
 
     def __init__(self, lib: ctypes.CDLL, tag: str, limbs: int):
+        self.lib = lib
         self.limbs = limbs
         self.tag = tag
         self.add = getattr(lib, f"mclBn{tag}_add")
@@ -424,9 +435,15 @@ class _Group:
         m = scalars.shape[0]
         if m > points.shape[0]:
             raise CircuitError(f"MSM: {m} scalars for {points.shape[0]} points")
+        scalars = np.ascontiguousarray(scalars)
+        if split_by_size and m >= NATIVE_MSM_MIN:
+            kernel = _native_msm(self)
+            if kernel is not None:
+                total = self._native_msm(kernel, points, scalars, n_threads)
+                if total is not None:
+                    return total
         per_thread: list[list[tuple[np.ndarray, np.ndarray, bool]]] = [[] for _ in range(n_threads)]
         loads = [0] * n_threads
-        scalars = np.ascontiguousarray(scalars)
         jobs = _msm_jobs(scalars) if split_by_size else [(None, scalars, False)]
         for idx, ks, negate in jobs:
             pts = points[:m] if idx is None else points[idx]  # a view, or a gathered contiguous copy
@@ -457,6 +474,37 @@ class _Group:
                 worker(t)()
         elif busy:
             _run_parallel([worker(t) for t in busy])
+        total = self.zero()
+        for p in partial:
+            self.add(total.ctypes.data, total.ctypes.data, p.ctypes.data)
+        self.normalize(total.ctypes.data, total.ctypes.data)
+        return total
+
+    def _native_msm(self, kernel, points: np.ndarray, scalars: np.ndarray, n_threads: int) -> np.ndarray | None:
+        """sum k_i P_i by native/msm.c, the points split in contiguous ranges over `n_threads` threads (one
+        range on the calling thread); None if the kernel refuses (a point not normalised, no memory), so
+        that the caller uses mulVec."""
+        m = scalars.shape[0]
+        points = points[:m] if points.flags.c_contiguous else np.ascontiguousarray(points[:m])
+        parts = n_threads if m >= SPLIT_MIN * n_threads else 1
+        bounds = np.linspace(0, m, parts + 1).astype(int)
+        partial = [self.zero() for _ in range(parts)]
+        status = [native_msm.OK] * parts
+
+        def part(i: int) -> Callable[[], None]:
+            def run() -> None:
+                lo, hi = int(bounds[i]), int(bounds[i + 1])
+                status[i] = kernel(partial[i].ctypes.data, points[lo:hi].ctypes.data, scalars[lo:hi].ctypes.data,
+                                   hi - lo)
+
+            return run
+
+        if parts == 1:
+            part(0)()
+        else:
+            _run_parallel([part(i) for i in range(parts)])
+        if any(code != native_msm.OK for code in status):
+            return None
         total = self.zero()
         for p in partial:
             self.add(total.ctypes.data, total.ctypes.data, p.ctypes.data)
@@ -629,6 +677,59 @@ class _Group:
             raise MalformedArtifact(f"{what} vector: point {min(failures)} is not a valid {self.tag} point")
 
 
+_native_state: dict[str, object] = {}
+_native_lock = threading.Lock()
+_FIELD_CODE = ("mclBnFp_mul", "mclBnFp_sqr", "mclBnFp2_mul", "mclBnFp2_sqr")
+
+
+def _native_msm(group: "_Group"):
+    """native/msm.c's MSM for `group` once it has agreed with mulVec on a sample (every scalar class:
+    zero, one, minus one, small positive and negative, 64-bit, full width, a repeated point, its
+    negation, infinity); None if unavailable or disagreeing (logged once, mulVec is used then)."""
+    with _native_lock:
+        if group.tag in _native_state:
+            return _native_state[group.tag]
+        kernels = native_msm.load()
+        kernel = None
+        if kernels is not None:
+            if "field" not in _native_state:  # mcl's generated Fq and Fq2 code, of the same Montgomery form
+                kernels.use_field(*(ctypes.cast(getattr(group.lib, name), ctypes.c_void_p).value
+                                    for name in _FIELD_CODE))
+                _native_state["field"] = True
+            kernel = kernels.g1 if group.tag == "G1" else kernels.g2
+            if not _native_msm_agrees(group, kernel):
+                native_msm.log.warning("native %s MSM disagrees with mcl's mulVec; using mulVec", group.tag)
+                kernel = None
+        _native_state[group.tag] = kernel
+        return kernel
+
+
+def _native_msm_agrees(group: "_Group", kernel) -> bool:
+    import random
+
+    rng = random.Random(20240607)
+    n = 128 if group.tag == "G1" else 64  # a few milliseconds: this runs in every process that proves
+    multiples = [rng.randrange(1, R) for _ in range(n)]
+    generator = _g1_from_canonical(group.lib, (1, 2)) if group.tag == "G1" else _g2_from_canonical(group.lib, _G2_ETH)
+    points = group.fixed_base(generator, ntt.fr_array(multiples))
+    points[1] = points[0]
+    points[2] = points[0]
+    points[3] = points[0]
+    points[4] = points[0]
+    _negate_rows(points, np.arange(n) == 4, group.tag)
+    points[7] = 0  # the point at infinity
+    classes = [0, 1, R - 1, 2, R - 2, 3, (1 << 31) + 5, R - (1 << 40), (1 << 64) - 1, 1 << 100]
+    scalars = ntt.fr_array([rng.choice(classes) if i % 3 else rng.randrange(R) for i in range(n)])
+    scalars[:5] = ntt.fr_array([1, 1, 2, R - 1, 1])
+    out = group.zero()
+    if kernel(out.ctypes.data, points.ctypes.data, scalars.ctypes.data, n) != native_msm.OK:
+        return False
+    expected = group.zero()  # n <= INLINE_MSM_MAX: mulVec needs a few KiB of stack, any thread has them
+    group.mul_vec(expected.ctypes.data, points.ctypes.data, scalars.ctypes.data, n)
+    group.normalize(expected.ctypes.data, expected.ctypes.data)
+    return bool(np.array_equal(out, expected))
+
+
 def _check_vector(vector: object, limbs: int, tag: str) -> None:
     if not isinstance(vector, np.ndarray) or vector.ndim != 2 or vector.shape[1] != limbs:
         raise CircuitError(f"expected a {tag} vector of the mcl backend")
@@ -727,6 +828,15 @@ class MclBackend(CurveBackend):
         except TypeError as exc:
             raise CircuitError(f"scalars must be integers: {exc}") from None
         return ntt.fr_array(reduced) if reduced else np.zeros(0, dtype=ntt.FR)
+
+    def scalar_vector_from_limbs(self, limbs: np.ndarray) -> ScalarVector:
+        """One vectorised multiplication by 2^256: the limbs read as Montgomery words are x * 2^-256."""
+        if limbs.shape[0] == 0:
+            return np.zeros(0, dtype=ntt.FR)
+        return np.ascontiguousarray(limbs, dtype=np.uint64).view(ntt.FR).reshape(-1) * ntt._TO_MONTGOMERY
+
+    def is_scalar_vector(self, value: object) -> bool:
+        return isinstance(value, np.ndarray) and value.dtype == ntt.FR and value.ndim == 1
 
     def scalar_vector_to_ints(self, vector: ScalarVector) -> list[int]:
         std = _standard_limbs(vector).tobytes()
@@ -893,6 +1003,17 @@ class MclBackend(CurveBackend):
         if len(data) % unit:
             raise MalformedArtifact(f"{group.upper()} vector: {len(data)} bytes is not a multiple of {unit}")
         return np.frombuffer(data, dtype="<u8").reshape(-1, limbs).copy()
+
+    def vector_from_own_file(self, group: str, path: str | os.PathLike[str]) -> G1Vector | G2Vector:
+        """The file's structs as a read-only memory map: nothing is read or copied until an MSM touches
+        the points (mulVec and the native MSM take the mapped rows as they are)."""
+        unit, limbs = (G1_BYTES, G1_LIMBS) if group == "g1" else (G2_BYTES, G2_LIMBS)
+        size = os.path.getsize(path)
+        if size % unit:
+            raise MalformedArtifact(f"{group.upper()} vector: {size} bytes is not a multiple of {unit}")
+        if size == 0:
+            return np.zeros((0, limbs), dtype=np.uint64)
+        return np.memmap(path, dtype="<u8", mode="r", shape=(size // unit, limbs))
 
     def g2_vector_to_bytes(self, vector: G2Vector) -> bytes:
         return np.ascontiguousarray(vector, dtype="<u8").tobytes()

@@ -1,9 +1,11 @@
 """The rows <A_j, w>, <B_j, w>, <C_j, w> of an `ArrayR1CS`, vectorised over
 zk_dtypes' Montgomery Fr (the mcl backend's scalar form), checked on the way.
 
-Per side: every term's coefficient times its wire's value in one
-multiplication, then one segmented sum per row (`np.add.reduceat`; empty
-rows are left at zero, since reduceat would copy the next term into them).
+Per side, with the native kernels (native/ntt.c's fr_sparse_rows): one
+pass in C over the terms, no temporary per term. Without them: every term's
+coefficient times its wire's value in one multiplication, then one segmented
+sum per row (`np.add.reduceat`; empty rows are left at zero, since reduceat
+would copy the next term into them). Both give the same reduced values.
 """
 from __future__ import annotations
 
@@ -11,19 +13,31 @@ import numpy as np
 
 from ..errors import UnsatisfiedConstraint
 from ..relation_arrays import ArrayR1CS, SparseRows
+from .native import kernels as native_kernels
 from .ntt import _TO_MONTGOMERY, FR
 
 
 def rows_times(rows: SparseRows, w: np.ndarray, n_out: int) -> np.ndarray:
-    """out[j] = sum of coefficient * w[wire] over row j's terms (zero beyond the rows)."""
+    """out[j] = sum of coefficient * w[wire] over row j's terms (zero beyond the rows). With the
+    native kernels, one pass in C without a temporary per term (the same reduced values)."""
     out = np.zeros(n_out, dtype=FR)
     if rows.n_terms == 0:
         return out
+    kernels = native_kernels.load()
+    if kernels is not None and _row_arrays_fit(rows):
+        return kernels.sparse_rows(out, rows.start, rows.wire, rows.coefficient, np.ascontiguousarray(w))
     coefficient = rows.coefficient_limbs().view(FR).reshape(-1) * _TO_MONTGOMERY
     products = coefficient * w[rows.wire]
     nonempty = np.flatnonzero(np.diff(rows.start))
     out[nonempty] = np.add.reduceat(products, rows.start[nonempty])
     return out
+
+
+def _row_arrays_fit(rows: SparseRows) -> bool:
+    """The arrays the C kernel reads: the dtypes it assumes, contiguous (mapped .npy files are)."""
+    return (rows.start.dtype == np.int64 and rows.wire.dtype == np.int64 and rows.coefficient.dtype == np.uint8
+            and rows.start.flags.c_contiguous and rows.wire.flags.c_contiguous and rows.coefficient.flags.c_contiguous
+            and rows.start.ndim == 1 and rows.coefficient.shape == (rows.wire.shape[0], 32))
 
 
 def first_unequal(x: np.ndarray, y: np.ndarray) -> int | None:

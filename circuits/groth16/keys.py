@@ -19,6 +19,14 @@ Two storage forms:
 - "portable": EIP-196/197 uncompressed points (encoding.py), readable by any
   backend (slower to load: every point is parsed and validated in Python).
 
+A raw key that `save_proving_key` wrote, or that was once loaded with every
+file's SHA-256 checked, carries a seal (key_seal.py): later loads of the
+prover's own key (`check_points=False`) compare file stamps instead of
+hashing a hundred MiB, and map the files into memory instead of reading them
+(the MSMs read the mapped points in place). Files are replaced by renaming,
+never rewritten in place, so a process that has a key mapped keeps the
+version it mapped.
+
 The canonical digest identifies a key independently of backend and storage
 form: SHA-256 over the shape, the single points and the SHA-256 of each query
 in portable encoding (see `proving_key_digest`).
@@ -38,11 +46,13 @@ import hashlib
 import inspect
 import json
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
 
 from ..errors import CircuitError, MalformedArtifact
+from . import key_seal
 from .encoding import (
     G1_UNCOMPRESSED,
     G2_UNCOMPRESSED,
@@ -226,6 +236,7 @@ def save_proving_key(pk: ProvingKey, directory: str | os.PathLike[str], backend:
     check_shape(pk, backend)
     path = Path(directory)
     path.mkdir(parents=True, exist_ok=True)
+    key_seal.remove_seal(path)
     components: dict[str, str] = {}
     files: dict[str, dict[str, Any]] = {}
     for name, (group, file_name) in QUERIES.items():
@@ -238,7 +249,7 @@ def save_proving_key(pk: ProvingKey, directory: str | os.PathLike[str], backend:
             data = backend.g1_vector_to_bytes(vector)
         else:
             data = backend.g2_vector_to_bytes(vector)
-        (path / file_name).write_bytes(data)
+        _write_file_atomically(path / file_name, data)
         files[name] = {
             "file": file_name,
             "group": group,
@@ -264,16 +275,37 @@ def save_proving_key(pk: ProvingKey, directory: str | os.PathLike[str], backend:
         "queries": files,
         "digest": digest,
     }
-    tmp = path / (HEADER_FILE + ".tmp")
-    tmp.write_text(json.dumps(header, indent=1))
-    tmp.replace(path / HEADER_FILE)  # header last: a half-written key has no header
+    header_bytes = json.dumps(header, indent=1).encode()
+    _write_file_atomically(path / HEADER_FILE, header_bytes)  # header last: a half-written key has no header
+    if not portable:
+        key_seal.write_seal(path, [entry["file"] for entry in files.values()],
+                            {HEADER_FILE: key_seal.sha256_hex(header_bytes)})
     return digest
 
 
-def read_key_header(directory: str | os.PathLike[str]) -> dict[str, Any]:
-    path = Path(directory) / HEADER_FILE
+def _write_file_atomically(path: Path, data: bytes) -> None:
+    """`data` under a temporary name, then renamed over `path`: a process that has the old file
+    mapped keeps reading the old bytes (rewriting in place would change them under it)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     try:
-        header = json.loads(path.read_text())
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_key_header(directory: str | os.PathLike[str]) -> dict[str, Any]:
+    return _read_header(Path(directory))[0]
+
+
+def _read_header(directory: Path) -> tuple[dict[str, Any], str]:
+    """The header and the SHA-256 of the very bytes it was parsed from (what a seal names)."""
+    path = directory / HEADER_FILE
+    try:
+        raw = path.read_bytes()
+        header = json.loads(raw)
     except FileNotFoundError as exc:
         raise MalformedArtifact(f"proving key: {path} not found") from exc
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -282,7 +314,7 @@ def read_key_header(directory: str | os.PathLike[str]) -> dict[str, Any]:
         raise MalformedArtifact(f"proving key: {path} is not a {KEY_FORMAT} header")
     if header.get("version") != KEY_VERSION:
         raise MalformedArtifact(f"proving key: unsupported version {header.get('version')!r}")
-    return header
+    return header, key_seal.sha256_hex(raw)
 
 
 def _decode_portable(group: str, data: bytes, backend: Any, name: str) -> Any:
@@ -298,6 +330,27 @@ def _decode_portable(group: str, data: bytes, backend: Any, name: str) -> Any:
         for i in range(0, len(data), size)
     ]
     return backend.g2_vector(g2_points)
+
+
+def _map_own_queries(path: Path, header: dict[str, Any], header_digest: str, backend: Any) -> dict[str, Any]:
+    """The raw query files mapped in place (`backend.vector_from_own_file`), each checked against its
+    SHA-256 in the header unless the directory's seal says they are unchanged since they were."""
+    entries = {name: header["queries"][name] for name in QUERIES}
+    files = [str(entry["file"]) for entry in entries.values()]
+    digests = {HEADER_FILE: header_digest}
+    sealed = key_seal.seal_holds(path, files, digests)
+    stamps = {} if sealed else {name: key_seal.file_stamp(path / name) for name in files}
+    vectors = {}
+    for name, entry in entries.items():
+        file_path = path / entry["file"]
+        if not sealed:
+            with file_path.open("rb") as handle:
+                if hashlib.file_digest(handle, "sha256").hexdigest() != entry["sha256"]:
+                    raise MalformedArtifact(f"proving key: {entry['file']} does not match its SHA-256 in the header")
+        vectors[name] = backend.vector_from_own_file(QUERIES[name][0], file_path)
+    if not sealed:
+        key_seal.write_seal(path, files, digests, stamps=stamps)
+    return vectors
 
 
 def _h_basis_from_header(header: dict[str, Any]) -> HBasis:
@@ -339,11 +392,14 @@ def load_proving_key(
     `check_points=False` is for the prover's own raw key: each file's SHA-256
     must still match the header written when the key was saved, but no point
     is parsed or checked (a key that is wrong anyway can only make the
-    prover's own proofs fail: the verifier checks every proof point). Loading
-    is then reading and hashing the files.
+    prover's own proofs fail: the verifier checks every proof point). The
+    files are then mapped into memory, not read: while the key's seal holds
+    (key_seal.py: the files unchanged since they were written or last fully
+    checked) nothing is hashed; otherwise every file is hashed and, when all
+    match, the key is sealed again.
     """
     path = Path(directory)
-    header = read_key_header(path)
+    header, header_digest = _read_header(path)
     if backend is None:
         from ..backends import get_backend
 
@@ -359,15 +415,17 @@ def load_proving_key(
     try:
         vk = vk_from_dict(header["vk"], backend)
         vectors: dict[str, Any] = {}
+        if storage == "raw" and not check_points:
+            vectors = _map_own_queries(path, header, header_digest, backend)
         for name, (group, file_name) in QUERIES.items():
+            if name in vectors:
+                continue
             entry = header["queries"][name]
             data = (path / entry["file"]).read_bytes()
             if hashlib.sha256(data).hexdigest() != entry["sha256"]:
                 raise MalformedArtifact(f"proving key: {entry['file']} does not match its SHA-256 in the header")
             if storage == "portable":
                 vectors[name] = _decode_portable(group, data, backend, name)
-            elif not check_points:
-                vectors[name] = backend.vector_from_own_bytes(group, data)
             elif group == "g1":
                 vectors[name] = backend.g1_vector_from_bytes(data)
             else:

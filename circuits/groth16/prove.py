@@ -24,7 +24,7 @@ import secrets
 import threading
 from typing import Any, Callable, Sequence
 
-from ..errors import CircuitError
+from ..errors import CircuitError, MalformedArtifact, UnsatisfiedConstraint
 from ..field import R
 from ..relation import R1CS
 from ..relation_arrays import ArrayR1CS
@@ -60,6 +60,24 @@ def _check_scalar(name: str, value: int | None) -> int:
     return value
 
 
+def _witness_vectors(backend: Any, r1cs: R1CS | ArrayR1CS, witness: Any, n_public: int) -> tuple[Any, Any, list[int] | None]:
+    """(all wires, private wires) as scalar vectors, and the witness as ints where the relation needs
+    them (an `R1CS`'s rows are evaluated in Python). A witness that is already a scalar vector of the
+    backend (a .wtns file read into one) is used without a Python int per value."""
+    if backend.is_scalar_vector(witness):
+        n = backend.vector_len(witness)
+        head = backend.scalar_vector_to_ints(backend.vector_slice(witness, 0, min(n, 1)))
+        if n != r1cs.n_wires:
+            raise UnsatisfiedConstraint(f"witness has {n} values, the system has {r1cs.n_wires} wires")
+        if head[0] != 1:
+            raise UnsatisfiedConstraint("wire 0 must carry the constant 1")
+        as_ints = None if isinstance(r1cs, ArrayR1CS) else backend.scalar_vector_to_ints(witness)
+        return witness, backend.vector_slice(witness, n_public + 1, n), as_ints
+    values = _reduced(witness)
+    check_witness_shape(r1cs, values)
+    return backend.scalar_vector(values), backend.scalar_vector(values[n_public + 1:]), values
+
+
 def _reduced(witness: Sequence[int]) -> list[int]:
     """Witness values reduced into [0, R); refuses non-integers (a float would truncate silently)."""
     try:
@@ -71,18 +89,20 @@ def _reduced(witness: Sequence[int]) -> list[int]:
 def prove(
     pk: ProvingKey,
     r1cs: R1CS | ArrayR1CS,
-    witness: Sequence[int],
+    witness: Sequence[int] | Any,
     backend: Any = None,
     *,
     r: int | None = None,
     s: int | None = None,
     progress: Progress | None = None,
     workers: int = 2,
+    self_check: bool = False,
 ) -> Proof:
     """A proof that `witness` satisfies `r1cs`, for the statement witness[1..n_public].
 
     `r1cs` is an `R1CS` or the same relation as an `ArrayR1CS`, whose rows the
     backend evaluates in bulk (the faster form when proving many witnesses).
+    `witness` is a sequence of ints or already a scalar vector of `backend`.
 
     Raises UnsatisfiedConstraint (with `.constraint_index`) before any curve
     work if the witness violates a constraint; CircuitError if the key does not
@@ -93,6 +113,11 @@ def prove(
     and the three other G1 MSMs are shared among `workers` threads, each MSM
     on one thread; `workers` = 1 does everything in turn, each MSM split
     across the cores by the mcl backend.
+
+    With `self_check` the proof is verified against the key's own verifying
+    key before it is returned (a few milliseconds with mcl), and MalformedArtifact
+    is raised if it does not verify: a key whose files were changed or damaged
+    after they were checked (a mapped key is read while proving) yields no proof.
     """
     report = progress or (lambda stage, done, total: None)
     if backend is None:
@@ -104,17 +129,14 @@ def prove(
     _check_key_matches(pk, r1cs)
     r = _check_scalar("r", r)
     s = _check_scalar("s", s)
-    witness = _reduced(witness)
-    check_witness_shape(r1cs, witness)
+    w_all, w_private, witness_ints = _witness_vectors(backend, r1cs, witness, pk.n_public)
     n = pk.domain_size
 
-    w_all = backend.scalar_vector(witness)
     if isinstance(r1cs, ArrayR1CS):
         a_rows, b_rows, c_rows = backend.row_evaluations(r1cs, w_all, n)  # also checks the witness
     else:
-        a_rows, b_rows, c_rows = (backend.scalar_vector(rows) for rows in row_evaluations(r1cs, witness, n))
+        a_rows, b_rows, c_rows = (backend.scalar_vector(rows) for rows in row_evaluations(r1cs, witness_ints, n))
     report("witness", 1, 3)
-    w_private = backend.scalar_vector(witness[pk.n_public + 1 :])
 
     h_scalars = backend.qap_odd_coset if pk.h_basis == ODD_COSET_LAGRANGE else backend.qap_quotient
 
@@ -173,4 +195,18 @@ def prove(
     c = g1_add(c, g1_mul(b1, r))
     c = g1_add(c, g1_mul(delta1, (-r * s) % R))
     report("msm", 3, 3)
-    return Proof(a=a, b=b2, c=c)
+    proof = Proof(a=a, b=b2, c=c)
+    if self_check:
+        _check_own_proof(pk, backend, proof, backend.scalar_vector_to_ints(backend.vector_slice(w_all, 1, pk.n_public + 1)))
+    return proof
+
+
+def _check_own_proof(pk: ProvingKey, backend: Any, proof: Proof, public: list[int]) -> None:
+    from .verify import check_proof
+
+    result = check_proof(pk.vk, public, proof, backend)
+    if not result.ok:
+        raise MalformedArtifact(
+            "the proof just made does not verify against the proving key's own verifying key "
+            f"({result.reason}): the key's files are damaged or were changed while it was in use; "
+            "no proof was written")

@@ -47,3 +47,32 @@ def decode_wtns(data: bytes, what: str = "wtns") -> list[int]:
 
 def read_wtns(path: str | Path) -> list[int]:
     return decode_wtns(read_file_bytes(path, "wtns file"), what=f"wtns file {path}")
+
+
+def decode_wtns_limbs(data: bytes, what: str = "wtns"):
+    """The values of a .wtns file as an (n, 4) array of little-endian uint64 limbs (standard form), with
+    the checks of `decode_wtns` made on the whole array at once: what a prover packs into its scalar
+    vector without making a Python int per value."""
+    import numpy as np
+
+    from ..relation_arrays import limbs_below_r
+
+    container = decode_binfile(data, b"wtns", (2,), what)
+    head = Reader(container.section(1, what), f"{what} header")
+    read_field_header(head, what)
+    count = head.u32()
+    raw = container.section(2, what)
+    if len(raw) != count * N8:
+        raise MalformedArtifact(f"{what}: header announces {count} values ({count * N8} bytes), section 2 holds {len(raw)} bytes")
+    limbs = np.frombuffer(raw, dtype="<u8").reshape(-1, N8 // 8)
+    below = limbs_below_r(limbs)
+    if not below.all():
+        raise MalformedArtifact(f"{what}: value {int(np.flatnonzero(~below)[0])} is not reduced mod r")
+    if count and (int(limbs[0, 0]) != 1 or limbs[0, 1:].any()):
+        raise MalformedArtifact(f"{what}: value 0 must be the constant 1, found {int.from_bytes(raw[:N8], 'little')}")
+    return limbs
+
+
+def read_wtns_limbs(path: str | Path):
+    """`decode_wtns_limbs` of a file."""
+    return decode_wtns_limbs(read_file_bytes(path, "wtns file"), what=f"wtns file {path}")

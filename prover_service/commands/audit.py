@@ -1,4 +1,12 @@
-"""`fairproof audit spread|persistence|global|kdisc|groups|explain|report|dataset|prove-groups`: model-wide reports.
+"""`fairproof audit spread|persistence|global|kdisc|groups|probabilistic|explain|report|dataset|prove-groups`:
+model-wide reports.
+
+Every verb runs on any committed model. The rows it reads are resolved once,
+by `audit_rows`: `--data FILE.csv` (the bank's raw records read through the
+model's schema, any defect refused with its line and column; the label column
+where a report needs true outcomes), else a shipped dataset's test split
+(`--data-dir`); a model imported under its own schema has no such split and is
+asked for --data (docs/AUDITS.md).
 
 spread: every individual run with every combination of sensitive values; the
 distribution of k (distinct margin buckets) and of distinct decisions, and the
@@ -12,13 +20,22 @@ counted separately (fairness.persistence_audit).
 
 global: HyFair's global 2-fairness over the whole domain box, one MILP per
 ordered pair of sensitive combinations (fairness.global_search): a
-counterexample (re-checked exactly), fair (optimal), or unknown.
+counterexample (re-checked exactly), fair (optimal), or unknown; beside it
+HyFair's maximum margin difference, with the solver's bound and gap when it
+stops short of optimality.
 
 kdisc: HyFair's k-discrimination over the domain box, one MILP over a copy of
 the network per sensitive combination (fairness.k_discrimination).
 
-groups: selection rates per compound sensitive group, disparate impact,
-statistical parity and equal opportunity (fairness.group_metrics).
+groups: selection rates per compound sensitive group, disparate impact, the
+statistical parity difference, the equal opportunity difference (TPR gap) and
+equalized odds (FVGM's EO: the larger of the TPR and FPR gaps)
+(fairness.group_metrics).
+
+probabilistic: FVGM's and Justicia's verification: each group's probability of
+a favourable decision over a Bayesian network (a file, or learned from the
+rows), exactly by enumeration or sampled with a stated confidence
+(fairness.probabilistic).
 
 explain: decision-tree rules for where the model discriminates
 (fairness.explain, HyFair's Algorithm 2).
@@ -35,7 +52,9 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .key_options import add_key_setup_arguments
 
@@ -69,6 +88,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _data_arguments(p2)
     p2.add_argument("--delta", default="1,2,3", help="comma-separated deltas in standardised units (default 1,2,3)")
     p2.add_argument("--limit", type=int, default=200, metavar="N", help="the first N individuals (default 200)")
+    p2.add_argument("--exact", action="store_true",
+                    help="also solve every pair's min and max exactly (two-copy MILP, relative gap 1e-9): which of "
+                         "the LP's inconclusive pairs are persistent and which are truly mixed (small models)")
+    p2.add_argument("--time-limit", type=float, default=60.0, metavar="S",
+                    help="with --exact: seconds per MILP; a solve stopped short reports its gap (default 60)")
     _favourable_argument(p2)
     p2.add_argument("--json", metavar="FILE", help="write the table as JSON")
     p2.add_argument("--plot", metavar="FILE.png", help="write the favoured shares as a PNG chart")
@@ -79,7 +103,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "network sharing every other input, anywhere in the domain box: maximise t with t <= the "
                     "favourable margin in the first copy and t <= minus it in the second. A counterexample is "
                     "re-checked by the exact forward pass; 'fair (optimal)' means the solver proved none exists "
-                    "(to its tolerance); 'unknown' means it ran out of time.")
+                    "(to a relative gap of 1e-9); 'unknown' means it ran out of time. Beside it, HyFair's maximum "
+                    "margin difference: one more MILP per ordered pair maximising the favourable margin of the "
+                    "first copy minus that of the second, the value re-checked exactly at the solver's point, "
+                    "with the solver's bound and gap whenever a pair stops short of optimality.")
     g.add_argument("--model", required=True, metavar="DIR", help="committed model directory")
     g.add_argument("--time-limit", type=float, default=100.0, metavar="S", help="seconds per pair (default 100)")
     _favourable_argument(g)
@@ -87,9 +114,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="let categorical features take any value of the box (default: only their categories' "
                         "encodings, so a counterexample is a real record there)")
     g.add_argument("--observed-range", action="store_true",
-                   help="keep numeric features within the range the test data shows (default: the whole domain "
-                        "box, which the card may pad beyond any real record)")
-    g.add_argument("--data-dir", metavar="DIR", help="dataset directory for --observed-range (default: see README)")
+                   help="keep numeric features within the range the rows show (--data, or a shipped dataset's test "
+                        "split; default: the whole domain box, which the card may pad beyond any real record)")
+    _data_arguments(g, model=False)
+    g.add_argument("--no-margin-difference", action="store_true",
+                   help="answer the decision question only (skip the maximum margin difference's MILPs)")
     g.add_argument("--json", metavar="FILE", help="write the results as JSON")
     g.add_argument("--prove", metavar="DIR",
                    help="prove each counterexample on the input grid against the committed weights: a certificate "
@@ -113,19 +142,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     kd.add_argument("--samples", type=int, default=20000, metavar="N", help="uniform samples (default 20000)")
     kd.add_argument("--continuous", action="store_true",
                     help="let categorical features take any value of the box (default: their categories only)")
+    _data_arguments(kd, model=False)
     kd.add_argument("--json", metavar="FILE", help="write the result as JSON")
     kd.set_defaults(handler=run_kdisc)
     gr = verbs.add_parser(
-        "groups", help="selection rates per compound sensitive group; disparate impact, parity, equal opportunity",
+        "groups", help="selection rates per compound sensitive group; disparate impact, parity, equalized odds",
         description="Every row of the data set decided by the committed model (quantised as a customer's query; "
-                    "rows outside the domain box counted apart): per compound sensitive group the selection rate "
-                    "and the true positive rate with Wilson 95% intervals; disparate impact (min/max selection "
-                    "rate), statistical parity and equal opportunity differences with bootstrap intervals; the "
-                    "most and least favoured groups.")
-    gr.add_argument("--model", required=True, metavar="DIR", help="committed model directory")
-    gr.add_argument("--data", metavar="FILE.csv", dest="data_dir",
-                    help="an imported model's data (rows read through its schema); default: the test split")
-    gr.add_argument("--data-dir", metavar="DIR", dest="data_dir", help="dataset directory (default: see README)")
+                    "rows outside the domain box counted apart): per compound sensitive group the selection rate, "
+                    "the true positive rate and the false positive rate with Wilson 95% intervals; disparate "
+                    "impact (min/max selection rate), the statistical parity difference, the equal opportunity "
+                    "difference (the TPR gap, Hardt et al.) and equalized odds (the larger of the TPR and FPR "
+                    "gaps, FVGM's and Justicia's EO) with bootstrap intervals; the most and least favoured groups. "
+                    "The rows need their true outcome: --data with the schema's label column.")
+    _data_arguments(gr)
     _favourable_argument(gr)
     gr.add_argument("--bootstrap", type=int, default=1000, metavar="B", help="bootstrap resamples (default 1000)")
     gr.add_argument("--distribution", type=int, default=20000, metavar="N",
@@ -161,8 +190,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "card's scale (the card's public preprocessing), with a label per row: 1 when its true "
                     "outcome is the favourable class. Rows outside the domain box are left out (counted). "
                     "A regulator publishes such a file; `audit prove-groups` proves the model's counts on it.")
-    ds.add_argument("--model", required=True, metavar="DIR", help="committed model directory")
-    ds.add_argument("--data-dir", metavar="DIR", help="dataset directory (default: see README)")
+    _data_arguments(ds)
     ds.add_argument("--rows", type=int, metavar="N", help="only the first N rows inside the box (default: all)")
     _favourable_argument(ds)
     ds.add_argument("--out", required=True, metavar="FILE.json", help="where to write the dataset")
@@ -171,8 +199,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "prove-groups", help="prove the committed model's decision counts per group on a public audit dataset",
         description="A Groth16 proof, against the card's weight commitment, of the number of rows, positives, "
                     "selected rows and selected positives of every sensitive group on the dataset (named by its "
-                    "Poseidon digest): selection rates, disparate impact, statistical parity and equal "
-                    "opportunity follow exactly. The audit circuit (one per row count) is set up on first use "
+                    "Poseidon digest): selection rates, disparate impact, statistical parity, the equal "
+                    "opportunity difference and equalized odds follow exactly. The audit circuit (one per row count) is set up on first use "
                     "and published on the card. Verify with `fairproof-verify BUNDLE --card CARD --dataset FILE` "
                     "or snarkjs (`fairproof export-snarkjs BUNDLE OUTDIR --card CARD --dataset FILE`).")
     pg.add_argument("--model", required=True, metavar="DIR", help="committed model directory")
@@ -181,13 +209,42 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     pg.add_argument("--out", required=True, metavar="BUNDLE.json", help="where to write the bundle")
     add_key_setup_arguments(pg)
     pg.set_defaults(handler=run_prove_groups)
+    pv = verbs.add_parser(
+        "probabilistic", help="selection rates per group over a distribution, exactly (FVGM's and Justicia's "
+                              "verification)",
+        description="The committed model's probability of a favourable decision per compound sensitive group over "
+                    "a distribution of records: a Bayesian network given as a file (--network, format in "
+                    "docs/AUDITS.md) or learned from rows as Justicia does (--data or a shipped test split: the "
+                    "group's joint frequencies, every other attribute's frequencies given the group, numeric "
+                    "attributes in --bins quantile bins, each bin's state the mean of its values). Every record "
+                    "of the distribution is encoded by the model's schema and decided by the exact committed model; "
+                    "the probabilities are exact by enumeration, or, beyond --max-enumeration records, sampled per "
+                    "group with intervals that hold for every group at once at --confidence. Prints each group's "
+                    "probability, disparate impact (min/max) and statistical parity (max - min).")
+    pv.add_argument("--model", required=True, metavar="DIR", help="committed model directory")
+    pv.add_argument("--network", metavar="FILE.json", help="the distribution: a Bayesian network file")
+    _data_arguments(pv, model=False)
+    pv.add_argument("--bins", type=int, default=4, metavar="K",
+                    help="learning from rows: quantile bins per numeric attribute (default 4)")
+    pv.add_argument("--write-network", metavar="FILE.json", help="write the learned network in the file format")
+    pv.add_argument("--max-enumeration", type=int, default=200_000, metavar="N",
+                    help="enumerate exactly up to N records of the distribution, else sample (default 200000)")
+    pv.add_argument("--samples", type=int, default=20_000, metavar="N",
+                    help="draws per group when sampling (default 20000)")
+    pv.add_argument("--confidence", type=float, default=0.95, metavar="C",
+                    help="when sampling: every group's interval holds at once with probability C (default 0.95)")
+    pv.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    _favourable_argument(pv)
+    pv.add_argument("--json", metavar="FILE", help="write the result as JSON")
+    pv.set_defaults(handler=run_probabilistic)
     rp = verbs.add_parser(
         "report", help="one HTML page: radii, group rates, spread, global search and explanations",
         description="Writes one self-contained HTML page (tables and embedded PNG charts, no script, nothing "
-                    "fetched) for a regulator or a model-risk team: the certified radius of the first test "
-                    "customers (plaintext) as a histogram, selection rates per group with disparate impact, "
-                    "parity and equal opportunity, the counterfactual spread's k distribution, the global "
-                    "discrimination search and the explanation rules.")
+                    "fetched) for a regulator or a model-risk team: the certified radius of the first customers "
+                    "of the rows (plaintext) as a histogram, selection rates per group with disparate impact, "
+                    "statistical parity, equal opportunity and equalized odds, the counterfactual spread's k "
+                    "distribution, the global discrimination search with the maximum margin difference, and the "
+                    "explanation rules. The rows need their true outcome: --data with the schema's label column.")
     _data_arguments(rp)
     rp.add_argument("--out", required=True, metavar="FILE.html", help="where to write the page")
     rp.add_argument("--customers", type=int, default=50, metavar="N",
@@ -201,36 +258,101 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rp.set_defaults(handler=run_report)
 
 
-def _data_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, metavar="DIR", help="committed model directory")
-    p.add_argument("--data", default="test", choices=("test",), help="the dataset's test split (default)")
-    p.add_argument("--data-dir", metavar="DIR", help="dataset directory (default: see README)")
+DATA_HELP = ("the rows to audit: a CSV of raw records, one column per attribute of the model's schema (the "
+             "label column too where the report needs each row's true outcome); required for an imported model")
+
+
+def _data_arguments(p: argparse.ArgumentParser, *, model: bool = True) -> None:
+    if model:
+        p.add_argument("--model", required=True, metavar="DIR", help="committed model directory")
+    p.add_argument("--data", metavar="FILE.csv", help=DATA_HELP)
+    p.add_argument("--data-dir", metavar="DIR",
+                   help="a shipped dataset's directory, for its test split (the default rows of a model trained on "
+                        "a shipped dataset; default: see README)")
+
+
+@dataclass(frozen=True)
+class AuditRows:
+    """The rows an audit runs on, as model inputs (floats, before quantisation): the bank's CSV read
+    through the model's schema (`--data`), or a shipped dataset's split (`--data-dir`). `y`: each row's
+    class index in the model's output order (None when the CSV has no label column); `names`: how a
+    report points at a row (its CSV line, or its index in the split); `source`: how it names the rows."""
+
+    source: str
+    X: Any
+    y: Any
+    names: tuple[str, ...]
+    records: tuple[Any, ...] | None = None  # the raw records (attribute -> raw value), when the source has them
+
+    def inside(self, model, limit: int | None = None) -> tuple[list[tuple[int, ...]], list[int], int]:
+        """(the queries of the first `limit` rows that lie inside the domain box, quantised as customers'
+        queries are; their row indices; how many of those rows lie outside the box, no certificate being
+        issued for them either)."""
+        from fairness.group_metrics import decisions
+
+        X = self.X[:limit] if limit else self.X
+        queries, kept = decisions(model, X)
+        return queries, kept, len(X) - len(kept)
+
+
+def audit_rows(args: argparse.Namespace, workspace, *, labels: bool = False, splits: str = "test") -> AuditRows:
+    """The rows every audit verb runs on (one resolution for all of them). `--data FILE.csv`: the rows of
+    the bank's CSV read through the model's schema (an imported model's own, or a shipped dataset's
+    preprocessing as a schema), any defect refused with its line and column; the label column is required
+    when `labels`. Otherwise a shipped dataset's test split (`splits="all"`: training then test split);
+    an imported model has no such split and is refused with a sentence saying to pass --data."""
+    from fairness.errors import DataError
+    from fairness.schema import FeatureSchema, csv_header, read_csv
+
+    artifact = workspace.artifact
+    data = getattr(args, "data", None)
+    if data is not None:
+        schema = _model_schema(args, artifact)
+        if labels and Path(data).is_file() and schema.label.column not in csv_header(data):
+            raise DataError(f"{data}: no column {schema.label.column!r}: this report needs each row's true "
+                            f"outcome, the label column of the model's schema (values "
+                            f"{', '.join(schema.label.values)})")
+        table = read_csv(schema, data, require_label=labels)
+        return AuditRows(str(data), table.X, table.y, tuple(f"line {n}" for n in table.lines), table.records)
+    if isinstance(artifact.preprocessor, FeatureSchema):
+        schema = artifact.preprocessor
+        label = f" and {schema.label.column!r}" if labels else ""
+        raise DataError(f"model {artifact.dataset!r} was imported under the bank's own schema and has no shipped "
+                        f"dataset to audit: pass its rows with --data FILE.csv (columns "
+                        f"{', '.join(schema.attributes)}{label})")
+    dataset = _shipped_dataset(args, artifact)
+    if splits == "all":
+        import numpy as np
+
+        X, y = np.concatenate([dataset.X_train, dataset.X_test]), np.concatenate([dataset.y_train, dataset.y_test])
+        return AuditRows(f"{artifact.dataset} (training and test splits, in order)", X, y,
+                         tuple(f"row #{i}" for i in range(len(X))))
+    return AuditRows("the test split", dataset.X_test, dataset.y_test,
+                     tuple(f"test #{i}" for i in range(len(dataset.X_test))), tuple(dataset.records_test))
+
+
+def _shipped_dataset(args: argparse.Namespace, artifact):
+    """The shipped dataset a model was trained on, split as it was for training."""
+    from fairness.datasets import load_dataset
+
+    names = [f.name for f in artifact.sensitive]
+    split_seed = int(artifact.training.get("split_seed", 0)) if artifact.training else 0
+    return load_dataset(artifact.dataset, getattr(args, "data_dir", None), sensitive=names, seed=split_seed)
+
+
+def _model_schema(args: argparse.Namespace, artifact):
+    """The schema a CSV of raw records is read through: an imported model's own, or a shipped dataset's
+    preprocessing written as a schema (the same doubles per record; label column "label", class codes)."""
+    from fairness.datasets import dataset_schema
+    from fairness.schema import FeatureSchema
+
+    if isinstance(artifact.preprocessor, FeatureSchema):
+        return artifact.preprocessor
+    return dataset_schema(_shipped_dataset(args, artifact))
 
 
 def _favourable_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--favourable-class", metavar="LABEL", help="default: the card's lens, else the dataset's")
-
-
-def _test_queries(args, artifact, model, limit):
-    """(queries, their test indices, how many were outside the domain box) of the dataset's test split."""
-    from fairness.datasets import load_dataset
-    from fairness.errors import DataError
-    from offline_precompute.certify import query_from_record
-
-    sensitive = getattr(artifact.preprocessor, "sensitive", None)
-    if not isinstance(sensitive, tuple) or not all(isinstance(name, str) for name in sensitive):
-        raise DataError(f"model {artifact.dataset!r} was not trained here on a shipped dataset: "
-                        "the audit reads the dataset's test split")
-    dataset = load_dataset(artifact.dataset, args.data_dir, sensitive=list(sensitive))
-    records = list(dataset.records_test[:limit] if limit else dataset.records_test)
-    queries, kept, outside = [], [], 0
-    for i, record in enumerate(records):
-        try:
-            queries.append(query_from_record(artifact, model, dict(record)))
-            kept.append(i)
-        except DataError:
-            outside += 1  # outside the card's domain box: no certificate is issued for it either
-    return queries, kept, outside
 
 
 def _progress(what: str):
@@ -275,15 +397,16 @@ def run_spread(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1 or args.top < 0:
         raise ModelError("--limit must be at least 1 and --top non-negative")
     workspace = ModelWorkspace.open(args.model)
-    artifact, model = workspace.artifact, workspace.fixed_point()
+    model = workspace.fixed_point()
     lens = _lens(args, workspace, model)
-    queries, kept, outside = _test_queries(args, artifact, model, args.limit)
+    rows = audit_rows(args, workspace)
+    queries, kept, outside = rows.inside(model, args.limit)
     report = audit_spread(model, queries, lens, _progress("spread"))
     card = workspace.card()
     labels = card.architecture.class_labels
     width_logits = lens.bucket_width / (1 << model.net.logit_scale_bits)
     n = len(report.rows)
-    print(f"counterfactual spread of {card.model_id} over {n} test individuals "
+    print(f"counterfactual spread of {card.model_id} over {n} individuals of {rows.source} "
           f"({outside} outside the domain box skipped), {report.n_slices} sensitive combinations")
     print(f"  favourable class {labels[lens.favourable_class]!r}, bucket width {width_logits:.6g} logits")
     print(f"  {'k':>3} {'individuals':>12} {'share':>7}   {'distinct decisions':>18} {'individuals':>12}")
@@ -297,15 +420,16 @@ def run_spread(args: argparse.Namespace) -> int:
         print("  largest k (then largest margin gap):")
         for row in top:
             sp = row.spread
-            print(f"    test #{kept[row.index]}: k = {sp.distinct_buckets}, decisions "
+            print(f"    {rows.names[kept[row.index]]}: k = {sp.distinct_buckets}, decisions "
                   f"{', '.join(labels[d] for d in sp.decisions)}, gap {float(sp.largest_margin_gap):.4f} logits")
     if args.json:
         Path(args.json).write_text(json.dumps({
-            "model_id": card.model_id, "individuals": n, "outside_box": outside, "slices": report.n_slices,
+            "model_id": card.model_id, "data": rows.source, "individuals": n, "outside_box": outside,
+            "slices": report.n_slices,
             "favourable_class": labels[lens.favourable_class], "bucket_width": lens.bucket_width,
             "logit_scale_bits": model.net.logit_scale_bits,
             "k_distribution": kd, "distinct_decisions": dd, "decision_changes": report.flipped,
-            "largest": [{"test_index": kept[r.index], "k": r.spread.distinct_buckets,
+            "largest": [{"row": rows.names[kept[r.index]], "test_index": kept[r.index], "k": r.spread.distinct_buckets,
                          "decisions": list(r.spread.decisions),
                          "margin_gap": float(r.spread.largest_margin_gap)} for r in top],
         }, indent=2))
@@ -352,8 +476,8 @@ def run_persistence(args: argparse.Namespace) -> int:
     from prover_service.workspace import ModelWorkspace
 
     deltas = _deltas(args.delta)
-    if args.limit < 1:
-        raise ModelError("--limit must be at least 1")
+    if args.limit < 1 or not args.time_limit > 0:
+        raise ModelError("--limit must be at least 1 and --time-limit positive")
     workspace = ModelWorkspace.open(args.model)
     artifact, model = workspace.artifact, workspace.fixed_point()
     card = workspace.card()
@@ -362,14 +486,16 @@ def run_persistence(args: argparse.Namespace) -> int:
     favourable = _lens(args, workspace, model).favourable_class
     pre = artifact.preprocessor
     numeric = list(artifact.numeric_columns)
-    queries, _, outside = _test_queries(args, artifact, model, args.limit)
+    rows = audit_rows(args, workspace)
+    queries, _, outside = rows.inside(model, args.limit)
     try:
-        scores = audit_persistence(model, queries, favourable, numeric, deltas, _progress("persistence"))
+        scores = audit_persistence(model, queries, favourable, numeric, deltas, _progress("persistence"),
+                                   exact=args.exact, time_limit=args.time_limit)
     except PersistenceError as exc:
         raise ModelError(str(exc)) from None
     labels = card.architecture.class_labels
-    print(f"persistent bias of {card.model_id} over {len(queries)} test individuals ({outside} outside the "
-          f"domain box skipped), favourable class {labels[favourable]!r}")
+    print(f"persistent bias of {card.model_id} over {len(queries)} individuals of {rows.source} ({outside} outside "
+          f"the domain box skipped), favourable class {labels[favourable]!r}")
     for d in deltas:
         raw = ", ".join(f"{pre.feature_names[j]} +-{float(d) * _std(pre, j):.4g}" for j in numeric)
         print(f"  delta {float(d):g} (standardised) = {raw}")
@@ -378,16 +504,46 @@ def run_persistence(args: argparse.Namespace) -> int:
     for g in scores:
         print(f"  {g.attribute:<14} {g.group[:22]:<22} {g.setting:<9} {float(g.delta):>5g} {g.pairs:>6} "
               f"{g.share(g.favoured):>9.1%} {g.share(g.disfavoured):>11.1%} {g.share(g.inconclusive):>12.1%}")
+    if args.exact:
+        _print_exact_persistence(scores)
     if args.json:
         Path(args.json).write_text(json.dumps({
-            "model_id": card.model_id, "individuals": len(queries), "outside_box": outside,
+            "model_id": card.model_id, "data": rows.source, "individuals": len(queries), "outside_box": outside,
             "favourable_class": labels[favourable], "numeric_columns": [pre.feature_names[j] for j in numeric],
             "rows": [{"attribute": g.attribute, "group": g.group, "setting": g.setting, "delta": str(g.delta),
                       "pairs": g.pairs, "favoured": g.favoured, "disfavoured": g.disfavoured,
-                      "inconclusive": g.inconclusive} for g in scores]}, indent=2))
+                      "inconclusive": g.inconclusive, **_exact_json(g)} for g in scores]}, indent=2))
     if args.plot:
         _plot_persistence(scores, card.model_id, Path(args.plot))
     return 0
+
+
+def _print_exact_persistence(scores) -> None:
+    """The MILP's verdicts beside the LP's: the persistent pairs the relaxation left inconclusive, and
+    whether every solve closed its gap (else the largest gap, never called exact)."""
+    print("  exact, by the two-copy MILP on every pair (relative gap 1e-9):")
+    print(f"  {'attribute':<14} {'group':<22} {'setting':<9} {'delta':>5} {'pairs':>6} {'favoured':>9} "
+          f"{'disfavoured':>11} {'neither':>8} {'unresolved':>10}")
+    for g in scores:
+        e = g.exact
+        print(f"  {g.attribute:<14} {g.group[:22]:<22} {g.setting:<9} {float(g.delta):>5g} {g.pairs:>6} "
+              f"{g.share(e.favoured):>9.1%} {g.share(e.disfavoured):>11.1%} {g.share(e.neither):>8.1%} "
+              f"{g.share(e.unresolved):>10.1%}")
+    short = sum(g.exact.stopped_short for g in scores if g.setting == "observed")  # each pair counted once
+    if short:
+        print(f"  {short} pair(s) whose MILP stopped short of optimality (time limit): not exact there; the largest "
+              f"gap between the value found and the solver's bound is {max(g.exact.largest_gap for g in scores):.3g} "
+              "logits")
+    else:
+        print("  every MILP solved to optimality (relative gap 1e-9)")
+
+
+def _exact_json(score) -> dict:
+    if score.exact is None:
+        return {}
+    e = score.exact
+    return {"exact": {"favoured": e.favoured, "disfavoured": e.disfavoured, "neither": e.neither,
+                      "unresolved": e.unresolved, "stopped_short": e.stopped_short, "largest_gap": e.largest_gap}}
 
 
 def _std(preprocessor, column: int) -> float:
@@ -430,7 +586,7 @@ def _plot_persistence(scores, model_id: str, path: Path) -> None:
 def run_global(args: argparse.Namespace) -> int:
     from fairness.errors import ModelError
     from fairness.global_search import (COUNTEREXAMPLE, FAIR, GlobalSearchError, categorical_choices,
-                                        global_search, observed_ranges)
+                                        global_search, maximum_margin_difference, observed_ranges, one_hot_blocks)
     from prover_service.workspace import ModelWorkspace
 
     if not args.time_limit > 0:
@@ -442,15 +598,13 @@ def run_global(args: argparse.Namespace) -> int:
     labels = card.architecture.class_labels
     names = [", ".join(card.slice_labels(s)[1]) for s in range(len(card.slices()))]
     choices = {} if args.continuous else categorical_choices(workspace.artifact.preprocessor, model)
+    blocks = () if args.continuous else one_hot_blocks(workspace.artifact.preprocessor, model)
     ranges = {}
     if args.observed_range:
-        from offline_precompute.certify import test_inputs
-
-        X, _ = test_inputs(workspace.artifact, args.data_dir)
-        ranges = observed_ranges(model, X, workspace.artifact.numeric_columns)
+        ranges = observed_ranges(model, audit_rows(args, workspace).X, workspace.artifact.numeric_columns)
     print(f"global discrimination search of {card.model_id}: favourable class {labels[favourable]!r}, "
           f"{len(names) * (len(names) - 1)} ordered pairs of sensitive combinations, {args.time_limit:g} s each; "
-          f"{len(choices)} categorical feature(s) restricted to their categories"
+          f"{len(choices) + len(blocks)} categorical feature(s) restricted to their categories"
           + (f", {len(ranges)} numeric feature(s) to the data's range" if ranges else ""))
 
     def show(r) -> None:
@@ -459,17 +613,28 @@ def run_global(args: argparse.Namespace) -> int:
               f"{r.seconds:7.2f} s" + (f"  ({r.message})" if r.message else ""), flush=True)
 
     try:
-        results = global_search(model, favourable, args.time_limit, progress=show, choices=choices, ranges=ranges)
+        results = global_search(model, favourable, args.time_limit, progress=show, choices=choices, ranges=ranges,
+                                blocks=blocks)
     except GlobalSearchError as exc:
         raise ModelError(str(exc)) from None
+    difference = None
+    if not args.no_margin_difference:
+        try:
+            difference = maximum_margin_difference(model, favourable, args.time_limit, choices=choices, ranges=ranges,
+                                                   blocks=blocks)
+        except GlobalSearchError as exc:
+            raise ModelError(str(exc)) from None
     found = [r for r in results if r.status == COUNTEREXAMPLE]
     verdict = ("DISCRIMINATES: an individual's decision changes with its sensitive values alone" if found else
                "2-fair on the domain box (every pair optimal)" if all(r.status == FAIR for r in results) else
                "unknown: no counterexample found, not every pair solved to optimality")
     print(f"  verdict: {verdict}")
+    if difference is not None:
+        print("  " + describe_margin_difference(difference, names, card.feature_names, sensitive=model.sensitive_columns))
+    sensitive = set(model.sensitive_columns)
     for r in found[:3]:
         point = ", ".join(f"{card.feature_names[j]}={float(v):.4g}" for j, v in enumerate(r.counterexample.point)
-                          if j not in {f.column for f in card.sensitive})
+                          if j not in sensitive)
         print(f"  counterexample {names[r.source]} -> {names[r.target]}: margins "
               f"{float(r.counterexample.margins[0]):+.4g} / {float(r.counterexample.margins[1]):+.4g} logits at "
               f"({point}) [standardised units]; "
@@ -478,7 +643,8 @@ def run_global(args: argparse.Namespace) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps({
             "model_id": card.model_id, "favourable_class": labels[favourable], "time_limit_s": args.time_limit,
-            "categorical_columns_restricted": [card.feature_names[j] for j in choices],
+            "categorical_columns_restricted": [card.feature_names[j] for j in choices]
+            + [card.feature_names[j] for columns, _ in blocks for j in columns],
             "numeric_columns_restricted": {card.feature_names[j]: [lo, hi] for j, (lo, hi) in ranges.items()},
             "verdict": verdict, "pairs": [{
                 "source": names[r.source], "target": names[r.target], "status": r.status, "objective": r.objective,
@@ -488,10 +654,43 @@ def run_global(args: argparse.Namespace) -> int:
                     "margins": [str(m) for m in r.counterexample.margins],
                     "decisions": [labels[d] for d in r.counterexample.decisions],
                     "grid_point": (None if r.counterexample.grid_point is None
-                                   else list(r.counterexample.grid_point))}} for r in results]}, indent=2))
+                                   else list(r.counterexample.grid_point))}} for r in results],
+            "max_margin_difference": None if difference is None else _difference_json(difference, names)},
+            indent=2))
     if args.prove:
         _prove_counterexamples(args, workspace, [r for r in found if r.counterexample.grid_point is not None], names)
     return 0
+
+
+def describe_margin_difference(difference, names: list[str], feature_names, sensitive=()) -> str:
+    """HyFair's maximum margin difference in one sentence: the value some input shows, where, and whether
+    the solver proved it the maximum (else its bound and gap)."""
+    best = difference.best
+    if best is None:
+        return "maximum margin difference: unknown (the solver found no point in time)"
+    point = ", ".join(f"{feature_names[j]}={float(v):.4g}" for j, v in enumerate(best.point) if j not in set(sensitive))
+    text = (f"maximum margin difference (HyFair; the favourable margin with {names[best.source]} minus with "
+            f"{names[best.target]}): {float(best.value):.6g} logits at ({point}) [standardised units]")
+    if difference.optimal:
+        return text + "; the maximum (every pair solved to a relative gap of 1e-9)"
+    short = sum(not p.optimal for p in difference.pairs)
+    bound = "unknown" if difference.bound is None else f"{difference.bound:.6g}"
+    gap = "" if difference.gap is None else f", gap {difference.gap:.3g}"
+    return text + (f"; NOT proved the maximum: {short} pair(s) stopped short (time limit), the solver's bound is "
+                   f"{bound} logits{gap}")
+
+
+def _difference_json(difference, names: list[str]) -> dict:
+    best = difference.best
+    return {"value": None if best is None else float(best.value), "exact_value": None if best is None else str(best.value),
+            "optimal": difference.optimal, "bound": difference.bound, "gap": difference.gap,
+            "source": None if best is None else names[best.source],
+            "target": None if best is None else names[best.target],
+            "point": None if best is None else [str(v) for v in best.point],
+            "pairs": [{"source": names[p.source], "target": names[p.target],
+                       "value": None if p.value is None else float(p.value), "optimal": p.optimal,
+                       "bound": p.bound, "gap": p.gap, "seconds": p.seconds, "message": p.message}
+                      for p in difference.pairs]}
 
 
 def run_kdisc(args: argparse.Namespace) -> int:
@@ -522,12 +721,16 @@ def run_kdisc(args: argparse.Namespace) -> int:
     print(f"  MILP: k = {result.k} ({result.status}; no individual reaches more than {bound}) in "
           f"{result.seconds:.1f} s" + (f" ({result.message})" if result.message else ""))
     if result.point is not None:
-        sens = {f.column for f in card.sensitive}
+        sens = set(model.sensitive_columns)
         point = ", ".join(f"{card.feature_names[j]}={float(v):.4g}" for j, v in enumerate(result.point) if j not in sens)
         print(f"  at ({point}) [standardised units]: buckets " +
               ", ".join(f"{n}: {b}" for n, b in zip(names, result.buckets)))
     hist = {k: int((per_sample == k).sum()) for k in sorted(set(per_sample.tolist()))}
     print(f"  sampling ({args.samples} points of the box): largest k {sampled}; k distribution {hist}")
+    observed = _observed_k(args, workspace, model, lens) if args.data or args.data_dir else None
+    if observed is not None:
+        source, n, largest = observed
+        print(f"  the rows of {source} ({n} inside the box): largest k {largest}")
     if args.json:
         Path(args.json).write_text(json.dumps({
             "model_id": card.model_id, "bucket_width_logits": width, "combinations": names,
@@ -535,8 +738,22 @@ def run_kdisc(args: argparse.Namespace) -> int:
                      "seconds": result.seconds, "message": result.message,
                      "point": None if result.point is None else [str(v) for v in result.point],
                      "buckets": list(result.buckets)},
-            "sampling": {"samples": args.samples, "largest_k": sampled, "distribution": hist}}, indent=2))
+            "sampling": {"samples": args.samples, "largest_k": sampled, "distribution": hist},
+            "rows": None if observed is None else {"data": observed[0], "individuals": observed[1],
+                                                   "largest_k": observed[2]}}, indent=2))
     return 0
+
+
+def _observed_k(args, workspace, model, lens) -> tuple[str, int, int]:
+    """(the rows' source, how many lie inside the box, the largest k any of them reaches): what real
+    individuals show beside the MILP's and the sampling's answers."""
+    from fairness.spread_audit import audit_spread
+
+    rows = audit_rows(args, workspace)
+    queries, _, _ = rows.inside(model)
+    report = audit_spread(model, queries, lens)
+    largest = max((r.spread.distinct_buckets for r in report.rows), default=0)
+    return rows.source, len(queries), largest
 
 
 def _prove_counterexamples(args, workspace, found, names) -> None:
@@ -589,7 +806,8 @@ def run_dataset(args: argparse.Namespace) -> int:
     from prover_service.workspace import ModelWorkspace, write_atomically
 
     workspace = ModelWorkspace.open(args.model)
-    dataset, outside = audit_dataset(workspace, args.rows, _favourable_index(args, workspace), args.data_dir)
+    rows = audit_rows(args, workspace, labels=True, splits="all")
+    dataset, outside = audit_dataset(workspace, args.rows, _favourable_index(args, workspace), data=rows)
     write_atomically(Path(args.out), dataset.model_dump_json())
     positives = sum(dataset.labels)
     print(f"wrote {args.out}: {len(dataset.rows)} rows ({positives} labelled {dataset.favourable_label!r}), "
@@ -637,7 +855,6 @@ def _say(message: str) -> None:
 def run_groups(args: argparse.Namespace) -> int:
     from fairness.errors import ModelError
     from fairness.group_metrics import group_report
-    from offline_precompute.certify import test_inputs
     from prover_service.workspace import ModelWorkspace
 
     if args.bootstrap < 0 or args.distribution < 0:
@@ -646,12 +863,14 @@ def run_groups(args: argparse.Namespace) -> int:
     model = workspace.fixed_point()
     card = workspace.card()
     favourable = _lens(args, workspace, model).favourable_class
-    X, y = test_inputs(workspace.artifact, args.data_dir)
+    rows = audit_rows(args, workspace, labels=True)
+    X, y = rows.X, rows.y
     report = group_report(model, X, y, favourable, bootstrap=args.bootstrap)
     labels = card.architecture.class_labels
-    print(f"group fairness of {card.model_id} over {report.rows} rows ({report.outside_box} outside the domain box "
-          f"skipped), favourable class {labels[favourable]!r}")
-    print(f"  {'group':<32} {'n':>6} {'selected':>9} {'rate [95% CI]':>22} {'positives':>9} {'TPR [95% CI]':>22}")
+    print(f"group fairness of {card.model_id} over {report.rows} rows of {rows.source} ({report.outside_box} outside "
+          f"the domain box skipped), favourable class {labels[favourable]!r}")
+    print(f"  {'group':<32} {'n':>6} {'selected':>9} {'rate [95% CI]':>22} {'positives':>9} {'TPR [95% CI]':>22} "
+          f"{'negatives':>9} {'FPR [95% CI]':>22}")
 
     def rate(value, interval) -> str:
         return "-" if value is None else f"{value:.3f} [{interval[0]:.3f}, {interval[1]:.3f}]"
@@ -659,14 +878,12 @@ def run_groups(args: argparse.Namespace) -> int:
     for g in report.groups:
         print(f"  {', '.join(g.labels)[:32]:<32} {g.n:>6} {g.selected:>9} "
               f"{rate(g.selection_rate, g.selection_interval):>22} {g.positives:>9} "
-              f"{rate(g.true_positive_rate, g.true_positive_interval):>22}")
-    for name, value in (("disparate impact (min/max)", report.disparate_impact),
-                        ("statistical parity difference", report.statistical_parity),
-                        ("equal opportunity difference", report.equal_opportunity)):
-        key = name.split(" (")[0].replace(" difference", "").replace(" ", "_")
+              f"{rate(g.true_positive_rate, g.true_positive_interval):>22} {g.negatives:>9} "
+              f"{rate(g.false_positive_rate, g.false_positive_interval):>22}")
+    for name, key, value in group_metric_rows(report):
         interval = report.intervals.get(key)
         text = "-" if value is None else f"{value:.3f}" + (f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "")
-        print(f"  {name:<32} {text}")
+        print(f"  {name:<48} {text}")
     if report.most_favoured is not None:
         print(f"  most favoured: {', '.join(report.most_favoured)}; least favoured: {', '.join(report.least_favoured)}")
     network = _network(workspace, model, X, args.structure) if args.distribution else None
@@ -687,12 +904,16 @@ def run_groups(args: argparse.Namespace) -> int:
         Path(args.json).write_text(json.dumps({
             "model_id": card.model_id, "favourable_class": labels[favourable], "rows": report.rows,
             "outside_box": report.outside_box,
+            "data": rows.source,
             "groups": [{"labels": list(g.labels), "n": g.n, "selected": g.selected, "positives": g.positives,
                         "true_positives": g.true_positives, "selection_rate": g.selection_rate,
                         "selection_interval": list(g.selection_interval), "true_positive_rate": g.true_positive_rate,
-                        "true_positive_interval": list(g.true_positive_interval)} for g in report.groups],
+                        "true_positive_interval": list(g.true_positive_interval), "negatives": g.negatives,
+                        "false_positives": g.false_positives, "false_positive_rate": g.false_positive_rate,
+                        "false_positive_interval": list(g.false_positive_interval)} for g in report.groups],
             "disparate_impact": report.disparate_impact, "statistical_parity": report.statistical_parity,
-            "equal_opportunity": report.equal_opportunity,
+            "equal_opportunity": report.equal_opportunity, "false_positive_gap": report.false_positive_gap,
+            "equalized_odds": report.equalized_odds,
             "intervals": {k: list(v) for k, v in report.intervals.items()},
             "most_favoured": report.most_favoured and list(report.most_favoured),
             "least_favoured": report.least_favoured and list(report.least_favoured),
@@ -708,6 +929,15 @@ def run_groups(args: argparse.Namespace) -> int:
     if args.plot:
         _plot_groups(report, card.model_id, Path(args.plot))
     return 0
+
+
+def group_metric_rows(report) -> list[tuple[str, str, float | None]]:
+    """(name as its paper gives it, JSON key, value) of each group metric, in the order reports list them."""
+    return [("disparate impact (min/max)", "disparate_impact", report.disparate_impact),
+            ("statistical parity difference", "statistical_parity", report.statistical_parity),
+            ("equal opportunity difference (TPR gap)", "equal_opportunity", report.equal_opportunity),
+            ("false positive rate gap", "false_positive_gap", report.false_positive_gap),
+            ("equalized odds (larger of TPR and FPR gaps)", "equalized_odds", report.equalized_odds)]
 
 
 def _network(workspace, model, X, structure: str):
@@ -791,7 +1021,7 @@ def _discriminatory_seeds(model, results, queries) -> list[tuple[int, ...]]:
 def run_explain(args: argparse.Namespace) -> int:
     from fairness.errors import ModelError
     from fairness.explain import describe_condition, explain
-    from fairness.global_search import categorical_choices, global_search
+    from fairness.global_search import categorical_choices, global_search, one_hot_blocks
     from prover_service.workspace import ModelWorkspace
 
     if args.samples < 100 or args.depth < 1 or not args.time_limit > 0:
@@ -801,8 +1031,10 @@ def run_explain(args: argparse.Namespace) -> int:
     card = workspace.card()
     favourable = _lens(args, workspace, model).favourable_class
     choices = categorical_choices(workspace.artifact.preprocessor, model)
-    queries, _, _ = _test_queries(args, workspace.artifact, model, None)
-    seeds = _discriminatory_seeds(model, global_search(model, favourable, args.time_limit, choices=choices), queries)
+    queries, _, _ = audit_rows(args, workspace).inside(model)
+    blocks = one_hot_blocks(workspace.artifact.preprocessor, model)
+    seeds = _discriminatory_seeds(model, global_search(model, favourable, args.time_limit, choices=choices,
+                                                       blocks=blocks), queries)
     result = explain(model, choices, seeds, samples=args.samples, depth=args.depth)
     pre = workspace.artifact.preprocessor
     print(f"where {card.model_id} discriminates: {len(seeds)} discriminatory seeds, {result.samples} samples, "
@@ -859,10 +1091,9 @@ def run_report(args: argparse.Namespace) -> int:
     from fairness.certificate import FLIP, certify
     from fairness.errors import ModelError
     from fairness.explain import describe_condition, explain
-    from fairness.global_search import categorical_choices, global_search
+    from fairness.global_search import categorical_choices, global_search, maximum_margin_difference, one_hot_blocks
     from fairness.group_metrics import group_report
     from fairness.spread_audit import audit_spread
-    from offline_precompute.certify import test_inputs
     from prover_service.report import Section, Table, render
     from prover_service.workspace import ModelWorkspace, write_atomically
 
@@ -874,14 +1105,15 @@ def run_report(args: argparse.Namespace) -> int:
     lens = _lens(args, workspace, model)
     favourable = lens.favourable_class
     labels = card.architecture.class_labels
-    queries, _, outside = _test_queries(args, artifact, model, None)
+    rows = audit_rows(args, workspace, labels=True)
+    queries, _, outside = rows.inside(model)
     sections = [Section("The model", [
         f"Model {card.model_id} ({card.dataset}), hidden layers {list(card.architecture.hidden_sizes)}, "
         f"classes {', '.join(labels)}; favourable class {labels[favourable]!r}.",
         f"Commitment {card.commitment}; card digest {card.digest()}. Certificates under this card prove: "
         f"{', '.join(card.lenses)}.",
-        f"Sensitive attributes: {', '.join(f.name for f in card.sensitive)}. {len(queries)} test individuals inside "
-        f"the domain box ({outside} outside, left out everywhere below)."])]
+        f"Sensitive attributes: {', '.join(f.name for f in card.sensitive)}. {len(queries)} individuals of "
+        f"{rows.source} inside the domain box ({outside} outside, left out everywhere below)."])]
 
     _say_progress = _progress("radius")
     certificates = []
@@ -892,7 +1124,8 @@ def run_report(args: argparse.Namespace) -> int:
     flips = sum(c.status == FLIP for c in certificates)
     cap = sum(1 for c in certificates if c.status != FLIP and c.eps >= _cap(model, card.eps_scale_bits))
     radius = Section("Certified radius (plaintext, fast)", [
-        f"The first {len(certificates)} test customers certified as their bundles would be: the largest eps such "
+        f"The first {len(certificates)} customers of {rows.source} certified as their bundles would be: the largest "
+        "eps such "
         "that any sensitive values and any move of the other features within eps keep the decision. "
         f"{flips} decisions change with the sensitive values alone (counterfactual flips, eps 0)."])
     if eps:
@@ -903,22 +1136,25 @@ def run_report(args: argparse.Namespace) -> int:
         radius.images.append(("radius histogram", _png(lambda path: _plot_eps(eps, cap, flips, card.model_id, path))))
     sections.append(radius)
 
-    X, y = test_inputs(artifact, args.data_dir)
+    X, y = rows.X, rows.y
     groups = group_report(model, X, y, favourable)
-    g = Section("Selection rates by group (the test split)", [
+    g = Section(f"Selection rates by group ({rows.source})", [
         "Each row decided by the committed model as a customer's query would be. Intervals: Wilson 95% per "
-        "group; bootstrap 95% for the differences."])
-    g.tables.append(Table(["group", "n", "selected", "selection rate", "95% CI", "positives", "TPR", "95% CI"], [
+        "group; bootstrap 95% for the differences. The equal opportunity difference is the gap of true positive "
+        "rates alone (Hardt et al.); equalized odds, as FVGM and Justicia define EO, is the larger of the true "
+        "and false positive rate gaps."])
+    g.tables.append(Table(["group", "n", "selected", "selection rate", "95% CI", "positives", "TPR", "95% CI",
+                           "negatives", "FPR", "95% CI"], [
         [", ".join(r.labels), r.n, r.selected, r.selection_rate if r.selection_rate is not None else "-",
          "[%.3f, %.3f]" % r.selection_interval, r.positives,
-         r.true_positive_rate if r.true_positive_rate is not None else "-", "[%.3f, %.3f]" % r.true_positive_interval]
+         r.true_positive_rate if r.true_positive_rate is not None else "-", "[%.3f, %.3f]" % r.true_positive_interval,
+         r.negatives, r.false_positive_rate if r.false_positive_rate is not None else "-",
+         "[%.3f, %.3f]" % r.false_positive_interval]
         for r in groups.groups]))
     g.tables.append(Table(["metric", "value", "95% CI"], [
         [name, "-" if value is None else value,
          "-" if key not in groups.intervals else "[%.3f, %.3f]" % groups.intervals[key]]
-        for name, key, value in (("disparate impact (min/max)", "disparate_impact", groups.disparate_impact),
-                                 ("statistical parity difference", "statistical_parity", groups.statistical_parity),
-                                 ("equal opportunity difference", "equal_opportunity", groups.equal_opportunity))]))
+        for name, key, value in group_metric_rows(groups)]))
     if groups.most_favoured is not None:
         g.paragraphs.append(f"Most favoured: {', '.join(groups.most_favoured)}; least favoured: "
                             f"{', '.join(groups.least_favoured)}.")
@@ -939,7 +1175,8 @@ def run_report(args: argparse.Namespace) -> int:
     spread = audit_spread(model, queries, lens)
     width = lens.bucket_width / (1 << model.net.logit_scale_bits)
     s = Section("Counterfactual spread", [
-        f"For every test individual, the decision and the favourable logit margin under every combination of "
+        f"For every individual of {rows.source}, the decision and the favourable logit margin under every "
+        "combination of "
         f"sensitive values; k counts the distinct margin buckets of width {width:.3g} logits. "
         f"{spread.flipped} of {len(spread.rows)} individuals get another decision from the sensitive values alone."])
     s.tables.append(Table(["k", "individuals"], [[k, n] for k, n in spread.k_distribution.items()]))
@@ -955,17 +1192,21 @@ def run_report(args: argparse.Namespace) -> int:
     sections.append(s)
 
     choices = categorical_choices(artifact.preprocessor, model)
+    blocks = one_hot_blocks(artifact.preprocessor, model)
     gs = Section("Global discrimination search", [
         "Does any individual of the domain get another decision for its sensitive values alone? One exact MILP "
         "per ordered pair of sensitive combinations (categorical features at their categories); "
         "counterexamples re-checked by the exact model."])
     results = []
     if model.net.n_classes == 2:
-        results = global_search(model, favourable, args.time_limit, choices=choices)
+        results = global_search(model, favourable, args.time_limit, choices=choices, blocks=blocks)
         names = [", ".join(card.slice_labels(i)[1]) for i in range(len(card.slices()))]
         gs.tables.append(Table(["favoured as", "not as", "status", "t* (logits)", "seconds"], [
             [names[r.source], names[r.target], r.status, "-" if r.objective is None else r.objective, r.seconds]
             for r in results]))
+        difference = maximum_margin_difference(model, favourable, args.time_limit, choices=choices, blocks=blocks)
+        gs.paragraphs.append(describe_margin_difference(difference, names, card.feature_names,
+                                                        sensitive=model.sensitive_columns) + ".")
     else:
         gs.paragraphs.append("Not run: the search compares one class's margin, for two-class models.")
     sections.append(gs)
@@ -984,6 +1225,159 @@ def run_report(args: argparse.Namespace) -> int:
     write_atomically(Path(args.out), render(f"Fairness report: {card.model_id}", sections))
     print(f"report written to {args.out} ({len(sections)} sections)")
     return 0
+
+
+def run_probabilistic(args: argparse.Namespace) -> int:
+    import random
+
+    from fairness.errors import DataError, ModelError
+    from fairness.probabilistic import model_decider, network_fairness, network_to_json
+    from prover_service.workspace import ModelWorkspace, write_atomically
+
+    if args.bins < 1 or args.max_enumeration < 1 or args.samples < 1 or not 0 < args.confidence < 1:
+        raise ModelError("--bins, --max-enumeration and --samples must be at least 1 and --confidence strictly "
+                         "between 0 and 1")
+    if args.network and (args.data or args.data_dir):
+        raise ModelError("give the distribution either as --network FILE or as rows to learn it from (--data), "
+                         "not both")
+    workspace = ModelWorkspace.open(args.model)
+    model, card = workspace.fixed_point(), workspace.card()
+    favourable = _lens(args, workspace, model).favourable_class
+    schema = _model_schema(args, workspace.artifact)
+    if args.network:
+        network, source = _read_network(args.network, schema), args.network
+    else:
+        rows = audit_rows(args, workspace)
+        _, kept, _ = rows.inside(model)
+        records = [rows.records[i] for i in kept]
+        network, source = _learned_group_network(records, schema, args.bins), f"learned from {rows.source}"
+    if args.write_network:
+        write_atomically(Path(args.write_network), json.dumps(network_to_json(network, source), indent=1) + "\n")
+    try:
+        decide = model_decider(network, schema.attributes, schema.transform_record,
+                               lambda X: _favourable_decisions(model, X, favourable))
+        result = network_fairness(network, decide, schema.sensitive, max_enumeration=args.max_enumeration,
+                                  samples=args.samples, confidence=args.confidence, rng=random.Random(args.seed))
+    except ValueError as exc:
+        raise DataError(f"the distribution ({source}): {exc}") from None
+    labels = card.architecture.class_labels
+    names = {g.group: _group_label(schema, g.group) for g in result.groups}
+    print(f"group fairness of {card.model_id} over a distribution ({source}), favourable class "
+          f"{labels[favourable]!r}")
+    if result.method == "enumeration":
+        print(f"  exact: every one of the {result.assignments:,} records of the distribution decided by the committed "
+              "model")
+    else:
+        print(f"  sampled: {result.assignments:,} draws per group (the distribution has more records than "
+              f"--max-enumeration); each interval holds for all {len(result.groups)} groups at once with "
+              f"probability {result.confidence:g} (Hoeffding, union bound)")
+    print(f"  {'group':<36} {'Pr[group]':>10} {'Pr[favourable | group]':>32}")
+    for g in result.groups:
+        value = "-" if g.ppv is None else f"{g.ppv:.6f}" + (
+            "" if result.method == "enumeration" else f" [{g.interval[0]:.4f}, {g.interval[1]:.4f}]")
+        print(f"  {names[g.group][:36]:<36} {g.probability:>10.4f} {value:>32}")
+    for name, value, interval in (("disparate impact (min/max)", result.disparate_impact,
+                                   result.disparate_impact_interval),
+                                  ("statistical parity difference", result.statistical_parity,
+                                   result.statistical_parity_interval)):
+        text = "-" if value is None else f"{value:.6f}"
+        if value is not None and result.method == "sampling" and interval is not None:
+            text += f" [{interval[0]:.4f}, {interval[1]:.4f}]"
+        print(f"  {name:<36} {text}")
+    if result.most_favoured is not None:
+        print(f"  most favoured: {names[result.most_favoured.group]}; least favoured: "
+              f"{names[result.least_favoured.group]}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "model_id": card.model_id, "favourable_class": labels[favourable], "distribution": source,
+            "method": result.method, "records" if result.method == "enumeration" else "draws_per_group":
+                result.assignments, "confidence": result.confidence,
+            "groups": [{"group": dict(g.group), "labels": names[g.group], "probability": g.probability,
+                        "positive_probability": g.ppv, "interval": list(g.interval), "draws": g.samples}
+                       for g in result.groups],
+            "disparate_impact": result.disparate_impact, "statistical_parity": result.statistical_parity,
+            "disparate_impact_interval": result.disparate_impact_interval,
+            "statistical_parity_interval": result.statistical_parity_interval,
+            "most_favoured": None if result.most_favoured is None else names[result.most_favoured.group],
+            "least_favoured": None if result.least_favoured is None else names[result.least_favoured.group]},
+            indent=2))
+    return 0
+
+
+def _read_network(path: str, schema):
+    """A network file, every state of a model attribute checked against the schema (a state the schema
+    refuses is named with its variable)."""
+    from fairness.errors import DataError
+    from fairness.probabilistic import network_from_json
+    from fairness.schema import RecordError
+
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise DataError(f"cannot read the network file {path}: {exc.strerror or exc}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DataError(f"the network file {path} is not valid JSON ({exc})") from None
+    try:
+        network = network_from_json(data, path)
+    except ValueError as exc:
+        raise DataError(str(exc)) from None
+    features = {f.name: f for f in schema.features}
+    for name in network.names:
+        if name in features:
+            for state in network.variable(name).states:
+                try:
+                    features[name].encode(state)
+                except RecordError as exc:
+                    raise DataError(f"{path}: variable {name!r}, state {state!r}: {exc}") from None
+    return network
+
+
+def _learned_group_network(records, schema, bins: int):
+    """Justicia's network from the rows' raw records (`fairness.probabilistic.learn_group_network`):
+    categories and sensitive values as the schema lists them, numeric attributes in quantile bins."""
+    import bisect
+
+    from fairness.probabilistic import learn_group_network, quantile_bins
+    from fairness.schema import NumericFeature, category_key, number
+
+    states: dict[str, tuple[str, ...]] = {}
+    edges: dict[str, tuple[float, ...]] = {}
+    for f in schema.features:
+        if isinstance(f, NumericFeature):
+            inner, means = quantile_bins([number(f.name, r[f.name]) for r in records], bins)
+            edges[f.name], states[f.name] = inner, tuple(repr(m) for m in means)
+        else:
+            states[f.name] = tuple(getattr(f, "categories", None) or f.values)
+
+    def state_of(name: str, raw: str) -> str:
+        if name in edges:
+            return states[name][bisect.bisect_left(edges[name], number(name, raw))]
+        return category_key(name, raw)  # the rows were read through the schema: one of its categories
+
+    return learn_group_network(records, list(schema.sensitive), states, state_of)
+
+
+def _group_label(schema, group) -> str:
+    """A group's states by their labels (the schema's value labels of each sensitive attribute)."""
+    features = {f.name: f for f in schema.features}
+    out = []
+    for name, state in group:
+        f = features.get(name)
+        labels = getattr(f, "value_labels", None)
+        out.append(labels[f.values.index(state)] if labels and state in f.values else state)
+    return ", ".join(out)
+
+
+def _favourable_decisions(model, X, favourable: int):
+    """Whether the exact committed model decides each row (model inputs) favourably, rows quantised as
+    customers' queries are."""
+    import numpy as np
+
+    from fairness.fixed_point import integer_logits, quantise_query
+
+    queries = np.array([quantise_query(model, [float(v) for v in row]) for row in X], dtype=object)
+    logits = integer_logits(model.net, queries)
+    return np.array([max(range(len(z)), key=lambda j, z=z: (z[j], -j)) == favourable for z in logits])
 
 
 def _cap(model, eps_bits: int) -> int:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from prover_service.commands.precompute import STORE_HELP
 from prover_service.commands.radius_option import add_radius_argument
-from prover_service.outputs import add_json_argument
+from prover_service.commands.json_option import add_json_argument
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -128,7 +128,7 @@ def _bound(args: argparse.Namespace, artifact, model, query) -> int:
     print(f"decision: class {cert.decision} ({label})", file=human)
     if cert.status == FLIP:
         values = model.slices()[cert.flip_slice]
-        names = ", ".join(f"{f.name}={f.labels[f.values.index(v)]}" for f, v in zip(model.sensitive, values))
+        names = ", ".join(f"{f.name}={label}" for f, label in zip(model.sensitive, model.slice_labels(values)))
         print(f"counterfactual flip: with {names} the decision differs (eps 0)", file=human)
     else:
         print(f"eps: {cert.eps_value:.6g} (exact {cert.eps}/2^{cert.eps_bits}; bound radius: linear bound propagation, "

@@ -22,7 +22,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="prove the radius alone (default: every certificate also proves the counterfactual "
                         "spread, each combination of sensitive values' decision and the number of score buckets)")
     p.add_argument("--favourable-class", metavar="LABEL",
-                   help="the class whose logit margin the spread buckets (default: the dataset's favourable one)")
+                   help="the class whose logit margin the spread buckets (default: the favourable class the "
+                        "bank named at import, else the dataset's favourable one)")
     p.add_argument("--bucket-width", type=float, default=0.2, metavar="W",
                    help="spread bucket width in logits (default 0.2: 0.05 in probability near 1/2)")
     p.add_argument("--persistence", type=float, default=None, metavar="DELTA",
@@ -41,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
     workspace = ModelWorkspace.open(args.model)
     card = commit_model(workspace, model_id=args.model_id, scale_bits=args.scale_bits, eps_bits=args.eps_bits,
                         description=args.description, force=args.force, spread=args.spread,
-                        favourable_label=args.favourable_class, bucket_width=args.bucket_width,
+                        favourable_label=args.favourable_class or workspace.artifact.training.get("favourable_class"),
+                        bucket_width=args.bucket_width,
                         persistence_delta=args.persistence)
     print(f"committed model {card.model_id}: commitment {card.commitment}")
     print(f"  scale 2^{card.scale_bits}, eps scale 2^{card.eps_scale_bits}, card digest {card.digest()}")

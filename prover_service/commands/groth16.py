@@ -8,10 +8,12 @@
   import-ptau PTAU [--check-power P]        check a snarkjs powers-of-tau file (exit 2 if unusable)
   dev-ptau POWER OUT.ptau [--name NAME]     write a DEVELOPMENT phase 1 (one party's secrets; exit 2 on bad arguments)
 
-KEYDIR holds circuit.r1cs (the relation the key is for), circuit.rows.npz (the
-same relation in the arrays the prover reads, with circuit.r1cs's SHA-256;
-rebuilt from circuit.r1cs whenever that does not match), proving_key/ (the
-current proving key's raw arrays, written by circuits.groth16.keys),
+KEYDIR holds circuit.r1cs (the relation the key is for), circuit.rows/ (the
+same relation in the arrays the prover maps, made from circuit.r1cs and naming
+its SHA-256; rebuilt from circuit.r1cs whenever that does not match),
+seal.json (a seal over circuit.r1cs and those arrays: circuits.groth16.key_seal),
+proving_key/ (the current proving key's raw arrays and its own seal, written by
+circuits.groth16.keys),
 initial_proving_key/ (the key as setup made it, which the contribution chain
 is checked against), verification_key.json (snarkjs's format, usable with
 `snarkjs groth16 verify`) and transcript.json (the phase-2 transcript).
@@ -19,6 +21,7 @@ is checked against), verification_key.json (snarkjs's format, usable with
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import time
@@ -29,7 +32,7 @@ PROVING_KEY_DIR = "proving_key"
 INITIAL_KEY_DIR = "initial_proving_key"
 VK_FILE = "verification_key.json"
 TRANSCRIPT_FILE = "transcript.json"
-ROWS_FILE = "circuit.rows.npz"
+ROWS_DIR = "circuit.rows"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -95,7 +98,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def add_json_argument(parser) -> None:
-    from prover_service.outputs import add_json_argument as add
+    from prover_service.commands.json_option import add_json_argument as add
 
     add(parser)
 
@@ -149,8 +152,7 @@ def _start_transcript(keydir: Path, pk, backend) -> None:
 def _load_key(keydir: Path, backend_name: str | None, subdir: str = PROVING_KEY_DIR, *, check_points: bool = True):
     from circuits.backends import get_backend
     from circuits.errors import MalformedArtifact
-    from circuits.groth16 import load_proving_key
-    from circuits.groth16.keys import read_key_header
+    from circuits.groth16.keys import load_proving_key, read_key_header
 
     if not (keydir / subdir).is_dir():
         raise MalformedArtifact(f"{keydir} is not a key directory (no {subdir}/; run `fairproof groth16 setup` first)")
@@ -214,47 +216,69 @@ def _verify_contributions(args: argparse.Namespace) -> int:
 
 
 def load_relation_arrays(keydir: Path):
-    """The key's circuit in arrays: from ROWS_FILE when it was saved for this very
-    circuit.r1cs (by SHA-256), else decoded from circuit.r1cs and saved for next time."""
-    import hashlib
-
-    from circuits.relation_arrays import ArrayR1CS
-    from circuits.snarkjs import decode_r1cs_arrays
+    """The key's circuit in arrays, mapped from ROWS_DIR. While KEYDIR's seal holds (circuit.r1cs and
+    the arrays unchanged since the arrays were made from it or checked against it) nothing is read,
+    hashed or checked; otherwise circuit.r1cs is hashed, the arrays are checked against its digest (or
+    decoded from it and saved again) and the seal is renewed."""
+    from circuits.groth16 import key_seal, relation_files
     from circuits.snarkjs.binfile import read_file_bytes
 
+    rows = keydir / ROWS_DIR
+    sealed_files = [CIRCUIT_FILE, *(f"{ROWS_DIR}/{name}" for name in relation_files.ARRAY_FILES)]
+    header_name = f"{ROWS_DIR}/{relation_files.HEADER_FILE}"
+    header = relation_files.read_header(rows)
+    if header is not None and key_seal.seal_holds(keydir, sealed_files, {header_name: key_seal.sha256_hex(header)}):
+        relation = relation_files.map_relation(rows, header, None, checked=False)
+        if relation is not None:
+            return relation
     path = keydir / CIRCUIT_FILE
+    try:
+        stamps = {name: key_seal.file_stamp(keydir / name) for name in sealed_files}
+    except OSError:
+        stamps = None  # arrays missing: made below, and their stamps are taken then
     data = read_file_bytes(path, "r1cs file")
-    digest = hashlib.sha256(data).hexdigest()
-    relation = ArrayR1CS.load(keydir / ROWS_FILE, digest)
+    digest = key_seal.sha256_hex(data)
+    relation = None if header is None else relation_files.map_relation(rows, header, digest, checked=True)
     if relation is None:
+        from circuits.snarkjs import decode_r1cs_arrays
+
         relation = decode_r1cs_arrays(data, what=f"r1cs file {path}")
         try:
-            relation.save(keydir / ROWS_FILE, digest)
+            header = relation_files.save_relation(rows, relation, digest)
         except OSError:
-            pass  # a read-only key directory: decode again next time
+            return relation  # a read-only key directory: decode again next time
+        stamps = {CIRCUIT_FILE: stamps[CIRCUIT_FILE]} if stamps else None
+    key_seal.write_seal(keydir, sealed_files, {header_name: key_seal.sha256_hex(header)}, stamps=stamps)
     return relation
 
 
 def _prove(args: argparse.Namespace) -> int:
+    # The prover does no linear algebra: numpy need not start OpenBLAS's thread pool (a tenth of the
+    # import's cost). Set before numpy is first imported, and only for this command.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from circuits.errors import MalformedArtifact
-    from circuits.groth16 import prove
-    from circuits.snarkjs import read_wtns, write_proof, write_public
+    from circuits.groth16.prove import prove
+    from circuits.snarkjs.json_formats import write_proof, write_public
+    from circuits.snarkjs.wtns import read_wtns_limbs
 
     keydir: Path = args.keydir
     if not (keydir / CIRCUIT_FILE).is_file():
         raise MalformedArtifact(f"{keydir} has no {CIRCUIT_FILE}; run `fairproof groth16 setup` first")
     r1cs = load_relation_arrays(keydir)
-    witness = read_wtns(args.witness)
-    if len(witness) != r1cs.n_wires:
-        raise MalformedArtifact(f"witness {args.witness} has {len(witness)} values, the circuit has {r1cs.n_wires} wires")
+    limbs = read_wtns_limbs(args.witness)
+    if len(limbs) != r1cs.n_wires:
+        raise MalformedArtifact(f"witness {args.witness} has {len(limbs)} values, the circuit has {r1cs.n_wires} wires")
     print(f"prove: loading the proving key from {keydir}", file=sys.stderr)
-    # Proving with one's own key: its files' SHA-256 against the header, no per-point checks (the
-    # verifier checks the proof; a contribution or an audit loads the key with every check).
+    # Proving with one's own key: mapped in place, its files' seal (or, when that does not hold, their
+    # SHA-256) against the header, no per-point checks; the proof is verified against the key's
+    # verifying key before it is written (a contribution or an audit loads the key with every check).
     pk, backend = _load_key(keydir, args.backend, check_points=args.check_key_points)
-    proof = prove(pk, r1cs, witness, backend, progress=_progress("prove"))
+    witness = backend.scalar_vector_from_limbs(limbs)
+    proof = prove(pk, r1cs, witness, backend, progress=_progress("prove"), self_check=True)
     args.outdir.mkdir(parents=True, exist_ok=True)
     write_proof(args.outdir / "proof.json", proof)
-    public = r1cs.public_inputs(witness)
+    raw = limbs[1:r1cs.n_public + 1].tobytes()
+    public = [int.from_bytes(raw[i:i + 32], "little") for i in range(0, len(raw), 32)]
     write_public(args.outdir / "public.json", public)
     print(f"prove: wrote {args.outdir / 'proof.json'} and {args.outdir / 'public.json'}", file=sys.stderr)
     if args.json:

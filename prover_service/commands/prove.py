@@ -8,7 +8,7 @@ from pathlib import Path
 from .key_options import add_key_setup_arguments, key_setup_from_args
 from .precompute import STORE_HELP
 from .radius_option import add_bucket_growth_argument, add_per_slice_argument, add_radius_argument
-from prover_service.outputs import add_json_argument
+from prover_service.commands.json_option import add_json_argument
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

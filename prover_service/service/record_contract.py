@@ -165,7 +165,8 @@ def record_contract(card: ModelCard) -> RecordContract | None:
         return RecordContract(card.model_id, tuple(_schema_rule(f) for f in card.feature_schema.features))
     if not card.features:
         return None
-    sensitive = {s.column: s for s in card.sensitive}
+    # Feature encodings are one input each: only a one-column attribute can be one of them.
+    sensitive = {s.column: s for s in card.sensitive if s.column is not None}
     rules: list[Rule] = []
     for column, f in enumerate(card.features):
         lo, hi = card.box_lower[column], card.box_upper[column]

@@ -1,6 +1,7 @@
 """Write the conformance corpus (tests/vectors/README.md) from the project's forgery builders.
 
     python tests/vectors/generate.py [--out tests/vectors/v1] [--cache DIR]
+    python tests/vectors/generate.py --onehot [--out tests/vectors/v1-onehot]
 
 (from the repository root, where the tests find the German Credit data; about 90 s on two cores)
 
@@ -10,6 +11,10 @@ model with no lens and a key ceremony, and proves group counts on an audit datas
 tests/page_cases.py, the registry's claim forgeries (tests/test_registry_claims.py), the forgeries of the
 per-slice, log, trust-root and key tests, and the customer's requirements become vectors; `fairproof-verify`
 judges each, the judgement must be the builder's expectation, and the corpus is written with an index.
+
+With --onehot it writes instead the one-hot family (tests/vectors/v1-onehot, the same format): a synthetic bank
+whose sensitive attribute spans three inputs (tests/onehot_bank.py), its honest certificates, queries between
+the attribute's points, own-value persistence bounds excluding 0, forgeries and cards listing other points.
 """
 from __future__ import annotations
 
@@ -619,6 +624,107 @@ def log_vectors(bank) -> list[Vector]:
     ]
 
 
+# ------------------------------------------------------------------------ a one-hot sensitive attribute
+
+def onehot_vectors(bank) -> list[Vector]:
+    """A card whose sensitive attribute race spans three inputs (one-hot, tests/onehot_bank.py) beside a coded
+    sex: honest certificates (one certified over the 3 x 2 combinations of points, one flipped by race alone),
+    queries between race's points, own-value persistence bounds excluding 0, careful forgeries only the proof
+    refuses, and cards whose race lists other points, overlapping or doubly spelled columns."""
+    from commitments.claims import HEAD_SIGNALS
+    from commitments.card import ModelCard
+    from circuits.field import R
+
+    card, (genuine, flipped) = bank.card, bank.bundles
+    one = 1 << card.scale_bits
+    n = card.architecture.n_inputs
+    race = card.sensitive[0]
+    assert race.input_columns == (1, 2, 3), "the bank's race columns"
+    persistence_at = HEAD_SIGNALS + n + card.n_spread_signals + 1  # the first pair's lower bound
+    pairs = card.persistence_pairs()
+    record = json.dumps(bank.records[0])
+
+    def signals(bundle, edit):
+        values = [int(v) for v in bundle.public_signals]
+        edit(values)
+        return [v % R for v in values]
+
+    def race_at(point):
+        def edit(s):
+            s[HEAD_SIGNALS + 1:HEAD_SIGNALS + 4] = [v * one for v in point]
+        return edit
+
+    def own_bound(attribute, lower, upper):
+        own = next(i for i, b in enumerate(genuine.persistence.bounds)
+                   if b.status == "own" and b.attribute == card.sensitive[attribute].name)
+
+        def edit(s):
+            s[persistence_at + 2 * own], s[persistence_at + 2 * own + 1] = lower, upper
+        return edit
+
+    def another_race(s):  # race a instead of b, the bounds of a (now the own value) (0, 0): any proof's claims
+        race_at((1, 0, 0))(s)
+        at = persistence_at + 2 * pairs.index((0, (one, 0, 0)))
+        s[at], s[at + 1] = 0, 0
+
+    def certified(s):  # the flipped customer claimed certified, every slice deciding alike
+        s[2], s[3], s[4] = 1, 0, 0
+        at = HEAD_SIGNALS + n
+        s[at:at + len(card.slices())] = [s[1]] * len(card.slices())
+
+    def lowered(s):
+        at = persistence_at + 2 * pairs.index((0, (one, 0, 0)))
+        s[at] -= 1
+
+    out = [
+        vector("one-hot: honest, certified over every combination of race's points and sex, its record", card,
+               genuine, {"record": record}, "VALID"),
+        vector("one-hot: honest, a decision race alone flips", card, flipped, {}, "VALID"),
+        vector("one-hot: every lens required, the card's box asked for", card, genuine,
+               {"require_lens": ["radius", "spread", "persistence"], "delta": 0.25}, "VALID"),
+        vector("one-hot: another customer's record", card, flipped, {"record": record}),
+        vector("one-hot: the query's race columns (1, 1, 0)", card,
+               edited(genuine, lambda d: d.__setitem__("public_signals", [str(v) for v in signals(
+                   genuine, race_at((1, 1, 0)))]))),
+        vector("one-hot: the query's race columns (0, 0, 0), race dropping no value", card,
+               edited(genuine, lambda d: d.__setitem__("public_signals", [str(v) for v in signals(
+                   genuine, race_at((0, 0, 0)))]))),
+        vector("one-hot: the persistence bounds at the customer's own race excluding 0", card,
+               edited(genuine, lambda d: d.__setitem__("public_signals", [str(v) for v in signals(
+                   genuine, own_bound(0, 1, 5))]))),
+        vector("one-hot: the persistence bounds at the customer's own sex excluding 0", card,
+               edited(genuine, lambda d: d.__setitem__("public_signals", [str(v) for v in signals(
+                   genuine, own_bound(1, -5, -1))]))),
+        vector("one-hot: race a instead of b, its bounds and every field following", card,
+               following(genuine, card, signals(genuine, another_race))),
+        vector("one-hot: the flipped customer claimed certified, every field following", card,
+               following(flipped, card, signals(flipped, certified))),
+        vector("one-hot: a lower bound of race a lowered by 1, every field following", card,
+               following(genuine, card, signals(genuine, lowered))),
+    ]
+    defects = {
+        "race listing a point that is not one of the schema's": lambda d: d["sensitive"][0]["values"].__setitem__(
+            1, [0, one, one]),
+        "race's points swapped": lambda d: d["sensitive"][0]["values"].reverse(),
+        "race's columns overlapping sex's": lambda d: d["sensitive"][0].__setitem__("columns", [1, 2, 5]),
+        "race spelled with both column and columns": lambda d: d["sensitive"][0].__setitem__("column", 1),
+        "a race value of two integers": lambda d: d["sensitive"][0]["values"].__setitem__(0, [one, 0]),
+    }
+    for name, edit in defects.items():
+        out.append(vector(f"one-hot: D3: a card with {name}", edited(card, edit), genuine, verdict="UNUSABLE",
+                          rule="D3"))
+    bare = json.loads(text(card))
+    bare.pop("feature_schema")
+    honest = ModelCard.from_json(json.dumps(bare))
+    bare["sensitive"][0]["values"][1] = [0, one, one]  # the customer's own value, race b
+    tampered = ModelCard.from_json(json.dumps(bare))
+    out.append(vector("one-hot: a card without its schema, the bundle naming it", honest,
+                      genuine.model_copy(update={"card_digest": honest.digest()}), {}, "VALID"))
+    out.append(vector("one-hot: a card without its schema listing another point for the customer's race", tampered,
+                      genuine.model_copy(update={"card_digest": tampered.digest()})))
+    return out
+
+
 # ------------------------------------------------------------------------ what each implementation judges
 
 REGISTRY_CODES = {"key.invalid", "proof.malformed", "proof.rejected", "claims.bucket", "claims.signal-count",
@@ -685,54 +791,106 @@ def shape(v: Vector) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=HERE / "v1")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="the corpus directory (default tests/vectors/v1, or v1-onehot with --onehot)")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "fairproof-models")
+    parser.add_argument("--onehot", action="store_true",
+                        help="write the one-hot family (a synthetic bank, no dataset) instead of the main corpus")
     args = parser.parse_args()
+    version = "v1-onehot" if args.onehot else "v1"
+    out = args.out or HERE / version
+    with tempfile.TemporaryDirectory() as tmp:
+        vectors = onehot_corpus(Path(tmp)) if args.onehot else main_corpus(Path(tmp), args.cache)
+        lines, index, cards = judged(vectors, version, Path(tmp))
+    if out.exists():
+        shutil.rmtree(out)
+    (out / "cards").mkdir(parents=True)
+    for name, card in cards.items():
+        (out / "cards" / name).write_text(card, encoding="utf-8")
+    (out / "vectors.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (out / "index.json").write_text(json.dumps({"version": version, "vectors": index}, indent=1) + "\n",
+                                    encoding="utf-8")
+    print(f"wrote {len(lines)} vectors to {out}", file=sys.stderr)
+
+
+def main_corpus(tmp: Path, cache: Path) -> list[Vector]:
+    """The German Credit (4,2) bank's vectors (tests/vectors/v1)."""
     from bank_fixtures import Bank
     from page_cases import attestation_cases, page_cases
 
-    rules = rules_by_code()
-    with tempfile.TemporaryDirectory() as tmp:
-        print("building the German (4,2) bank (train, commit, precompute, prove)...", file=sys.stderr, flush=True)
-        bank = Bank(Path(tmp) / "bank", args.cache)
-        modes = prove_modes(bank, Path(tmp))
-        bare = bare_model(bank, Path(tmp), args.cache)
-        vectors = (vectors_from_cases(page_cases(bank)) + vectors_from_cases(attestation_cases(bank))
-                   + document_vectors(bank) + requirement_vectors(bank) + changed_card_vectors(bank)
-                   + signal_vectors(bank) + registry_claim_vectors(bank, modes) + lens_field_vectors(bank)
-                   + key_and_proof_vectors(bank) + mode_vectors(bank, modes) + group_count_vectors(modes)
-                   + bare_vectors(bank, bare) + log_vectors(bank))
+    print("building the German (4,2) bank (train, commit, precompute, prove)...", file=sys.stderr, flush=True)
+    bank = Bank(tmp / "bank", cache)
+    modes = prove_modes(bank, tmp)
+    bare = bare_model(bank, tmp, cache)
+    vectors = (vectors_from_cases(page_cases(bank)) + vectors_from_cases(attestation_cases(bank))
+               + document_vectors(bank) + requirement_vectors(bank) + changed_card_vectors(bank)
+               + signal_vectors(bank) + registry_claim_vectors(bank, modes) + lens_field_vectors(bank)
+               + key_and_proof_vectors(bank) + mode_vectors(bank, modes) + group_count_vectors(modes)
+               + bare_vectors(bank, bare) + log_vectors(bank))
+    bank.db.dispose()
+    return vectors
+
+
+def onehot_corpus(tmp: Path) -> list[Vector]:
+    """The one-hot banks' vectors (tests/vectors/v1-onehot): race over three inputs, then race dropping a value."""
+    from onehot_bank import DROPPED, OneHotBank
+
+    print("building the one-hot banks (commit, precompute, prove)...", file=sys.stderr, flush=True)
+    bank = OneHotBank(tmp / "onehot")
+    dropped = OneHotBank(tmp / "dropped", drop="a", records=[DROPPED])
+    try:
+        return onehot_vectors(bank) + dropped_vectors(dropped)
+    finally:
         bank.db.dispose()
-        lines, index, cards, wrong = [], [], {}, []
-        for number, v in enumerate(vectors, 1):
-            verdict, code, reason = python_verdict(v, Path(tmp) / f"v{number}")
-            if verdict != v.verdict:
-                wrong.append(f"{v.description}: fairproof-verify says {verdict} ({reason[:200]}), "
-                             f"the builder expects {v.verdict}")
-            rule = {"UNUSABLE": v.rule, "INVALID": rules.get(code, "")}.get(verdict) or valid_rule(v)
-            v = Vector(f"v1-{number:03d}", v.description, v.card, v.bundle, v.options, verdict, code, rule)
-            v = Vector(v.id, v.description, v.card, v.bundle, v.options, verdict, code, rule, not_applicable(v))
-            if not v.rule:
-                wrong.append(f"{v.description}: no rule of docs/VERIFYING.md for {verdict} [{code}]")
-            name = hashlib.sha256(v.card.encode("utf-8")).hexdigest() + ".json"
-            cards[name] = v.card
-            entry = {"id": v.id, "description": v.description, "rule": v.rule, **shape(v),
-                     "expected": {"verdict": verdict, "code": code},
-                     "applies_to": [i for i in IMPLEMENTATIONS if v.applies_to(i)], "not_applicable": v.not_applicable}
-            index.append(entry)
-            lines.append(json.dumps({**entry, "card": f"cards/{name}", "bundle": v.bundle, "options": v.options},
-                                    sort_keys=True))
+        dropped.db.dispose()
+
+
+def dropped_vectors(bank) -> list[Vector]:
+    """Race one-hot with value a dropped (two inputs, a all zeros): a customer of race a, and the point no value
+    has (both inputs set)."""
+    from commitments.claims import HEAD_SIGNALS
+    from circuits.field import R
+
+    card, (genuine,) = bank.card, bank.bundles
+    assert card.sensitive[0].input_columns == (1, 2) and genuine.query[1:3] == (0, 0), "race a: all zeros"
+    one = 1 << card.scale_bits
+
+    def both_set(d):
+        d["public_signals"][HEAD_SIGNALS + 1] = d["public_signals"][HEAD_SIGNALS + 2] = str(one % R)
+
+    return [
+        vector("one-hot dropping a value: honest, the customer's race the dropped one (all zeros), its record", card,
+               genuine, {"record": json.dumps(bank.records[0])}, "VALID"),
+        vector("one-hot dropping a value: the query's race columns (1, 1)", card, edited(genuine, both_set)),
+    ]
+
+
+def judged(vectors: list[Vector], version: str, tmp: Path) -> tuple[list[str], list[dict], dict[str, str]]:
+    """(vectors.jsonl lines, index entries, cards by file name): each vector judged by `fairproof-verify`, which
+    must give the builder's expectation, numbered `<version>-NNN`, with its rule and where it applies."""
+    rules = rules_by_code()
+    lines, index, cards, wrong = [], [], {}, []
+    for number, v in enumerate(vectors, 1):
+        verdict, code, reason = python_verdict(v, tmp / f"v{number}")
+        if verdict != v.verdict:
+            wrong.append(f"{v.description}: fairproof-verify says {verdict} ({reason[:200]}), "
+                         f"the builder expects {v.verdict}")
+        rule = {"UNUSABLE": v.rule, "INVALID": rules.get(code, "")}.get(verdict) or valid_rule(v)
+        v = Vector(f"{version}-{number:03d}", v.description, v.card, v.bundle, v.options, verdict, code, rule)
+        v = Vector(v.id, v.description, v.card, v.bundle, v.options, verdict, code, rule, not_applicable(v))
+        if not v.rule:
+            wrong.append(f"{v.description}: no rule of docs/VERIFYING.md for {verdict} [{code}]")
+        name = hashlib.sha256(v.card.encode("utf-8")).hexdigest() + ".json"
+        cards[name] = v.card
+        entry = {"id": v.id, "description": v.description, "rule": v.rule, **shape(v),
+                 "expected": {"verdict": verdict, "code": code},
+                 "applies_to": [i for i in IMPLEMENTATIONS if v.applies_to(i)], "not_applicable": v.not_applicable}
+        index.append(entry)
+        lines.append(json.dumps({**entry, "card": f"cards/{name}", "bundle": v.bundle, "options": v.options},
+                                sort_keys=True))
     if wrong:
         raise SystemExit("\n".join(wrong))
-    if args.out.exists():
-        shutil.rmtree(args.out)
-    (args.out / "cards").mkdir(parents=True)
-    for name, card in cards.items():
-        (args.out / "cards" / name).write_text(card, encoding="utf-8")
-    (args.out / "vectors.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (args.out / "index.json").write_text(json.dumps({"version": "v1", "vectors": index}, indent=1) + "\n",
-                                         encoding="utf-8")
-    print(f"wrote {len(lines)} vectors to {args.out}", file=sys.stderr)
+    return lines, index, cards
 
 
 def valid_rule(v: Vector) -> str:

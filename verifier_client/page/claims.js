@@ -5,6 +5,8 @@
 
 "use strict";
 
+const { pyRepr } = typeof module !== "undefined" ? require("./schema.js") : globalThis.FairProofSchema;
+
 const R = 21888242871839275222246405745257275088548364400416034343698204186575808495617n;
 const HALF_R = (R - 1n) / 2n;
 const HEAD_SIGNALS = 5;
@@ -28,22 +30,52 @@ function parseDecimal(text, what) {
 const signed = (v) => (v <= HALF_R ? v : v - R);
 const num = (v) => Number(v);  // small card integers (sizes, indices)
 
+// A sensitive feature of the card spans one input (`column`, each value an integer) or several (`columns`,
+// each value a point: one integer per column, a bank's one-hot encoding). Both read as columns and points.
+const featureColumns = (f) => (f.columns != null ? f.columns.map(num) : [num(f.column)]);
+const featurePoints = (f) => (f.columns != null ? f.values : f.values.map((v) => [v]));
+const samePoint = (p, q) => p.length === q.length && p.every((v, i) => v === q[i]);
+// The query's values at the feature's inputs.
+const queryPoint = (f, query) => featureColumns(f).map((c) => query[c]);
+// Which of the feature's points `point` is (-1: none).
+const pointIndex = (f, point) => featurePoints(f).findIndex((p) => samePoint(p, point));
+
+// Integer tuples in lexicographic order (shorter first on a common prefix), as Python sorts tuples.
+function lexicographic(p, q) {
+  for (let i = 0; i < Math.min(p.length, q.length); i++) if (p[i] !== q[i]) return p[i] < q[i] ? -1 : 1;
+  return p.length - q.length;
+}
+
+// The inputs every slice sets: each feature's columns, in feature order (ModelCard's sensitive_columns).
+const sensitiveColumns = (card) => card.sensitive.flatMap(featureColumns);
+
+// Every combination of the features' points, in product order, each the concatenation of its chosen points
+// (flat over sensitiveColumns): ModelCard.slices.
 function slices(card) {
   let out = [[]];
-  for (const f of card.sensitive) out = out.flatMap((prefix) => f.values.map((v) => [...prefix, v]));
+  for (const f of card.sensitive) out = out.flatMap((prefix) => featurePoints(f).map((p) => [...prefix, ...p]));
   return out;
 }
 
+// Slice `index`'s values and the label of each feature's point in it.
 function sliceLabels(card, index) {
   const values = slices(card)[index];
-  return [values, card.sensitive.map((f, a) => f.labels[f.values.findIndex((v) => v === values[a])])];
+  let at = 0;
+  const labels = card.sensitive.map((f) => {
+    const width = featureColumns(f).length;
+    const point = values.slice(at, at + width);
+    at += width;
+    return f.labels[pointIndex(f, point)];
+  });
+  return [values, labels];
 }
 
+// (feature index, point) for every point of every feature, each feature's points sorted: the order of the
+// persistence lens's bounds.
 function persistencePairs(card) {
   if (card.persistence == null) return [];
   const out = [];
-  card.sensitive.forEach((f, a) => [...f.values].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0))
-    .forEach((v) => out.push([a, v])));
+  card.sensitive.forEach((f, a) => [...featurePoints(f)].sort(lexicographic).forEach((p) => out.push([a, p])));
   return out;
 }
 
@@ -103,8 +135,11 @@ function claimsFromSignals(signals, card, bucketName, sliceIndex = 0) {
     }
   });
   for (const f of card.sensitive) {
-    if (!f.values.some((v) => v === query[num(f.column)])) {
-      throw new ClaimError(`public signal ${HEAD_SIGNALS + num(f.column)} (sensitive feature ${f.name}) is not a value of its domain`, "claims.sensitive-value");
+    if (pointIndex(f, queryPoint(f, query)) < 0) {
+      const columns = featureColumns(f);
+      const where = columns.map((c) => HEAD_SIGNALS + c).join(", ");
+      const [s, is] = columns.length > 1 ? ["s", "are"] : ["", "is"];
+      throw new ClaimError(`public signal${s} ${where} (sensitive feature ${pyRepr(f.name)}) ${is} not a value of its domain`, "claims.sensitive-value");
     }
   }
   let spread = null;
@@ -131,7 +166,8 @@ function spreadClaims(values, card, query, decision, status) {
   if (!(1n <= count && count <= BigInt(all.length))) {
     throw new ClaimError(`public signal ${first + all.length} (${count} margin buckets) is not between 1 and the ${all.length} slices`, "claims.spread");
   }
-  const own = all.findIndex((s) => s.every((v, a) => v === query[num(card.sensitive[a].column)]));
+  const ownValues = sensitiveColumns(card).map((c) => query[c]);
+  const own = all.findIndex((s) => samePoint(s, ownValues));
   if (decisions[own] !== decision) {
     throw new ClaimError(`public signal ${first + own} (the decision with the query's own sensitive values) differs from the decision`, "claims.spread");
   }
@@ -147,7 +183,7 @@ function persistenceClaims(values, card, query, nSpread) {
   const cap = persistenceDeltaCap(card);
   if (delta > cap) throw new ClaimError(`public signal ${first} (delta ${delta}) exceeds ${cap}, the widest moved column of the domain box`, "claims.persistence");
   const bounds = [];
-  persistencePairs(card).forEach(([a, v], i) => {
+  persistencePairs(card).forEach(([a, point], i) => {
     const at = first + 1 + 2 * i;
     const lower = signed(values[1 + 2 * i]);
     const upper = signed(values[2 + 2 * i]);
@@ -157,7 +193,7 @@ function persistenceClaims(values, card, query, nSpread) {
       }
     }
     if (lower > upper) throw new ClaimError(`public signals ${at} and ${at + 1} (persistence bounds) have lower above upper`, "claims.persistence");
-    if (query[num(card.sensitive[a].column)] === v && !(lower <= 0n && 0n <= upper)) {
+    if (samePoint(queryPoint(card.sensitive[a], query), point) && !(lower <= 0n && 0n <= upper)) {
       throw new ClaimError(`public signals ${at} and ${at + 1} (the customer's own value, where the gap is 0) do not contain 0`, "claims.persistence");
     }
     bounds.push([lower, upper]);
@@ -165,6 +201,7 @@ function persistenceClaims(values, card, query, nSpread) {
   return { delta, bounds };
 }
 
-const FairProofClaims = { R, ClaimError, parseDecimal, signed, slices, sliceLabels, claimsFromSignals, persistenceDeltaCap };
+const FairProofClaims = { R, ClaimError, parseDecimal, signed, slices, sliceLabels, claimsFromSignals, persistenceDeltaCap,
+  persistencePairs, featureColumns, featurePoints, samePoint, queryPoint, pointIndex, sensitiveColumns };
 if (typeof module !== "undefined") module.exports = FairProofClaims;
 else globalThis.FairProofClaims = FairProofClaims;

@@ -6,6 +6,7 @@
 "use strict";
 
 const { exactDyadic } = typeof module !== "undefined" ? require("./canonical.js") : globalThis.FairProofCanonical;
+const { featureInputs } = typeof module !== "undefined" ? require("./schema.js") : globalThis.FairProofSchema;
 
 // ------------------------------------------------------------------------------ Python's numbers
 const pow10 = (k) => 10n ** BigInt(k);
@@ -156,9 +157,8 @@ function columnStd(card, column) {
   if (card.feature_schema != null) {
     let first = 0;
     for (const f of card.feature_schema.features) {
-      const width = f.kind === "categorical" && f.encoding === "one_hot" ? f.categories.length : 1;
       if (first === column && f.kind === "numeric") return [f.name, floatOf(f.std, 1.0), f.unit || ""];
-      first += width;
+      first += featureInputs(f).length;
     }
     return null;
   }

@@ -15,6 +15,7 @@
 
 const { exactDyadic } = typeof module !== "undefined" ? require("./canonical.js") : globalThis.FairProofCanonical;
 const schemaLib = typeof module !== "undefined" ? require("./schema.js") : globalThis.FairProofSchema;
+const claimsLib = typeof module !== "undefined" ? require("./claims.js") : globalThis.FairProofClaims;
 
 class RecordError extends Error {}
 
@@ -75,12 +76,12 @@ function schemaInputs(fs, record) {
     if (f.kind === "categorical") {
       const k = f.categories.indexOf(key);
       if (k < 0) throw new RecordError(`${f.name} is not one of ${f.categories.join(", ")}`);
-      if (schemaLib.encodingOf(f) === "one_hot") out.push(...f.categories.map((_, i) => (i === k ? 1 : 0)));
+      if (schemaLib.encodingOf(f) === "one_hot") out.push(...schemaLib.oneHotPoints(f.categories, f.drop)[k].map(Number));
       else out.push((schemaLib.ordinalCodes(f)[k] - schemaLib.meanOf(f)) / schemaLib.stdOf(f));
     } else {
       const k = f.values.indexOf(key);
       if (k < 0) throw new RecordError(`${f.name} is not one of ${f.values.join(", ")}`);
-      out.push(Number(schemaLib.valueCodes(f)[k]));
+      out.push(...schemaLib.valuePoints(f)[k].map(Number));
     }
   }
   return out;
@@ -148,7 +149,7 @@ function encodeRecord(card, record) {
     }
   });
   for (const s of card.sensitive) {
-    if (!s.values.some((v) => v === query[Number(s.column)])) throw new RecordError(`sensitive feature ${s.name}: not a value of its domain`);
+    if (claimsLib.pointIndex(s, claimsLib.queryPoint(s, query)) < 0) throw new RecordError(`sensitive feature ${s.name}: not a value of its domain`);
   }
   return query;
 }

@@ -157,12 +157,31 @@ function labelsProblem(name, values, labels) {
 
 const meanOf = (f) => (f.mean === undefined ? 0 : toDouble(f.mean));
 const stdOf = (f) => (f.std === undefined ? 1 : toDouble(f.std));
-const encodingOf = (f) => (f.encoding === undefined ? "ordinal" : f.encoding);
 const present = (v) => v !== undefined && v !== null;
+// A categorical feature is `ordinal` unless it says otherwise, a sensitive attribute `code`.
+const encodingOf = (f) => (present(f.encoding) ? f.encoding : f.kind === "sensitive" ? "code" : "ordinal");
 // CategoricalFeature.ordinal_codes (doubles) and SensitiveAttribute.value_codes (BigInt).
 const ordinalCodes = (f) => (present(f.codes) ? f.codes.map(toDouble) : f.categories.map((_, i) => i));
 const valueCodes = (f) => (present(f.codes) ? f.codes : f.values.map((_, i) => BigInt(i)));
 const valueLabels = (f) => (present(f.labels) && f.labels.length ? f.labels : f.values);
+
+// The values a one-hot encoding gives inputs to (all but the dropped one), and each value's point over them:
+// 1 at its own input, 0 elsewhere, all 0 for the dropped value (schema.py's _one_hot_points, as BigInt).
+const keptValues = (values, drop) => values.filter((v) => !present(drop) || v !== drop);
+const oneHotPoints = (values, drop) => {
+  const kept = keptValues(values, drop);
+  return values.map((v) => kept.map((k) => (k === v ? 1n : 0n)));
+};
+// SensitiveAttribute.points: each value as the integers its inputs hold (unscaled).
+const valuePoints = (f) => (encodingOf(f) === "one_hot" ? oneHotPoints(f.values, f.drop) : valueCodes(f).map((c) => [c]));
+
+// _drop_fits: only a one-hot encoding drops a value, and one of its own.
+function dropProblem(f, values) {
+  if (!present(f.drop)) return null;
+  if (encodingOf(f) !== "one_hot") return `${pyRepr(f.name)}: only a one-hot encoding drops a value`;
+  if (!values.includes(f.drop)) return `${pyRepr(f.name)}: the dropped value ${pyRepr(f.drop)} is not one of its values`;
+  return null;
+}
 
 function featureProblem(f) {
   const name = pyRepr(f.name);
@@ -174,7 +193,8 @@ function featureProblem(f) {
     return null;
   }
   if (f.kind === "categorical") {
-    const problem = distinctProblem(f.name, f.categories) || labelsProblem(f.name, f.categories, f.labels);
+    const problem = distinctProblem(f.name, f.categories) || labelsProblem(f.name, f.categories, f.labels)
+      || dropProblem(f, f.categories);
     if (problem) return problem;
     const [mean, std] = [meanOf(f), stdOf(f)];
     if (encodingOf(f) === "one_hot") {
@@ -190,9 +210,10 @@ function featureProblem(f) {
     return null;
   }
   if (f.kind === "sensitive") {
-    const problem = distinctProblem(f.name, f.values) || labelsProblem(f.name, f.values, f.labels);
+    const problem = distinctProblem(f.name, f.values) || labelsProblem(f.name, f.values, f.labels) || dropProblem(f, f.values);
     if (problem) return problem;
     if (present(f.codes)) {
+      if (encodingOf(f) === "one_hot") return `sensitive attribute ${name}: a one-hot encoding takes no codes`;
       if (f.codes.length !== f.values.length) return `sensitive attribute ${name}: ${f.codes.length} codes for ${f.values.length} values`;
       if (new Set(f.codes.map(String)).size !== f.codes.length) return `sensitive attribute ${name}: codes must be distinct`;
     }
@@ -201,9 +222,11 @@ function featureProblem(f) {
   return `feature ${name}: unknown kind`;
 }
 
-// Model input names, in order (a one-hot attribute gives 'name=category' per category).
-const featureInputs = (f) => (f.kind === "categorical" && encodingOf(f) === "one_hot"
-  ? f.categories.map((c) => `${f.name}=${c}`) : [f.name]);
+// Model input names, in order (a one-hot attribute gives 'name=value' per value but the dropped one).
+function featureInputs(f) {
+  if (f.kind === "numeric" || encodingOf(f) !== "one_hot") return [f.name];
+  return keptValues(f.kind === "categorical" ? f.categories : f.values, f.drop).map((v) => `${f.name}=${v}`);
+}
 const schemaInputs = (fs) => fs.features.flatMap(featureInputs);
 
 // The first problem FeatureSchema's validators (and its features' and label's) find, or null.
@@ -232,15 +255,17 @@ function featureBox(f) {
     return [[(toDouble(f.min) - mean) / std, (toDouble(f.max) - mean) / std]];
   }
   if (f.kind === "categorical") {
-    if (encodingOf(f) === "one_hot") return f.categories.map(() => [0, 1]);
+    if (encodingOf(f) === "one_hot") return featureInputs(f).map(() => [0, 1]);
     const [mean, std] = [meanOf(f), stdOf(f)];
     const scaled = ordinalCodes(f).map((c) => (c - mean) / std);
     return [[Math.min(...scaled), Math.max(...scaled)]];
   }
-  const codes = valueCodes(f);
-  const lo = codes.reduce((m, c) => (c < m ? c : m));
-  const hi = codes.reduce((m, c) => (c > m ? c : m));
-  return [[Number(lo), Number(hi)]];
+  // Per input, the least and greatest of the attribute's points there.
+  const points = valuePoints(f);
+  return featureInputs(f).map((_, i) => {
+    const at = points.map((p) => p[i]);
+    return [Number(at.reduce((m, c) => (c < m ? c : m))), Number(at.reduce((m, c) => (c > m ? c : m)))];
+  });
 }
 
 // floor(value * 2^bits), exactly (fairness.schema.quantise_floor).
@@ -271,22 +296,32 @@ function schemaBindingProblem(card, fs) {
   if (!sameList(lower, card.box_lower) || !sameList(upper, card.box_upper)) {
     return "the domain box differs from the feature schema's raw domain at the card's scale";
   }
+  // Each sensitive attribute's name, its inputs' columns, its points at the card's scale and its labels.
   const expected = [];
-  let column = 0n;
+  let column = 0;
   for (const f of fs.features) {
-    if (f.kind === "sensitive") expected.push([f.name, column, valueCodes(f).map((c) => c << bits), valueLabels(f)]);
-    column += BigInt(featureInputs(f).length);
+    const width = featureInputs(f).length;
+    if (f.kind === "sensitive") {
+      const columns = Array.from({ length: width }, (_, i) => column + i);
+      expected.push([f.name, columns, valuePoints(f).map((p) => p.map((c) => c << bits)), valueLabels(f)]);
+    }
+    column += width;
   }
   const published = card.sensitive;
-  const same = expected.length === published.length && expected.every(([name, col, values, labels], i) => {
+  const samePoints = (a, b) => a.length === b.length && a.every((p, i) => sameList(p, b[i]));
+  const same = expected.length === published.length && expected.every(([name, columns, points, labels], i) => {
     const p = published[i];
-    return p.name === name && p.column === col && sameList(values, p.values) && sameList(labels, p.labels);
+    const publishedColumns = p.columns != null ? p.columns.map(Number) : [Number(p.column)];
+    const publishedPoints = p.columns != null ? p.values : p.values.map((v) => [v]);
+    return p.name === name && sameList(columns, publishedColumns) && samePoints(points, publishedPoints)
+      && sameList(labels, p.labels);
   });
-  if (!same) return "the sensitive attributes differ from the feature schema's (name, column, codes, labels)";
+  if (!same) return "the sensitive attributes differ from the feature schema's (name, columns, values, labels)";
   return null;
 }
 
 const FairProofSchema = { ShapeError, checkShape, featureSchemaProblem, schemaBindingProblem, quantisedBox, pyRepr,
-  pyStripped, toDouble, featureInputs, ordinalCodes, valueCodes, valueLabels, meanOf, stdOf, encodingOf };
+  pyStripped, toDouble, featureInputs, ordinalCodes, valueCodes, valueLabels, valuePoints, oneHotPoints, meanOf, stdOf,
+  encodingOf };
 if (typeof module !== "undefined") module.exports = FairProofSchema;
 else globalThis.FairProofSchema = FairProofSchema;

@@ -134,6 +134,26 @@ function bucketName(shape) {
   return `k${shape.region_slots}-f${shape.farkas_slots}${radius}${shape.per_slice === true ? "-slice" : ""}`;
 }
 
+// SensitiveFeatureCard's validators: exactly one of `column` (each value an integer) and `columns` (distinct
+// inputs, each value a point: one integer per column), one label per value, the values distinct.
+function sensitiveFeatureProblem(f) {
+  const name = `sensitive feature ${lib.explain.pyRepr(f.name)}`;
+  if ((f.column != null) === (f.columns != null)) return `${name}: give either column (one input) or columns (several), not both nor neither`;
+  if (!f.values.length || f.values.length !== f.labels.length) return `${name}: one label per domain value`;
+  if (f.columns != null) {
+    const width = f.columns.length;
+    if (!width || new Set(f.columns.map(String)).size !== width) return `${name}: its columns must be distinct (at least one)`;
+    const wrong = f.values.findIndex((v) => !Array.isArray(v) || v.length !== width);
+    if (wrong >= 0) {
+      return `${name}: value ${lib.explain.pyRepr(f.labels[wrong])} must be a list of ${width} integers, one per column [${f.columns.join(", ")}]`;
+    }
+  } else if (f.values.some((v) => Array.isArray(v))) return `${name}: a one-column attribute's values are integers`;
+  if (new Set(f.values.map((v) => (Array.isArray(v) ? v.join(",") : String(v)))).size !== f.values.length) {
+    return `${name}: two values are the same`;
+  }
+  return null;
+}
+
 // ModelCard's validators (commitments/card.py), its feature schema's (fairness/schema.py) and the schema's
 // binding to the statement: a card the Python verifier cannot load is refused here too. Returns the first
 // problem, or null.
@@ -147,7 +167,8 @@ function cardProblem(card) {
   if (a.class_labels.length !== num(a.n_classes)) return "one class label per class";
   if (a.hidden_sizes.some((h) => h <= 0n)) return "hidden layer sizes must be positive";
   for (const f of card.sensitive) {
-    if (!f.values.length || f.values.length !== f.labels.length) return `sensitive feature ${f.name}: one label per domain value`;
+    const problem = sensitiveFeatureProblem(f);
+    if (problem) return problem;
   }
   if (card.feature_names.length !== n || card.box_lower.length !== n || card.box_upper.length !== n) {
     return `feature names and domain box must have ${n} entries`;
@@ -155,8 +176,8 @@ function cardProblem(card) {
   const features = card.features || [];
   if (features.length && features.length !== n) return `feature encodings must have ${n} entries`;
   if (card.box_lower.some((lo, i) => lo > card.box_upper[i])) return "domain box has a lower bound above its upper bound";
-  const columns = card.sensitive.map((f) => num(f.column));
-  if (new Set(columns).size !== columns.length || columns.some((c) => c >= n)) return "sensitive columns must be distinct input indices";
+  const columns = lib.claims.sensitiveColumns(card);
+  if (new Set(columns).size !== columns.length || columns.some((c) => c >= n)) return "sensitive columns must be distinct input indices (no column in two attributes)";
   if (card.feature_schema != null) {
     if (features.length) return "a card publishes its preprocessing either as feature encodings or as a schema, not both";
     const problem = lib.schema.schemaBindingProblem(card, card.feature_schema);
@@ -232,16 +253,17 @@ function derivedClaims(signals, card, bucketName, sliceIndex) {
 
 // The persistence bundle field these claims stand for (PersistenceClaims.readable).
 function readablePersistence(claims, card) {
-  const pairs = [];
-  card.sensitive.forEach((f, a) => [...f.values].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0)).forEach((v) => pairs.push([a, v])));
+  const c = lib.claims;
   return {
     delta: claims.persistence.delta,
-    bounds: pairs.map(([a, v], i) => {
+    bounds: c.persistencePairs(card).map(([a, point], i) => {
       const [lower, upper] = claims.persistence.bounds[i];
       const f = card.sensitive[a];
-      const own = claims.query[num(f.column)] === v;
+      const own = c.samePoint(c.queryPoint(f, claims.query), point);
       const status = own ? "own" : lower > 0n ? "favoured" : upper < 0n ? "disfavoured" : "inconclusive";
-      return { attribute: f.name, value: v, label: f.labels[f.values.findIndex((x) => x === v)], lower, upper, status };
+      // A one-input feature's value is its integer, a wider one's its point.
+      const value = f.columns != null ? point : point[0];
+      return { attribute: f.name, value, label: f.labels[c.pointIndex(f, point)], lower, upper, status };
     }),
   };
 }

@@ -8,10 +8,14 @@ to a temporary file in the same directory and renamed into place
 Any failure (no compiler, compile error, unwritable cache) raises
 NativeBuildError; the caller decides whether to fall back to numpy.
 
-Each build also records, in <stem>.built, the SHA-256 of the source and the
-library built from it: a machine without a compiler (a slim image whose
-libraries were built when the image was) loads that library if the source is
-still the same.
+Each build also records, in <stem>.built, the SHA-256 of the source (and the
+flags) and the library built from it. A process loads the recorded library
+whenever the source is still the same, without asking the compiler its
+version first: starting `cc --version` costs about 10 ms a library, paid by
+every short command. So a machine without a compiler (a slim image whose
+libraries were built when the image was) loads it too, and a new compiler
+is picked up only when the source changes (the library it replaces is
+correct code all the same).
 """
 from __future__ import annotations
 
@@ -113,7 +117,9 @@ def library_path(source_name: str, cc: str) -> Path:
 
 
 def _source_digest(source_name: str) -> str:
-    return hashlib.sha256((HERE / source_name).read_bytes()).hexdigest()
+    digest = hashlib.sha256((HERE / source_name).read_bytes())
+    digest.update(" ".join(FLAGS).encode())
+    return digest.hexdigest()
 
 
 def _record(source_name: str) -> Path:
@@ -131,14 +137,12 @@ def prebuilt(source_name: str) -> Path | None:
 
 
 def build(source_name: str) -> Path:
-    """Path of the compiled library for native/<source_name>, compiling it if absent."""
-    try:
-        cc = _compiler()
-    except NativeBuildError:
-        found = prebuilt(source_name)
-        if found is None:
-            raise
+    """Path of the compiled library for native/<source_name>: the one recorded for this very source,
+    else compiled now."""
+    found = prebuilt(source_name)
+    if found is not None:
         return found
+    cc = _compiler()
     target = library_path(source_name, cc)
     if target.exists():
         _remember(source_name, target)

@@ -51,6 +51,29 @@ class FrKernels:
         ):
             fn = getattr(lib, name)
             fn.argtypes, fn.restype = args, None
+        lib.fr_sparse_rows.argtypes = [_P, _P, _P, _P, _P, _N, _N, _N]
+        lib.fr_sparse_rows.restype = ctypes.c_int
+
+    def sparse_rows(self, out: np.ndarray, start: np.ndarray, wire: np.ndarray, coefficient: np.ndarray,
+                    w: np.ndarray) -> np.ndarray:
+        """out[j] = sum of coefficient * w[wire] over row j's terms, j < len(start) - 1 (see ntt.c's
+        fr_sparse_rows): the arrays of one side of a `SparseRows`, whose partition of the terms
+        (`SparseRows.check`) the caller has established; bounds are checked in C all the same. Raises
+        ValueError for a wire or a row start out of range."""
+        _check_vector(out, "out")
+        _check_vector(w, "w")
+        n_rows = start.shape[0] - 1
+        if not out.flags.writeable or out.shape[0] < n_rows:
+            raise ValueError(f"out has {out.shape[0]} entries for {n_rows} rows")
+        for arr, dtype, what in ((start, np.int64, "start"), (wire, np.int64, "wire"), (coefficient, np.uint8, "coefficient")):
+            if arr.dtype != dtype or not arr.flags.c_contiguous:
+                raise ValueError(f"{what}: expected a C-contiguous {dtype.__name__} array")
+        if coefficient.shape != (wire.shape[0], 32) or start.ndim != 1 or start.shape[0] < 1:
+            raise ValueError("sparse rows: starts, wires and coefficients do not fit together")
+        if self._lib.fr_sparse_rows(out.ctypes.data, start.ctypes.data, wire.ctypes.data, coefficient.ctypes.data,
+                                    w.ctypes.data, n_rows, w.shape[0], wire.shape[0]) != 0:
+            raise ValueError("sparse rows: a term names a wire outside the witness, or a row starts outside the terms")
+        return out
 
     def _ntt(self, fn, a: np.ndarray, twiddles: np.ndarray) -> np.ndarray:
         _check_vector(a, "ntt input")

@@ -175,3 +175,38 @@ void fr_dit_butterflies(uint64_t *u, uint64_t *v, const uint64_t *tw, size_t cou
         fr_add(u, u, t);
     }
 }
+
+/* out[j] = sum of coefficient * w[wire] over the terms of row j (start[j] <= t < start[j + 1]), for
+ * j < n_rows: one side of a constraint system times a witness, without a temporary per term.
+ * Coefficients are in standard form (32 bytes little-endian, below r, as .r1cs files and the relation
+ * arrays hold them) and are brought into Montgomery form on the way (a product by 2^512 mod r); the
+ * coefficients 1 and r - 1, most terms of a circuit, cost an addition or a subtraction. Returns 0, or
+ * -1 at the first wire index outside [0, n_wires) or row start outside [0, n_terms] (out is then
+ * incomplete). */
+int fr_sparse_rows(uint64_t *out, const int64_t *start, const int64_t *wire, const uint64_t *coefficient,
+                   const uint64_t *w, size_t n_rows, size_t n_wires, size_t n_terms) {
+    static const uint64_t R2[4] = {0x1bb8e645ae216da7ULL, 0x53fe3ab1e35c59e3ULL, 0x8c49833d53bb8085ULL,
+                                   0x0216d0b17f4e44a5ULL};
+    static const uint64_t MINUS_ONE[4] = {0x43e1f593f0000000ULL, 0x2833e84879b97091ULL, 0xb85045b68181585dULL,
+                                          0x30644e72e131a029ULL};
+    for (size_t j = 0; j < n_rows; j++) {
+        uint64_t acc[4] = {0, 0, 0, 0}, term[4];
+        if (start[j] < 0 || start[j + 1] < 0 || (size_t)start[j + 1] > n_terms) return -1;
+        for (int64_t t = start[j]; t < start[j + 1]; t++) {
+            int64_t v = wire[t];
+            if (v < 0 || (size_t)v >= n_wires) return -1;
+            const uint64_t *k = coefficient + 4 * t, *x = w + 4 * v;
+            if (k[0] == 1 && !(k[1] | k[2] | k[3])) {
+                fr_add(acc, acc, x);
+            } else if (k[0] == MINUS_ONE[0] && k[1] == MINUS_ONE[1] && k[2] == MINUS_ONE[2] && k[3] == MINUS_ONE[3]) {
+                fr_sub(acc, acc, x);
+            } else {
+                fr_mul(term, k, R2);
+                fr_mul(term, term, x);
+                fr_add(acc, acc, term);
+            }
+        }
+        out[4 * j] = acc[0]; out[4 * j + 1] = acc[1]; out[4 * j + 2] = acc[2]; out[4 * j + 3] = acc[3];
+    }
+    return 0;
+}
