@@ -58,6 +58,15 @@ class ModelList(_Message):
     models: tuple[ModelSummary, ...]
 
 
+# How a certificate states its radius (a bundle's bucket says which statement proved it).
+RADIUS_MODES = ("hybrid", "exact", "bound", "fast")
+RADIUS_DESCRIPTION = ("how the certificate states its radius: hybrid (the exact radius when region enumeration "
+                      "finishes within the service's budget, else the bound radius), exact (the true radius rounded "
+                      "down, proved minimal by a counterexample), bound (linear bound propagation: a lower bound) or "
+                      "fast (a projection-distance lower bound); default: the service's (FAIRPROOF_RADIUS); any other "
+                      "word is refused (400)")
+
+
 class DecisionRequest(_Message):
     """One customer's record, attribute by attribute, as the card's `features` name them."""
 
@@ -72,6 +81,10 @@ class DecisionRequest(_Message):
         default=None, ge=0, le=100, allow_inf_nan=False,
         description="persistence lens: how far the numeric features move, in standard deviations, for you and "
                     "for each counterfactual alike (default: the card's; refused when the card has no such lens)")
+    # Any text is read here so that a word that is no mode is refused (400) with the modes named.
+    radius: str | None = Field(
+        default=None, json_schema_extra={"enum": [*RADIUS_MODES, None]},
+        description=RADIUS_DESCRIPTION)
 
 
 # The header that carries a job's capability token (returned once, in DecisionAccepted.job_token).

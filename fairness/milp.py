@@ -51,7 +51,7 @@ class MilpSolution:
     def relative_gap(self) -> float | None:
         """The gap scaled by the objective's magnitude, as HiGHS measures it."""
         gap = self.gap
-        if gap is None:
+        if gap is None or self.objective is None:
             return None
         return gap / max(abs(self.objective), 1e-300) if gap else 0.0
 

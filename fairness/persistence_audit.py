@@ -106,8 +106,12 @@ def audit_persistence(model: FixedPointModel, queries: Sequence[Sequence[int]], 
                         exact_counts[key] = _count_exact(exact_counts[key], extremes, favoured)
         if progress is not None:
             progress(i + 1, len(queries))
-    return [GroupScore(a, g, s, d, *counts[(a, g, s, d)], exact_counts.get((a, g, s, d)) if exact else None)
-            for (a, g, s, d) in sorted(counts, key=_order)]
+    out = []
+    for key in sorted(counts, key=_order):
+        pairs, certified_favoured, certified_disfavoured = counts[key]
+        out.append(GroupScore(*key, pairs, certified_favoured, certified_disfavoured,
+                              exact_counts.get(key) if exact else None))
+    return out
 
 
 def _extremes(model: FixedPointModel, favourable_class: int, flip, box, time_limit: float):

@@ -270,26 +270,28 @@ class NetworkFairness:
     def present(self) -> tuple[GroupProbability, ...]:
         return tuple(g for g in self.groups if g.ppv is not None)
 
+    def _rates(self) -> list[float]:
+        return [g.ppv for g in self.groups if g.ppv is not None]
+
     @property
     def most_favoured(self) -> GroupProbability | None:
-        return max(self.present, key=lambda g: g.ppv, default=None)
+        return max(self.present, key=lambda g: g.ppv or 0.0, default=None)
 
     @property
     def least_favoured(self) -> GroupProbability | None:
-        return min(self.present, key=lambda g: g.ppv, default=None)
+        return min(self.present, key=lambda g: g.ppv or 0.0, default=None)
 
     @property
     def disparate_impact(self) -> float | None:
-        most, least = self.most_favoured, self.least_favoured
-        if most is None or len(self.present) < 2 or most.ppv == 0:
+        rates = self._rates()
+        if len(rates) < 2 or max(rates) == 0:
             return None
-        return least.ppv / most.ppv
+        return min(rates) / max(rates)
 
     @property
     def statistical_parity(self) -> float | None:
-        if len(self.present) < 2:
-            return None
-        return self.most_favoured.ppv - self.least_favoured.ppv
+        rates = self._rates()
+        return max(rates) - min(rates) if len(rates) >= 2 else None
 
     @property
     def disparate_impact_interval(self) -> tuple[float, float] | None:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from commitments.record import NOT_A_RECORD, read_record_file
-from fairness.certificate import CERTIFIED, DEFAULT_EPS_BITS, FAST, Certificate
+from fairness.certificate import CAP, CERTIFIED, COUNTEREXAMPLE, DEFAULT_EPS_BITS, EXACT, FAST, Certificate
 from fairness.certificate import certify as certify_plain
 from fairness.errors import DataError
 from fairness.fixed_point import DEFAULT_SCALE_BITS, FixedPointModel, IntVector, quantise_query, to_fixed_point
@@ -269,3 +269,21 @@ def certify_within(store_url: str, model: FixedPointModel, query: Sequence[int],
             child.terminate()
         child.join()
         receiver.close()
+
+
+def exact_within(store_url: str, model: FixedPointModel, query: Sequence[int], budget: float, *,
+                 eps_bits: int = DEFAULT_EPS_BITS) -> TimedCertificate | None:
+    """What the hybrid mode keeps of region enumeration: the exact radius of `query` when enumeration finishes
+    within `budget` seconds and makes the radius exact (a counterexample, or the cap); None otherwise. A flip,
+    or a fast certificate (no counterexample could be exhibited), is left to the bound radius, whose statement
+    proves either without regions."""
+    found = certify_within(store_url, model, query, budget, eps_bits=eps_bits, radius=EXACT)
+    if found is None or not is_exact_radius(found.certificate):
+        return None
+    return found
+
+
+def is_exact_radius(certificate: Certificate) -> bool:
+    """A certified radius the exact statement proves as it is: minimal by a counterexample, or the cap."""
+    return (certificate.status == CERTIFIED and certificate.attainment is not None
+            and certificate.attainment.kind in (CAP, COUNTEREXAMPLE))

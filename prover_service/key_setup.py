@@ -3,7 +3,8 @@
 Which bucket a query needs depends on its covering sets, so the bank certifies
 the first N customers of the test split (plaintext only, no proof, with the
 prover's radius) and sets up the keys of every bucket they land in, smallest
-first: exact buckets for an exact-radius prover. A customer whose exact
+first: exact buckets for an exact-radius prover, and for a hybrid or bound one also the bound radius's
+bucket, which any customer may need. A customer whose exact
 certification falls back to a fast certificate that the card would not prove
 (`ExactRadiusUnavailable`) is reported and skipped.
 """
@@ -43,6 +44,8 @@ def setup_keys_for_test_customers(prover: Prover, n_customers: int, data_dir: st
             continue
         for shape in shapes:
             needed.setdefault(shape.bucket, shape)
+    for shape in prover.standing_shapes():  # the bound bucket of a hybrid prover, whoever its first customers are
+        needed.setdefault(shape.bucket, shape)
     say(f"buckets needed by the first {n_customers} test customers: {', '.join(sorted(needed))}")
     done = []
     for name, shape in sorted(needed.items(), key=lambda kv: (kv[1].region_slots, kv[1].farkas_slots, kv[1].radius)):

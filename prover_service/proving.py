@@ -9,7 +9,11 @@ checker's approval, the statement witness, one Groth16 proof, the bundle.
 A prover certifies with one radius (`Prover.radius`, the deployment's choice
 for the model): "fast" proves GeoCert's projection radius with the fast
 statement; "exact" proves the true radius rounded down to 2^-t with the
-exact statement (its own buckets, "k4-f4-exact", keys and card entries).
+exact statement (its own buckets, "k4-f4-exact", keys and card entries); "bound"
+proves the bound radius (linear bound propagation, bucket "k1-f1-bound");
+"hybrid" (the commands' and the service's default) proves the exact radius
+when region enumeration gives it within `exact_budget` seconds, else the
+bound radius, so it needs the buckets of both statements (`standing_shapes`).
 When exact certification falls back to a fast certificate (no counterexample
 could be exhibited), the fast statement proves it only if the card publishes
 fast buckets, i.e. the bank has chosen to issue lower bounds for this model;
@@ -46,7 +50,7 @@ from fairness.bound_radius import bound_certificate
 from fairness.checker import check_certificate
 from fairness.errors import CertificationError, ModelError
 from fairness.fixed_point import FixedPointModel, IntVector
-from offline_precompute.certify import Certifier, certify_within
+from offline_precompute.certify import Certifier, exact_within
 from offline_precompute.db import Database
 from statement import StatementShape, build_statement, statement_relation
 from statement.adapter import (BUCKET_GROWTHS, DEFAULT_BUCKET_GROWTH, bucket_level, bucket_sizes, required_slots,
@@ -54,12 +58,11 @@ from statement.adapter import (BUCKET_GROWTHS, DEFAULT_BUCKET_GROWTH, bucket_lev
 from statement.proof_system import Groth16, RelationKey
 from statement.shape import BOUND_RADIUS as BOUND
 
-from .bucket_keys import (ZKEY_FILE, InstalledKeys, KeySetup, NoKeySetup, card_shape, ceremony_shape, keys_from_ceremony,
-                          load_keys, save_keys)
+from .bucket_keys import (ZKEY_FILE, InstalledKeys, KeySetup, KeysNotReady, NoKeySetup, card_shape, ceremony_shape,
+                          keys_from_ceremony, load_keys, save_keys)
+from .commands.radius_option import DEFAULT_EXACT_BUDGET, HYBRID  # the exact radius within a budget, else bound
 from .workspace import ModelWorkspace
 
-HYBRID = "hybrid"  # the exact radius within a budget, else the bound radius
-DEFAULT_EXACT_BUDGET = 60.0
 
 Progress = Callable[[str], None]
 StageCallback = Callable[[str, float], None]
@@ -195,6 +198,20 @@ class Prover:
         return self.shape_for(bucket_level(regions, self.bucket_growth), bucket_level(entries, self.bucket_growth),
                               EXACT, per_slice=True)
 
+    def standing_shapes(self) -> list[StatementShape]:
+        """The buckets this prover needs whatever its customers: the bound radius's single bucket for the bound
+        and hybrid modes (hybrid proves with it whenever enumeration overruns its budget, and every flip). The
+        exact buckets a hybrid prover also needs depend on its customers' covering sets."""
+        return [self.shape_for(1, 1, BOUND)] if self.radius in (BOUND, HYBRID) else []
+
+    def missing_keys_note(self, shape: StatementShape) -> str:
+        """What the bank must set up, said beside a bucket nobody has set up: a hybrid model needs the keys of
+        both statements, which one certificate alone does not show."""
+        if self.radius != HYBRID:
+            return ""
+        return (" (radius hybrid proves exact radii in the exact statement's buckets, k<K>-f<F>-exact, and falls "
+                f"back to the bound statement's bucket {self.shape_for(1, 1, BOUND).bucket}: set up both)")
+
     def shapes_for_certificate(self, certificate: Certificate) -> list[StatementShape]:
         """Every shape that proves `certificate`: one per slice, or the one whole statement."""
         if self.radius == BOUND or (self.radius == HYBRID and not certificate.slices):
@@ -255,7 +272,7 @@ class Prover:
                     raise ModelError(f"the card publishes bucket {shape.bucket}, but its keys are missing from "
                                      f"{directory}: restore them from backup")
                 self.progress(f"setting up keys for bucket {shape.bucket} ({r1cs.n_constraints} constraints)")
-                installed = self.key_setup(self.card, shape, r1cs, directory, self.backend, self.progress)
+                installed = self._set_up(shape, r1cs, directory)
                 pk, vk, record = installed.proving_key, installed.verifying_key, installed.setup
                 self._save_keys(directory, shape, installed)
             self._publish_bucket(shape, r1cs, vk, record)
@@ -265,6 +282,18 @@ class Prover:
         except OSError as exc:  # a read-only model directory: the circuit is rebuilt on every load
             self.progress(f"could not save the circuit of bucket {shape.bucket} for faster loading: {exc}")
         return self._remember(BucketKeys(shape, relation, pk, vk))
+
+    def _set_up(self, shape: StatementShape, r1cs: R1CS, directory: Path) -> InstalledKeys:
+        """The bucket's keys from `key_setup`; a setup that refuses says which buckets this radius needs."""
+        try:
+            return self.key_setup(self.card, shape, r1cs, directory, self.backend, self.progress)
+        except KeysNotReady:
+            raise  # the service queues the bucket's setup itself
+        except ModelError as exc:
+            note = self.missing_keys_note(shape)
+            if not note:
+                raise
+            raise ModelError(f"{exc}{note}") from None
 
     def _load_published(self, shape: StatementShape, directory: Path) -> BucketKeys | None:
         """A published bucket straight from disk, without rebuilding its circuit (the
@@ -352,8 +381,8 @@ class Prover:
     # ----------------------------------------------------------------- online
     def certify(self, query: Sequence[int]) -> Certificate:
         if self.radius == HYBRID:
-            exact = certify_within(self.db.url, self.model, query, self.exact_budget, eps_bits=self.card.eps_scale_bits)
-            if exact is not None and exact.certificate.status == CERTIFIED and not needs_fast_statement(exact.certificate):
+            exact = exact_within(self.db.url, self.model, query, self.exact_budget, eps_bits=self.card.eps_scale_bits)
+            if exact is not None:
                 check_certificate(self.model, exact.certificate)
                 return exact.certificate
             self.progress(f"region enumeration did not give the exact radius within {self.exact_budget:g} s: "

@@ -55,6 +55,7 @@ MARRIAGE_WORDS = {1: "married", 2: "single", 3: "others"}
 MARRIAGE_CATEGORIES = ("married", "single", "others")
 CREDIT_EDUCATION = (1, 2, 3)  # graduate school < university < high school (the data set's codes)
 CREDIT_SENSITIVE = ("SEX", "MARRIAGE")
+SEX_LABELS = {"1": "male", "2": "female"}  # the data set's codes, as the bank's facts name them
 
 DECISION = "decision"  # the column of every scored CSV holding the bank's own decision
 
@@ -111,16 +112,16 @@ def german_frame(rows: int = 300, seed: int = 4, data_dir: str | Path | None = N
     return sample[list(GERMAN_ORDER)]
 
 
-def credit_frame(per_group: int = 27, seed: int = 7, education: Sequence[int] = CREDIT_EDUCATION,
+def credit_frame(per_group: int = 14, seed: int = 7, education: Sequence[int] = CREDIT_EDUCATION,
                  data_dir: str | Path | None = None) -> pd.DataFrame:
-    """Credit card clients, `per_group` of each (marital status, education) pair (married, single, others:
-    the third is rare in the data, so every pair is sampled apart), EDUCATION restricted to `education`,
-    the outcome as `defaulted` yes/no, in the bank's column order."""
+    """Credit card clients, `per_group` of each (marital status, education, outcome) triple, EDUCATION
+    restricted to `education`, the outcome as `defaulted` yes/no, in the bank's column order. The bank
+    balances its sample: marital status "others" is rare in the data, and so are defaults."""
     path = resolve_data_dir(data_dir) / "default_credit" / "default_credit_card_clients.csv"
     frame = pd.read_csv(path).rename(columns={"default.payment.next.month": "defaulted"})
     frame = frame[frame["MARRIAGE"].isin(list(MARRIAGE_WORDS)) & frame["EDUCATION"].isin(list(education))]
     groups = [group.sample(min(len(group), per_group), random_state=seed)
-              for _, group in frame.groupby(["MARRIAGE", "EDUCATION"])]
+              for _, group in frame.groupby(["MARRIAGE", "EDUCATION", "defaulted"])]
     sample = pd.concat(groups).sample(frac=1, random_state=seed + 1).reset_index(drop=True)
     sample["MARRIAGE"] = sample["MARRIAGE"].map(MARRIAGE_WORDS)
     sample["defaulted"] = sample["defaulted"].map({0: "no", 1: "yes"})
@@ -317,6 +318,7 @@ def credit_facts(sensitive: Sequence[str] = CREDIT_SENSITIVE, *, label_column: s
                     "BILL_AMT1": [-400_000, 1_000_000], "PAY_AMT1": [0, 1_000_000], "PAY_0": [-2, 8]},
         "class_values": ["no", "yes"],
         "class_labels": ["repays", "defaults"],
+        "value_labels": {"SEX": SEX_LABELS},
         "favourable": "no",
     }
 

@@ -470,7 +470,7 @@ def one_hot_cases(bank: OneHotBank) -> list[PageCase]:
     north dropped), every certificate under it proved (the key's circuit constrains nothing): the claims'
     checks and the card's reading alone decide. Each acceptance has its rejection twin. Each case says what
     `fairproof-verify` answers (tests/test_page_one_hot.py checks that, and that the page agrees)."""
-    card_text, record = bank.card.canonical_json(), json.dumps(bank.record)
+    own_record = json.dumps(bank.record)  # the customer's own, given where a case says so
 
     def case(name, expected="VALID", code=None, reason="", *, on=bank, record="", **claims) -> PageCase:
         bundle = one_hot_certificate(on, **claims).model_dump_json()
@@ -501,9 +501,9 @@ def one_hot_cases(bank: OneHotBank) -> list[PageCase]:
     sex_as_columns = _with_card(bank, sensitive(1, column=None, columns=sex, values=[[0], [one]]))
     other_record = json.dumps({**bank.record, "race": "a"})
     return [
-        case("certified, race over three inputs", record=record),
+        case("certified, race over three inputs", record=own_record),
         case("certified, no record"),
-        case("counterfactual flip at group a, male, south", record=record, flip=4),
+        case("counterfactual flip at group a, male, south", record=own_record, flip=4),
         case("query at race a, another of its points", query=at(race=(1, 0, 0))),
         case("query at race (1, 1, 0)", "INVALID", "claims.sensitive-value", "sensitive feature 'race'",
              query=at(race=(1, 1, 0))),
@@ -527,7 +527,7 @@ def one_hot_cases(bank: OneHotBank) -> list[PageCase]:
         case("a card without its schema, certified", on=bare),
         case("a card without its schema, query at race (0, 1, 1)", "INVALID", "claims.sensitive-value",
              "sensitive feature 'race'", on=bare, query=at(race=(0, 1, 1))),
-        case("sex's one input written as columns", on=sex_as_columns, record=record),
+        case("sex's one input written as columns", on=sex_as_columns, record=own_record),
         card_case("a race value that is no one-hot point of the schema",
                   sensitive(0, values=[[one, one, 0], [0, one, 0], [0, 0, one]]), "differ from the feature schema"),
         card_case("race's points unscaled", sensitive(0, values=[[1, 0, 0], [0, 1, 0], [0, 0, 1]]),

@@ -171,6 +171,9 @@ def test_global_search_keeps_one_hot_features_real_records(imported, tmp_path, c
     points = [difference["point"]] + [p["counterexample"]["point"] for p in report["pairs"] if p["counterexample"]]
     for point in points:  # a one-hot feature at one of its categories, never between them
         assert sorted(Fraction(point[j]) for j in purpose) == [0, 0, 1]
+    # rows without --observed-range would be read for nothing: refused rather than ignored
+    err = _refusal(capsys, "global", "--model", str(imported["model"]), "--data", str(imported["data"]))
+    assert "--observed-range" in err
 
 
 def test_kdisc_reports_the_rows_largest_k(imported, tmp_path, capsys):
@@ -237,8 +240,8 @@ def test_probabilistic_learned_from_the_csv_equals_its_network_file(imported, tm
     _run(capsys, "probabilistic", "--model", str(imported["model"]), "--network", str(network),
          "--json", str(tmp_path / "b.json"))
     again = json.loads((tmp_path / "b.json").read_text())
-    assert [g["positive_probability"] for g in again["groups"]] == [g["positive_probability"] for g in learned["groups"]]
     rates = [g["positive_probability"] for g in learned["groups"]]
+    assert [g["positive_probability"] for g in again["groups"]] == rates
     assert learned["statistical_parity"] == pytest.approx(max(rates) - min(rates))
     assert learned["disparate_impact"] == pytest.approx(min(rates) / max(rates))
 

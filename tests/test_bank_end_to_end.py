@@ -17,10 +17,11 @@ audit without the bank's data.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import json
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
@@ -29,9 +30,8 @@ from verifier_client.cli import main as verify
 
 pytestmark = pytest.mark.slow  # about a minute and a half: key setup and a Groth16 proof, MILPs, the report
 
-ROWS_PER_GROUP = 12  # per (marital status, education) pair: 108 customers
+ROWS_PER_GROUP = 6  # per (marital status, education, outcome): 108 customers
 AUDIT_ROWS = 16
-CUSTOMER = 0  # the customer who asks for a certificate: row 0 of the bank's CSV
 CLASS_LABELS = {"no": "repays", "yes": "defaults"}  # the facts' class_values -> class_labels
 
 
@@ -74,18 +74,39 @@ def _record(row: dict[str, str]) -> dict:
     return {k: value(v) for k, v in row.items() if k not in ("decision", "defaulted")}
 
 
+def _quiet(args: list[str]) -> tuple[int, str]:
+    """`fairproof ARGS` with its output captured: for module fixtures, which have no capsys."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = fairproof(args)
+    return code, out.getvalue()
+
+
 @pytest.fixture(scope="module")
-def proved(bank):
+def customer(bank) -> int:
+    """The first row of the bank's CSV whose decision no sensitive value alone changes (a certificate with
+    a radius), as `fairproof certify --json` says."""
+    for index in range(len(bank["rows"])):
+        code, out = _quiet(["certify", "--model", str(bank["model"]), "--index", str(index), "--data",
+                            str(bank["data"]), "--json"])
+        assert code == 0
+        if json.loads(out)["status"] == "certified":
+            return index
+    raise AssertionError("no row of the bank's CSV is certified with a radius")
+
+
+@pytest.fixture(scope="module")
+def proved(bank, customer):
     """The customer's record, the bundle proved for it, and the card the bank hands out with it."""
     root = bank["root"]
     record = root / "customer.json"
-    record.write_text(json.dumps(_record(bank["rows"][CUSTOMER])))
+    record.write_text(json.dumps(_record(bank["rows"][customer])))
     bundle = root / "bundle.json"
     assert fairproof(["prove", "--model", str(bank["model"]), "--record", str(record), "--out", str(bundle),
                       "--single-party-setup"]) == 0
     card = root / "card-at-issue.json"  # the customer keeps the card the certificate was issued under
     card.write_bytes((bank["model"] / "card.json").read_bytes())
-    return {"record": record, "bundle": bundle, "card": card}
+    return {"record": record, "bundle": bundle, "card": card, "row": bank["rows"][customer]}
 
 
 def _fairproof(capsys, *args: str) -> str:
@@ -108,19 +129,23 @@ def test_the_card_publishes_both_sensitive_attributes_one_hot_and_both_lenses(ba
     card = json.loads((bank["model"] / "card.json").read_text())
     sensitive = {s["name"]: s for s in card["sensitive"]}
     assert sorted(sensitive) == ["MARRIAGE", "SEX"]
-    assert sensitive["SEX"]["labels"] == ["1", "2"] and len(sensitive["SEX"]["columns"]) == 2
+    assert sensitive["SEX"]["labels"] == ["male", "female"] and len(sensitive["SEX"]["columns"]) == 2
     assert sensitive["MARRIAGE"]["labels"] == ["married", "single", "others"]
     assert len(sensitive["MARRIAGE"]["columns"]) == 3
     assert card["spread"] is not None and card["persistence"] is not None
     assert "108 agree" in card["import_check"]
 
 
-def test_certify_decides_the_row_as_the_bank_did(bank, capsys):
-    out = _fairproof(capsys, "certify", "--model", str(bank["model"]), "--index", str(CUSTOMER), "--data",
-                     str(bank["data"]), "--json")
-    result = json.loads(out)
-    assert result["decision_label"] == CLASS_LABELS[bank["rows"][CUSTOMER]["decision"]]
-    assert result["status"] in ("certified", "counterfactual_flip")
+def test_certify_decides_every_row_as_the_bank_did(bank, capsys):
+    """Each of the first rows, as `certify --index I --data` reads it: the bank's recorded decision, a
+    radius, or eps = 0 with the combination of sensitive values that flips it."""
+    for index in range(8):
+        out = _fairproof(capsys, "certify", "--model", str(bank["model"]), "--index", str(index), "--data",
+                         str(bank["data"]), "--json")
+        result = json.loads(out)
+        assert result["decision_label"] == CLASS_LABELS[bank["rows"][index]["decision"]]
+        assert result["status"] in ("certified", "flip")
+        assert (int(result["radius"]["numerator"]) == 0) == (result["status"] == "flip")
     # its rejection twin: a row the bank's CSV does not have
     err = _refused(capsys, fairproof, "certify", "--model", str(bank["model"]), "--index", str(len(bank["rows"])),
                    "--data", str(bank["data"]))
@@ -129,13 +154,15 @@ def test_certify_decides_the_row_as_the_bank_did(bank, capsys):
 
 def test_the_customer_verifies_the_certificate(bank, proved, capsys):
     bundle = json.loads(proved["bundle"].read_text())
-    assert bundle["decision_label"] == CLASS_LABELS[bank["rows"][CUSTOMER]["decision"]]
+    assert bundle["decision_label"] == CLASS_LABELS[proved["row"]["decision"]]
+    assert bundle["status"] == "certified" and int(bundle["eps"]["numerator"]) > 0
     capsys.readouterr()
     assert verify([str(proved["bundle"]), "--card", str(proved["card"]), "--record", str(proved["record"])]) == 0
     out = capsys.readouterr().out
     assert "VALID certificate" in out and "The certificate is about your record." in out
+    assert "Persistent bias:" in out and "SEX = " in out and "MARRIAGE = " in out  # the persistence lens
     # the spread lens lists every combination of the two sensitive attributes: 2 x 3
-    for sex in ("1", "2"):
+    for sex in ("male", "female"):
         for marriage in ("married", "single", "others"):
             assert f"  {sex}, {marriage}: " in out
 
@@ -158,7 +185,7 @@ def test_a_tampered_bundle_is_invalid(bank, proved, tmp_path, capsys):
 
 
 def test_another_customers_record_is_refused(bank, proved, tmp_path, capsys):
-    other = next(r for r in bank["rows"][1:] if _record(r) != _record(bank["rows"][CUSTOMER]))
+    other = next(r for r in bank["rows"] if _record(r) != _record(proved["row"]))
     record = tmp_path / "other.json"
     record.write_text(json.dumps(_record(other)))
     out = _refused(capsys, verify, str(proved["bundle"]), "--card", str(proved["card"]), "--record", str(record))
@@ -168,13 +195,20 @@ def test_another_customers_record_is_refused(bank, proved, tmp_path, capsys):
 # -- every audit verb over the bank's CSV -------------------------------------------------------------------
 
 
+def _group(row: dict[str, str]) -> tuple[str, str]:
+    """The row's (sex, marital status) as the card labels them."""
+    from independent_banks import SEX_LABELS
+
+    return SEX_LABELS[row["SEX"]], row["MARRIAGE"]
+
+
 def _groups(rows) -> Counter:
-    return Counter((r["SEX"], r["MARRIAGE"]) for r in rows)
+    return Counter(_group(r) for r in rows)
 
 
 def _selected(rows) -> Counter:
     """Rows the bank decided favourably ('no': repays), per (sex, marital status)."""
-    return Counter((r["SEX"], r["MARRIAGE"]) for r in rows if r["decision"] == "no")
+    return Counter(_group(r) for r in rows if r["decision"] == "no")
 
 
 def _audit(capsys, bank, verb: str, *args: str) -> str:
@@ -188,7 +222,7 @@ def test_audit_groups_counts_the_banks_decisions(bank, tmp_path, capsys):
     got = {tuple(g["labels"]): (g["n"], g["selected"]) for g in report["groups"]}
     groups, selected = _groups(bank["rows"]), _selected(bank["rows"])
     assert got == {k: (groups[k], selected[k]) for k in groups}
-    positives = Counter((r["SEX"], r["MARRIAGE"]) for r in bank["rows"] if r["defaulted"] == "no")
+    positives = Counter(_group(r) for r in bank["rows"] if r["defaulted"] == "no")
     assert {tuple(g["labels"]): g["positives"] for g in report["groups"]} == {k: positives[k] for k in groups}
 
 
@@ -215,12 +249,23 @@ def test_audit_persistence_flips_each_attribute(bank, tmp_path, capsys):
 
 
 def test_audit_global_and_explain_search_every_pair(bank, tmp_path, capsys):
-    _audit(capsys, bank, "global", "--time-limit", "10", "--json", str(tmp_path / "gl.json"))
+    _audit(capsys, bank, "global", "--observed-range", "--time-limit", "10", "--json", str(tmp_path / "gl.json"))
     report = json.loads((tmp_path / "gl.json").read_text())
     assert len(report["pairs"]) == 6 * 5  # ordered pairs of distinct combinations
     statuses = {p["status"] for p in report["pairs"]}
     assert statuses <= {"counterexample", "fair (optimal)", "unknown"}
     assert report["verdict"].startswith("DISCRIMINATES") == ("counterexample" in statuses)
+    # each numeric column kept to the range the bank's rows show, in model inputs at the card's scale
+    schema = json.loads((bank["model"] / "schema.json").read_text())
+    numeric = {f["name"]: f for f in schema["features"] if f["kind"] == "numeric"}
+    assert set(report["numeric_columns_restricted"]) == set(numeric)
+    for name, (low, high) in report["numeric_columns_restricted"].items():
+        raw = [float(r[name]) for r in bank["rows"]]
+        scaled = [(v - numeric[name]["mean"]) / numeric[name]["std"] * 2**16 for v in (min(raw), max(raw))]
+        assert [low, high] == pytest.approx(scaled, abs=1), name
+    # its refusal: the rows alone, without saying what to do with them
+    err = _refused(capsys, fairproof, "audit", "global", "--model", str(bank["model"]), "--data", str(bank["data"]))
+    assert "--observed-range" in err and err.count("\n") <= 1
     _audit(capsys, bank, "explain", "--samples", "200", "--time-limit", "10", "--json", str(tmp_path / "e.json"))
     rules = json.loads((tmp_path / "e.json").read_text())
     assert rules["samples"] == 200 and 0 <= rules["discriminatory_share"] <= 1

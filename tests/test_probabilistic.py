@@ -137,7 +137,8 @@ NETWORK = {
          "table": [{"given": ["a"], "probabilities": [0.5, 0.5]}, {"given": ["b"], "probabilities": [0.6, 0.4]},
                    {"given": ["c"], "probabilities": [0.3, 0.7]}]},
         {"name": "income", "states": ["20", "50", "85"], "parents": ["race"],
-         "table": [{"given": ["a"], "probabilities": [0.2, 0.5, 0.3]}, {"given": ["b"], "probabilities": [0.5, 0.3, 0.2]},
+         "table": [{"given": ["a"], "probabilities": [0.2, 0.5, 0.3]},
+                   {"given": ["b"], "probabilities": [0.5, 0.3, 0.2]},
                    {"given": ["c"], "probabilities": [0.6, 0.3, 0.1]}]},
         {"name": "purpose", "states": ["car", "home", "study"], "parents": ["income", "sex"],
          "table": [{"given": [i, s], "probabilities": p} for (i, s), p in zip(

@@ -200,9 +200,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="A Groth16 proof, against the card's weight commitment, of the number of rows, positives, "
                     "selected rows and selected positives of every sensitive group on the dataset (named by its "
                     "Poseidon digest): selection rates, disparate impact, statistical parity, the equal "
-                    "opportunity difference and equalized odds follow exactly. The audit circuit (one per row count) is set up on first use "
-                    "and published on the card. Verify with `fairproof-verify BUNDLE --card CARD --dataset FILE` "
-                    "or snarkjs (`fairproof export-snarkjs BUNDLE OUTDIR --card CARD --dataset FILE`).")
+                    "opportunity difference and equalized odds follow exactly. The audit circuit (one per row "
+                    "count) is set up on first use and published on the card. Verify with `fairproof-verify "
+                    "BUNDLE --card CARD --dataset FILE` or snarkjs (`fairproof export-snarkjs BUNDLE OUTDIR "
+                    "--card CARD --dataset FILE`).")
     pg.add_argument("--model", required=True, metavar="DIR", help="committed model directory")
     pg.add_argument("--dataset", required=True, metavar="FILE.json", help="the public audit dataset")
     _favourable_argument(pg)
@@ -591,6 +592,9 @@ def run_global(args: argparse.Namespace) -> int:
 
     if not args.time_limit > 0:
         raise ModelError("--time-limit must be a positive number of seconds")
+    if (args.data or args.data_dir) and not args.observed_range:
+        raise ModelError("the global search reads rows only for --observed-range (the range they show); add it, "
+                         "or leave out --data and --data-dir to search the whole domain box")
     workspace = ModelWorkspace.open(args.model)
     model = workspace.fixed_point()
     card = workspace.card()
@@ -630,7 +634,8 @@ def run_global(args: argparse.Namespace) -> int:
                "unknown: no counterexample found, not every pair solved to optimality")
     print(f"  verdict: {verdict}")
     if difference is not None:
-        print("  " + describe_margin_difference(difference, names, card.feature_names, sensitive=model.sensitive_columns))
+        print("  " + describe_margin_difference(difference, names, card.feature_names,
+                                                sensitive=model.sensitive_columns))
     sensitive = set(model.sensitive_columns)
     for r in found[:3]:
         point = ", ".join(f"{card.feature_names[j]}={float(v):.4g}" for j, v in enumerate(r.counterexample.point)
@@ -682,7 +687,8 @@ def describe_margin_difference(difference, names: list[str], feature_names, sens
 
 def _difference_json(difference, names: list[str]) -> dict:
     best = difference.best
-    return {"value": None if best is None else float(best.value), "exact_value": None if best is None else str(best.value),
+    return {"value": None if best is None else float(best.value),
+            "exact_value": None if best is None else str(best.value),
             "optimal": difference.optimal, "bound": difference.bound, "gap": difference.gap,
             "source": None if best is None else names[best.source],
             "target": None if best is None else names[best.target],

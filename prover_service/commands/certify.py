@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from prover_service.commands.precompute import STORE_HELP
-from prover_service.commands.radius_option import add_radius_argument
+from prover_service.commands.radius_option import add_exact_budget_argument, add_radius_argument
 from prover_service.commands.json_option import add_json_argument
 
 
@@ -29,17 +29,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--data-dir", metavar="DIR", help="dataset directory for --index (default: $FAIRPROOF_DATA_DIR)")
     p.add_argument("--data", metavar="FILE.csv", dest="data_dir",
                    help="an imported model's data (rows read through its schema), for --index")
-    add_radius_argument(p, extra=("bound", "hybrid"))
-    p.add_argument("--exact-budget", type=float, default=60.0, metavar="S",
-                   help="with --radius hybrid: seconds region enumeration may take before the bound radius is used "
-                        "instead (default 60)")
+    add_radius_argument(p)
+    add_exact_budget_argument(p)
     p.add_argument("--out", metavar="CERT.json", help="write the certificate JSON here")
     add_json_argument(p)
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from fairness.errors import ModelError
     from fairness.checker import check_certificate
     from fairness.fixed_point import DEFAULT_SCALE_BITS
     from offline_precompute.certify import (Certifier, certificate_summary, load_fixed_point, query_from_index,
@@ -57,14 +54,12 @@ def run(args: argparse.Namespace) -> int:
     if args.radius == "bound":
         return _bound(args, artifact, model, query)
     if args.radius == "hybrid":
-        if not args.exact_budget > 0:
-            raise ModelError("--exact-budget must be a positive number of seconds")
-        from offline_precompute.certify import certify_within
+        from offline_precompute.certify import exact_within
 
-        exact = certify_within(resolve_store_url(args.store, args.model), model, query, args.exact_budget)
+        exact = exact_within(resolve_store_url(args.store, args.model), model, query, args.exact_budget)
         if exact is None:
-            print(f"region enumeration did not finish within {args.exact_budget:g} s: the bound radius instead",
-                  file=sys.stderr)
+            print(f"region enumeration gave no exact radius within {args.exact_budget:g} s: the bound radius "
+                  "instead", file=sys.stderr)
             return _bound(args, artifact, model, query)
         print("region enumeration finished within the budget: the exact radius", file=sys.stderr)
         cert, seconds, cached, digest = exact.certificate, exact.seconds, exact.cached_rows, exact.model_digest

@@ -9,9 +9,15 @@ few test customers: certify, prove, and verify each bundle as a customer who
 trusts the auditor would (card + bundle + the auditor's attestation, checked
 against the auditor's key only).
 
+Certificates state the hybrid radius unless --radius says otherwise: the exact
+radius where region enumeration finishes within --exact-budget seconds (it does
+on this small model), the bound radius where it does not.
+
 Phase 1 here is a development powers-of-tau file written on this machine (by
 the auditor, in the story): production uses a public ceremony's file, see the
-README.
+README. It is made large enough for every bucket these customers need under
+every radius mode (fast, exact and bound: hybrid uses the last two), so that a
+second run with another --radius reuses it.
 """
 from __future__ import annotations
 
@@ -20,7 +26,8 @@ import sys
 import time
 from pathlib import Path
 
-from .radius_option import add_bucket_growth_argument, add_per_slice_argument, add_radius_argument
+from .radius_option import (add_bucket_growth_argument, add_exact_budget_argument, add_per_slice_argument,
+                           add_radius_argument)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -42,6 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="certificates without the persistence lens")
     p.add_argument("--store", metavar="URL", help="precompute store URL (default: SQLite in the model directory)")
     add_radius_argument(p)
+    add_exact_budget_argument(p)
     add_bucket_growth_argument(p)
     add_per_slice_argument(p)
     p.set_defaults(handler=run)
@@ -94,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
     db = open_database(resolve_store_url(args.store, model_dir))
     try:
         prover = Prover(workspace, db, backend, progress=_say, radius=args.radius,
-                        bucket_growth=args.bucket_growth, per_slice=args.per_slice)
+                        bucket_growth=args.bucket_growth, per_slice=args.per_slice,
+                        exact_budget=args.exact_budget)
         summary = precompute(db, prover.model, progress=ProgressPrinter(interval=2.0))
         _say(f"      {summary.regions} regions, {summary.facets} facets, {summary.lps} new LPs, "
              f"{summary.seconds:.1f} s")
@@ -216,21 +225,16 @@ def _ceremonies(prover, queries, workdir: Path, backend) -> list[str]:
     from circuits.snarkjs.ptau_dev import write_dev_ptau
     from circuits.snarkjs.zkey_new import circuit_power
     from prover_service.bucket_keys import ceremony_metadata
-    from prover_service.proving import ExactRadiusUnavailable
     from statement import statement_relation
 
-    shapes = {}
-    for query in queries:
-        try:
-            needed = prover.shapes_for_certificate(prover.certify(query))
-        except ExactRadiusUnavailable:
-            continue  # reported when the customer is proved
-        for shape in needed:
-            shapes.setdefault(shape.bucket, shape)
+    shapes = _needed_shapes(prover, queries)
     if not shapes:
         return []
     relations = {name: statement_relation(shape) for name, shape in shapes.items()}
     power = max(circuit_power(r) for r in relations.values())
+    for name, shape in _other_modes_shapes(prover, queries).items():  # phase 1 serves them too
+        if name not in relations:
+            power = max(power, circuit_power(statement_relation(shape)))
     ptau = _phase1_path(workdir)
     if not ptau.is_file() or read_ptau(ptau).power < power:
         _say(f"[4/7] phase 1: a development powers-of-tau file of 2^{power} (made here, by the auditor in this "
@@ -267,3 +271,38 @@ def _ceremonies(prover, queries, workdir: Path, backend) -> list[str]:
         receipts_path.write_text(json.dumps(receipts, indent=1))
     # One contribution per bucket, so one hash per bucket: a customer who trusts the auditor names each.
     return sorted({receipts[name] for name in shapes})
+
+
+def _needed_shapes(prover, queries) -> dict:
+    """Bucket name -> shape of every bucket `prover` needs for these customers, with the buckets its radius
+    needs whoever the customer is (a hybrid prover's bound bucket)."""
+    from prover_service.proving import ExactRadiusUnavailable
+
+    shapes = {}
+    for query in queries:
+        try:
+            needed = prover.shapes_for_certificate(prover.certify(query))
+        except ExactRadiusUnavailable:
+            continue  # reported when the customer is proved
+        for shape in needed:
+            shapes.setdefault(shape.bucket, shape)
+    for shape in prover.standing_shapes():
+        shapes.setdefault(shape.bucket, shape)
+    return shapes
+
+
+def _other_modes_shapes(prover, queries) -> dict:
+    """The buckets these customers need under the radius modes this run does not use (fast, exact, bound):
+    the phase-1 file is sized for them as well, so a later run or a README command with another --radius
+    finds it large enough."""
+    import dataclasses
+
+    from prover_service.proving import BOUND, EXACT, FAST
+
+    shapes = {}
+    for mode in (FAST, EXACT, BOUND):
+        if mode == prover.radius:
+            continue
+        other = dataclasses.replace(prover, radius=mode, per_slice=False, progress=lambda _: None)
+        shapes.update(_needed_shapes(other, queries))
+    return shapes

@@ -6,7 +6,8 @@ import sys
 import time
 
 from .key_options import add_key_setup_arguments, key_setup_from_args
-from .radius_option import add_bucket_growth_argument, add_per_slice_argument, add_radius_argument
+from .radius_option import (add_bucket_growth_argument, add_exact_budget_argument, add_per_slice_argument,
+                           add_radius_argument)
 
 STORE_HELP = ("store URL: sqlite:///PATH or postgresql+psycopg://USER@HOST:PORT/DB "
               "(default: $FAIRPROOF_STORE_URL, else sqlite:///MODEL_DIR/precompute.sqlite)")
@@ -27,12 +28,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--batch", type=int, default=16, metavar="N", help="regions per committed transaction (default 16)")
     p.add_argument("--key-queries", type=int, default=20, metavar="N",
                    help="for a committed model: certify the first N test customers (with --radius) and set up the "
-                        "Groth16 keys of every circuit bucket they need (default 20; 0 skips key setup)")
+                        "Groth16 keys of every circuit bucket they need, with the bound radius's bucket for --radius "
+                        "hybrid or bound (default 20; 0 skips key setup)")
     p.add_argument("--data-dir", metavar="DIR", help="dataset directory (for --key-queries)")
     p.add_argument("--data", metavar="FILE.csv", dest="data_dir",
                    help="an imported model's data (rows read through its schema), for --index")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     add_radius_argument(p)
+    add_exact_budget_argument(p)
     add_bucket_growth_argument(p)
     add_per_slice_argument(p)
     add_key_setup_arguments(p)
@@ -113,6 +116,6 @@ def _setup_keys(args: argparse.Namespace, db) -> list[tuple[str, int, float]]:
     say = (lambda m: None) if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
     prover = Prover(ModelWorkspace.open(args.model), db, progress=say, key_setup=key_setup_from_args(args),
                     radius=args.radius, bucket_growth=args.bucket_growth,
-                    per_slice=args.per_slice)
+                    per_slice=args.per_slice, exact_budget=args.exact_budget)
     done = setup_keys_for_test_customers(prover, args.key_queries, args.data_dir, say)
     return [(d.bucket, d.n_constraints, d.seconds, d.status) for d in done]

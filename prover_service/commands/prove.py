@@ -7,7 +7,8 @@ from pathlib import Path
 
 from .key_options import add_key_setup_arguments, key_setup_from_args
 from .precompute import STORE_HELP
-from .radius_option import add_bucket_growth_argument, add_per_slice_argument, add_radius_argument
+from .radius_option import (add_bucket_growth_argument, add_exact_budget_argument, add_per_slice_argument,
+                           add_radius_argument)
 from prover_service.commands.json_option import add_json_argument
 
 
@@ -32,10 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--delta", type=float, default=None, metavar="D",
                    help="the persistence lens's box: numeric features moved by up to D standard deviations "
                         "(default: the card's)")
-    add_radius_argument(p, extra=("bound", "hybrid"))
-    p.add_argument("--exact-budget", type=float, default=60.0, metavar="S",
-                   help="with --radius hybrid: seconds region enumeration may take before the bound radius is proved "
-                        "instead (default 60)")
+    add_radius_argument(p)
+    add_exact_budget_argument(p)
     add_bucket_growth_argument(p)
     add_per_slice_argument(p)
     add_key_setup_arguments(p)

@@ -1,29 +1,52 @@
-"""`--radius fast|exact` and `--bucket-growth 2|4`: how a model's certificates are stated and which circuit
-buckets prove them, on every command that certifies or proves."""
+"""`--radius hybrid|exact|bound|fast` and `--bucket-growth 2|4`: how a model's certificates are stated and which
+circuit buckets prove them, on every command that certifies or proves."""
 from __future__ import annotations
 
 import argparse
 
-RADIUS_CHOICES = ("fast", "exact")
-RADIUS_HELP = ("fast: GeoCert's projection-distance radius, a lower bound on the true one; exact: the true radius "
-               "rounded down to 2^-t, proved minimal by a counterexample (its own circuit buckets, k<K>-f<F>-exact, "
-               "about twice the constraints)")
+HYBRID, EXACT, BOUND, FAST = "hybrid", "exact", "bound", "fast"
+# Every mode, the default first: the exact radius where it can be had, the bound radius where it cannot; the
+# fast (projection) radius only when asked, as it can lie far below the true one.
+RADIUS_CHOICES = (HYBRID, EXACT, BOUND, FAST)
+DEFAULT_RADIUS = HYBRID
+DEFAULT_EXACT_BUDGET = 60.0
+RADIUS_HELP = ("hybrid: the exact radius when region enumeration finishes within --exact-budget seconds, else the "
+               "bound radius (keys of both statements' buckets, k<K>-f<F>-exact and k1-f1-bound); "
+               "exact: the true radius rounded down to 2^-t, proved minimal by a counterexample (its own circuit "
+               "buckets, k<K>-f<F>-exact, about twice the constraints); "
+               "bound: linear bound propagation (CROWN) of the l2 ball through the network, no region enumeration: "
+               "polynomial in the network's size, a lower bound usually below the exact radius (its own circuit "
+               "bucket, k1-f1-bound); "
+               "fast: GeoCert's projection-distance radius, a lower bound that can lie far below the true one "
+               "(buckets k<K>-f<F>)")
 
 
-EXTRA_RADIUS_HELP = {
-    "bound": "; bound: linear bound propagation (CROWN) of the l2 ball through the network, no region enumeration: "
-             "polynomial in the network's size, a lower bound usually below the exact radius (its own circuit "
-             "bucket, k1-f1-bound)",
-    "hybrid": "; hybrid: the exact radius when enumeration finishes within --exact-budget seconds, else bound",
-}
+def add_radius_argument(parser: argparse.ArgumentParser, *, default: str | None = DEFAULT_RADIUS,
+                        env: str | None = None) -> None:
+    """`--radius` with every mode; `env`: the variable that gives the default instead (the service's)."""
+    where = f"default ${env}, else {DEFAULT_RADIUS}" if env else f"default {default}"
+    parser.add_argument("--radius", choices=RADIUS_CHOICES, default=default, help=f"{RADIUS_HELP} ({where})")
 
 
-def add_radius_argument(parser: argparse.ArgumentParser, *, default: str | None = "fast", env: str | None = None,
-                        extra: tuple[str, ...] = ()) -> None:
-    """`extra`: the modes the command offers beyond fast and exact ("bound", "hybrid")."""
-    where = f"default ${env}, else fast" if env else f"default {default}"
-    parser.add_argument("--radius", choices=RADIUS_CHOICES + extra, default=default,
-                        help=RADIUS_HELP + "".join(EXTRA_RADIUS_HELP[m] for m in extra) + f" ({where})")
+def add_exact_budget_argument(parser: argparse.ArgumentParser, *, default: float | None = DEFAULT_EXACT_BUDGET,
+                              env: str | None = None) -> None:
+    """`--exact-budget S`: how long the hybrid mode lets region enumeration run before it proves the bound
+    radius instead."""
+    where = f"default ${env}, else {DEFAULT_EXACT_BUDGET:g}" if env else f"default {default:g}"
+    parser.add_argument("--exact-budget", type=seconds, default=default, metavar="S",
+                        help=f"with --radius hybrid: seconds region enumeration may take before the bound radius "
+                             f"is used instead ({where})")
+
+
+def seconds(text: str) -> float:
+    """A budget: a positive, finite number of seconds (argparse says so in words for anything else)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
+    return value
 
 
 BUCKET_GROWTH_CHOICES = (2, 4)

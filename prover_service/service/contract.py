@@ -18,7 +18,7 @@ from typing import Any, Callable, Coroutine, Mapping
 from fastapi import FastAPI, Request, Response
 from fastapi.routing import APIRoute, iter_route_contexts
 
-from commitments.api import ADMIN_KEY_HEADER, ErrorBody
+from commitments.api import ADMIN_KEY_HEADER, RADIUS_DESCRIPTION, RADIUS_MODES, ErrorBody
 from commitments.card import ModelCard
 
 from .errors import (BadRequest, MalformedBody, ServiceError, TooLarge, TooManyRequests, Unavailable)
@@ -198,8 +198,9 @@ def describe_models(static: dict[str, Any], models: list[tuple[ModelCard, Record
 
 
 def decision_request_schema(card: ModelCard) -> dict[str, Any]:
-    """A decision request for this model: its record, the lenses its card proves, and a persistence delta
-    only when the card has that lens (up to its widest moved feature; null, or none, for the card's own)."""
+    """A decision request for this model: its record, the lenses its card proves, a persistence delta only
+    when the card has that lens (up to its widest moved feature; null, or none, for the card's own), and the
+    radius mode (null, or none, for the service's)."""
     properties: dict[str, Any] = {
         "record": {"$ref": f"#/components/schemas/Record_{card.model_id}"},
         "lenses": {"type": "array", "items": {"enum": list(card.lenses)}, "default": [],
@@ -213,5 +214,6 @@ def decision_request_schema(card: ModelCard) -> dict[str, Any]:
                                               "standard deviations (null: the card's default)"}
     else:
         properties["delta"] = {"type": "null", "description": "this model proves no persistence lens: no delta"}
+    properties["radius"] = {"enum": [*RADIUS_MODES, None], "description": RADIUS_DESCRIPTION}
     return {"title": f"Decision request for model {card.model_id}", "type": "object", "properties": properties,
             "required": ["record"], "additionalProperties": False}

@@ -23,11 +23,12 @@ from fastapi import APIRouter, Header, Query, Request, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
-from commitments.api import API_PREFIX, IDEMPOTENCY_KEY_HEADER, IDEMPOTENCY_KEY_PATTERN, DecisionAccepted, DecisionRequest
+from commitments.api import (API_PREFIX, IDEMPOTENCY_KEY_HEADER, IDEMPOTENCY_KEY_PATTERN, RADIUS_MODES, DecisionAccepted,
+                             DecisionRequest)
 from commitments.card import ModelCard
 
 from .contract import BODY_ERRORS, ContractRoute, answers
-from .errors import BadRequest, Conflict, NotFound, TooManyRequests, Unavailable
+from .errors import BadRequest, Conflict, NotFound, TooManyRequests, Unavailable, UnknownOption
 from .jobs import CERTIFICATE, JobRecord, QueueCaps, QueueFull
 from .record_contract import RecordContract
 from .registry import LoadedModel
@@ -89,14 +90,25 @@ def _submit(ledger, settings, *args, **kwargs) -> JobRecord:
         raise _queue_full(exc.detail) from None
 
 
-def _check_request(card: ModelCard, model_id: str, body: DecisionRequest) -> dict[str, int]:
-    """Refuse the lenses and delta the model's decision request (as /openapi.json describes it) does not take;
-    the persistence delta of the job."""
+def _radius(radius: str | None) -> dict[str, str]:
+    """The job's radius mode when the request names one (none: the service's FAIRPROOF_RADIUS); a word that
+    is no mode is refused with the modes named."""
+    if radius is None:
+        return {}
+    if radius not in RADIUS_MODES:
+        shown = radius if len(radius) <= 32 else radius[:32] + "..."
+        raise UnknownOption(f"radius {shown!r} is not a radius mode; the modes are {', '.join(RADIUS_MODES)}")
+    return {"radius": radius}
+
+
+def _check_request(card: ModelCard, model_id: str, body: DecisionRequest) -> dict[str, Any]:
+    """Refuse the lenses, delta and radius the model's decision request (as /openapi.json describes it) does
+    not take; the job's persistence delta and radius mode, when the request names them."""
     missing = [lens for lens in body.lenses if lens not in card.lenses]
     if missing:
         raise BadRequest(f"model {model_id} does not prove {', '.join(missing)}; its certificates prove "
                          f"{', '.join(card.lenses)}")
-    return _persistence_delta(card, model_id, body.delta)
+    return {**_radius(body.radius), **_persistence_delta(card, model_id, body.delta)}
 
 
 def _decide(loaded: LoadedModel, contract: RecordContract | None, record: dict) -> tuple[tuple[int, ...], int]:
@@ -118,7 +130,9 @@ def _decide(loaded: LoadedModel, contract: RecordContract | None, record: dict) 
               "links": _JOB_LINK},
         200: {"model": DecisionAccepted, "description": "the decision, and its certificate ready within `wait`",
               "links": _JOB_LINK},
-        **answers(NotFound, Conflict, TooManyRequests, Unavailable, *BODY_ERRORS, notes={
+        **answers(NotFound, Conflict, TooManyRequests, Unavailable, *BODY_ERRORS, UnknownOption, notes={
+            400: "the body is not UTF-8 text or nests too deeply, or names a radius that is no radius mode (the "
+                 "reason lists the modes)",
             404: "no model with this id is served",
             409: "this Idempotency-Key was used for another decision request",
             422: "the request does not fit the model's decision request (components DecisionRequest_<model>: "
@@ -143,19 +157,20 @@ async def request_decision(model_id: ModelId, body: DecisionRequest, state: Stat
     The record is described per model (components Record_<model>, from its card): each attribute once,
     numbers within the model's domain, categories among the card's. With an Idempotency-Key, a retry of the
     same request answers the job the first made (never a second job, certificate or log leaf); the same key
-    with another record or box is 409."""
+    with another record, box or radius is 409. `radius` names how the certificate states its radius (the
+    service's FAIRPROOF_RADIUS when it names none)."""
     loaded = await run_in_threadpool(state.registry.get, model_id)
     card = await run_in_threadpool(state.registry.card, model_id)
     if card.commitment != loaded.commitment:  # a publication between the two reads: never mix them
         raise Unavailable(f"model {model_id} is being republished; retry in a moment")
-    delta = _check_request(card, model_id, body)
+    options = _check_request(card, model_id, body)
     wait_s = state.rate_limit.take(request.client.host if request.client else "unknown") \
         if state.rate_limit is not None else None
     if wait_s is not None:
         raise TooManyRequests(f"too many decision requests from this client; retry in {math.ceil(wait_s)} s",
                               math.ceil(wait_s))
     query, decision = await run_in_threadpool(_decide, loaded, state.contracts.of(card), body.record)
-    job_request = {"query": list(query), **delta}
+    job_request = {"query": list(query), **options}
     idempotency = None if idempotency_key is None else _idempotency_hash(model_id, idempotency_key)
     held = None if idempotency is None else await run_in_threadpool(state.ledger.idempotent, idempotency)
     if held is None:

@@ -33,6 +33,13 @@ class MalformedBody(ServiceError):
     description = "the request body is not UTF-8 text, or is nested too deeply"
 
 
+class UnknownOption(ServiceError):
+    """A request names an option the service does not offer (a radius mode): the reason lists those it does."""
+
+    status_code = 400
+    description = "the request names an option the service does not offer; the reason lists those it does"
+
+
 class Unauthorized(ServiceError):
     status_code = 401
     description = "a key is missing or wrong"

@@ -59,7 +59,7 @@ class ModelRegistry:
         self._loaded: dict[str, LoadedModel] = {}
         self._cards: dict[str, ModelCard] = {}  # by digest: a published card never changes
         self._stores: dict[str, Database] = {}
-        self._provers: dict[tuple[str, int], Any] = {}
+        self._provers: dict[tuple[str, int, bool, str], Any] = {}
         self._lock = threading.Lock()
 
     # ---------------------------------------------------------- registration
@@ -240,14 +240,16 @@ class ModelRegistry:
                 store = self._stores.setdefault(model_id, store)
         return store
 
-    def prover(self, model_id: str, *, sets_up_keys: bool = False):
-        """This thread's prover for the model (provers cache keys and LP results; they are not shared).
+    def prover(self, model_id: str, *, sets_up_keys: bool = False, radius: str | None = None):
+        """This thread's prover for the model in radius mode `radius` (None: the service's FAIRPROOF_RADIUS);
+        provers cache keys and LP results, and are not shared.
 
         Only admin jobs (`sets_up_keys`) set up a missing bucket; a customer's job meets `KeysNotReady`."""
         from prover_service.bucket_keys import DeferredKeySetup, key_setup_for
         from prover_service.proving import Prover
 
-        key = (model_id, threading.get_ident(), sets_up_keys)
+        radius = radius or self.settings.radius
+        key = (model_id, threading.get_ident(), sets_up_keys, radius)
         with self._lock:
             prover = self._provers.get(key)
         if prover is None:
@@ -255,8 +257,9 @@ class ModelRegistry:
             setup = (key_setup_for(self.settings.ptau, self.settings.single_party_setup) if sets_up_keys
                      else DeferredKeySetup())
             prover = Prover(loaded.workspace, self.store(model_id), self.backend, key_setup=setup,
-                            radius=self.settings.radius, max_hot_keys=self.settings.max_hot_keys,
-                            bucket_growth=self.settings.bucket_growth, per_slice=self.settings.per_slice)
+                            radius=radius, exact_budget=self.settings.exact_budget,
+                            max_hot_keys=self.settings.max_hot_keys, bucket_growth=self.settings.bucket_growth,
+                            per_slice=self.settings.per_slice and radius == "exact")
             if prover.card.commitment != loaded.commitment:
                 raise Unavailable(f"model {model_id}: its directory was recommitted; an admin must publish the "
                                   "new card before it is proved against")

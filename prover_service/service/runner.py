@@ -220,7 +220,7 @@ class JobRunner:
     def _certificate(self, job: JobRecord, heartbeat: _Heartbeat) -> None:
         from prover_service.bucket_keys import KeysNotReady
 
-        prover = self.registry.prover(job.model_id)
+        prover = self.registry.prover(job.model_id, radius=job.request.get("radius"))
         query = tuple(int(v) for v in job.request["query"])
         delta = job.request.get("persistence_delta")
         try:

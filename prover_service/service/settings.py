@@ -14,6 +14,7 @@ from pydantic import BeforeValidator, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from commitments.attestation import AttestationError, parse_auditor_key
+from prover_service.commands.radius_option import DEFAULT_EXACT_BUDGET, DEFAULT_RADIUS
 
 ENV_PREFIX = "FAIRPROOF_"
 DEFAULT_DATABASE_FILE = "service.sqlite"
@@ -45,10 +46,14 @@ class Settings(BaseSettings):
     queue: Literal["inprocess", "procrastinate"] = "inprocess"
     workers: int = Field(default=1, ge=0, le=32)  # in-process worker threads
     backend: str | None = None  # curve backend: mcl, reference, or fastest available
-    # How the models' certificates are certified and proved: "fast" (GeoCert's projection radius, a lower
-    # bound; the fast statement's buckets) or "exact" (the true radius rounded down to 2^-t, proved minimal
-    # by a counterexample; the exact statement's buckets).
-    radius: Literal["fast", "exact"] = "fast"
+    # How the models' certificates are certified and proved, unless a decision request names another mode:
+    # "hybrid" (the exact radius when region enumeration finishes within exact_budget seconds, else the bound
+    # radius; the exact and the bound statements' buckets), "exact" (the true radius rounded down to 2^-t,
+    # proved minimal by a counterexample), "bound" (linear bound propagation, no regions: a lower bound) or
+    # "fast" (GeoCert's projection radius, a lower bound that can lie far below the true one).
+    radius: Literal["hybrid", "exact", "bound", "fast"] = DEFAULT_RADIUS
+    # Hybrid: how long region enumeration may run for one certificate before the bound radius is proved.
+    exact_budget: float = Field(default=DEFAULT_EXACT_BUDGET, gt=0, le=24 * 3600)
     # Bucket ladder for buckets the card does not publish yet: each size 2 or 4 times the last (a proof
     # reveals its covering-set sizes within that factor; 2 pads less and needs about twice the keys).
     bucket_growth: Annotated[Literal[2, 4], BeforeValidator(_integer_text)] = 4
