@@ -25,7 +25,7 @@ from statement.adapter import model_commitment, statement_shape
 from statement.group_counts import (GroupCount, GroupCountsError, GroupCountsPublic, GroupCountsShape,
                                     GroupCountsWitness, build_group_counts, dataset_digest, group_counts_relation,
                                     plain_counts)
-from verifier_client.audit import verify_group_counts
+from verifier_client.audit import describe, verify_group_counts
 from verifier_client.cli import main as verify_main
 
 from fairness_toy_models import random_model, random_query
@@ -236,6 +236,29 @@ def test_the_real_proof_verifies_and_its_metrics_are_exact(audit):
     rates = [g.selection_rate for g in groups if g.selection_rate is not None]
     assert verdict.metrics.statistical_parity == max(rates) - min(rates)
     assert all(g.selection_rate == Fraction(g.counts.selected, g.counts.rows) for g in groups if g.counts.rows)
+
+
+def test_equalized_odds_is_the_larger_of_the_two_proved_rate_gaps(audit, bank):
+    """FVGM's EO from the proved counts, against a count of the bank model's own decisions on the rows."""
+    card, dataset, bundle, _ = audit
+    metrics = verify_group_counts(bundle, card, dataset).metrics
+    model, f, column = bank.prover.model, bundle.favourable_class, card.sensitive[0].column
+    tpr, fpr = [], []
+    for group in bundle.groups:
+        members = [(model.net.decision(list(x)) == f, l) for x, l in zip(dataset.rows, dataset.labels)
+                   if x[column] == group.values[0]]
+        positives = [d for d, l in members if l]
+        negatives = [d for d, l in members if not l]
+        if positives:
+            tpr.append(Fraction(sum(positives), len(positives)))
+        if negatives:
+            fpr.append(Fraction(sum(negatives), len(negatives)))
+    assert metrics.equal_opportunity == max(tpr) - min(tpr)
+    assert metrics.false_positive_gap == max(fpr) - min(fpr)
+    assert metrics.equalized_odds == max(max(tpr) - min(tpr), max(fpr) - min(fpr))
+    assert metrics.equalized_odds >= metrics.equal_opportunity
+    text = "\n".join(describe(metrics, card, bundle.circuit))
+    assert "equalized odds" in text and "false-positive rate difference" in text
 
 
 def test_counts_equal_the_bank_models_decisions(audit, bank):

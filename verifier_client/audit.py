@@ -42,17 +42,21 @@ class GroupRate:
     counts: GroupCount
     selection_rate: Fraction | None  # a / n (None: an empty group)
     true_positive_rate: Fraction | None  # t / p (None: no positives)
+    false_positive_rate: Fraction | None  # (a - t) / (n - p) (None: no negatives)
 
 
 @dataclass(frozen=True)
 class GroupMetrics:
     """Disparate impact (lowest over highest selection rate), statistical parity and equal opportunity
-    (highest minus lowest selection rate, true-positive rate) over the non-empty groups."""
+    (highest minus lowest selection rate, true-positive rate), the false-positive-rate gap and equalized
+    odds (the larger of the two rate gaps, as FVGM and Justicia define EO) over the non-empty groups."""
 
     groups: tuple[GroupRate, ...]
     disparate_impact: Fraction | None
     statistical_parity: Fraction | None
     equal_opportunity: Fraction | None
+    false_positive_gap: Fraction | None
+    equalized_odds: Fraction | None
     most_favoured: tuple[str, ...] | None
     least_favoured: tuple[str, ...] | None
 
@@ -78,9 +82,14 @@ def group_metrics(card: ModelCard, counts: Iterable[GroupCount]) -> GroupMetrics
     for index, c in enumerate(counts):
         rates.append(GroupRate(card.slice_labels(index)[1], c,
                                Fraction(c.selected, c.rows) if c.rows else None,
-                               Fraction(c.true_positives, c.positives) if c.positives else None))
+                               Fraction(c.true_positives, c.positives) if c.positives else None,
+                               Fraction(c.selected - c.true_positives, c.rows - c.positives)
+                               if c.rows > c.positives else None))
     selection = [(r.selection_rate, r.labels) for r in rates if r.selection_rate is not None]
     tpr = [r.true_positive_rate for r in rates if r.true_positive_rate is not None]
+    fpr = [r.false_positive_rate for r in rates if r.false_positive_rate is not None]
+    tpr_gap = max(tpr) - min(tpr) if tpr else None
+    fpr_gap = max(fpr) - min(fpr) if fpr else None
     top = max(selection, key=lambda x: x[0], default=None)
     low = min(selection, key=lambda x: x[0], default=None)
     return GroupMetrics(
@@ -88,7 +97,8 @@ def group_metrics(card: ModelCard, counts: Iterable[GroupCount]) -> GroupMetrics
         # top and low are None together (max and min of one list): testing both is for the type checker
         disparate_impact=low[0] / top[0] if top is not None and low is not None and top[0] > 0 else None,
         statistical_parity=top[0] - low[0] if top is not None and low is not None else None,
-        equal_opportunity=max(tpr) - min(tpr) if tpr else None,
+        equal_opportunity=tpr_gap, false_positive_gap=fpr_gap,
+        equalized_odds=None if tpr_gap is None and fpr_gap is None else max(g for g in (tpr_gap, fpr_gap) if g is not None),
         most_favoured=top[1] if top is not None else None,
         least_favoured=low[1] if low is not None else None)
 
@@ -186,14 +196,16 @@ def _fraction(x: Fraction | None) -> str:
 
 def describe(metrics: GroupMetrics, card: ModelCard, circuit: str) -> list[str]:
     """The verified counts and metrics, in plain words."""
-    lines = [f"{'group':<36} {'rows':>6} {'selected':>9} {'rate':>22} {'positives':>9} {'TPR':>22}"]
+    lines = [f"{'group':<36} {'rows':>6} {'selected':>9} {'rate':>22} {'positives':>9} {'TPR':>22} {'FPR':>22}"]
     for g in metrics.groups:
         c = g.counts
         lines.append(f"{', '.join(g.labels)[:36]:<36} {c.rows:>6} {c.selected:>9} {_fraction(g.selection_rate):>22} "
-                     f"{c.positives:>9} {_fraction(g.true_positive_rate):>22}")
+                     f"{c.positives:>9} {_fraction(g.true_positive_rate):>22} {_fraction(g.false_positive_rate):>22}")
     lines += [f"disparate impact (lowest / highest selection rate): {_fraction(metrics.disparate_impact)}",
               f"statistical parity difference: {_fraction(metrics.statistical_parity)}",
-              f"equal opportunity difference: {_fraction(metrics.equal_opportunity)}"]
+              f"equal opportunity difference (true-positive rates): {_fraction(metrics.equal_opportunity)}",
+              f"false-positive rate difference: {_fraction(metrics.false_positive_gap)}",
+              f"equalized odds (the larger of the two, FVGM's EO): {_fraction(metrics.equalized_odds)}"]
     if metrics.most_favoured is not None:
         lines.append(f"most favoured: {', '.join(metrics.most_favoured)}; "
                      f"least favoured: {', '.join(metrics.least_favoured or ())}")

@@ -97,6 +97,7 @@ class GroupRateJson(_Frozen):
     true_positives: int
     selection_rate: Rational | None
     true_positive_rate: Rational | None
+    false_positive_rate: Rational | None = None
 
 
 class GroupCountsReport(_Frozen):
@@ -112,7 +113,9 @@ class GroupCountsReport(_Frozen):
     groups: list[GroupRateJson] = []
     disparate_impact: Rational | None = None
     statistical_parity: Rational | None = None
-    equal_opportunity: Rational | None = None
+    equal_opportunity: Rational | None = None  # the true-positive-rate gap
+    false_positive_gap: Rational | None = None
+    equalized_odds: Rational | None = None  # max of the two gaps (FVGM's EO)
     most_favoured: list[str] | None = None
     least_favoured: list[str] | None = None
 
@@ -145,9 +148,11 @@ def group_counts_report(metrics: GroupMetrics, card: ModelCard, circuit: str, da
         groups=[GroupRateJson(labels=list(g.labels), rows=g.counts.rows, positives=g.counts.positives,
                               selected=g.counts.selected, true_positives=g.counts.true_positives,
                               selection_rate=rational(g.selection_rate),
-                              true_positive_rate=rational(g.true_positive_rate)) for g in metrics.groups],
+                              true_positive_rate=rational(g.true_positive_rate),
+                              false_positive_rate=rational(g.false_positive_rate)) for g in metrics.groups],
         disparate_impact=rational(metrics.disparate_impact), statistical_parity=rational(metrics.statistical_parity),
         equal_opportunity=rational(metrics.equal_opportunity),
+        false_positive_gap=rational(metrics.false_positive_gap), equalized_odds=rational(metrics.equalized_odds),
         most_favoured=None if metrics.most_favoured is None else list(metrics.most_favoured),
         least_favoured=None if metrics.least_favoured is None else list(metrics.least_favoured))
 
