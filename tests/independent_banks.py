@@ -309,7 +309,8 @@ def german_facts(sensitive: Sequence[str] = ("foreign_worker", "sex")) -> dict:
 
 
 def credit_facts(sensitive: Sequence[str] = CREDIT_SENSITIVE, *, label_column: str = DECISION) -> dict:
-    """Domains wide enough for the whole data set (LIMIT_BAL and PAY_AMT1 share [0, 10^6])."""
+    """Domains wide enough for the whole data set (LIMIT_BAL and PAY_AMT1 share [0, 10^6]); SEX's codes
+    named when it is sensitive (the facts may name only columns the model reads)."""
     return {
         "name": "credit-independent",
         "label_column": label_column,
@@ -318,7 +319,7 @@ def credit_facts(sensitive: Sequence[str] = CREDIT_SENSITIVE, *, label_column: s
                     "BILL_AMT1": [-400_000, 1_000_000], "PAY_AMT1": [0, 1_000_000], "PAY_0": [-2, 8]},
         "class_values": ["no", "yes"],
         "class_labels": ["repays", "defaults"],
-        "value_labels": {"SEX": SEX_LABELS},
+        "value_labels": {"SEX": SEX_LABELS} if "SEX" in sensitive else {},
         "favourable": "no",
     }
 
