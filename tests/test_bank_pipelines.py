@@ -17,6 +17,7 @@ import pytest
 
 from bank_pipelines import CREDIT, DECISION, MARGIN, bank_pipelines  # noqa: F401  (a session fixture)
 from fairness.errors import DataError, ModelError
+from fairness.model import load_artifact
 from fairness.schema import CategoricalFeature, FeatureSchema, NumericFeature, SensitiveAttribute, category_key
 from prover_service.cli import main as fairproof
 from prover_service.importers.bank_facts import load_facts
@@ -612,3 +613,61 @@ def test_the_facts_file_is_read_strictly(tmp_path):
     (tmp_path / "broken.yaml").write_text("name: [unclosed")
     with pytest.raises(DataError, match="is not valid YAML"):
         load_facts(tmp_path / "broken.yaml")
+
+
+def _with_outcomes(bank, tmp_path: Path) -> tuple[Path, int]:
+    """pipeline.csv with an `outcome` column: the bank's decision, changed on every seventh row (a model is
+    not always right), so the outcomes and the decisions differ on some rows."""
+    import csv
+
+    with Path(bank["pipeline.csv"]).open(newline="") as fh:
+        rows = list(csv.reader(fh))
+    header, body = rows[0], rows[1:]
+    classes = sorted({r[header.index("decision")] for r in body})
+    out = tmp_path / "scored.csv"
+    changed = 0
+    with out.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(header + ["outcome"])
+        for i, r in enumerate(body):
+            decision = r[header.index("decision")]
+            outcome = classes[1 - classes.index(decision)] if i % 7 == 0 else decision
+            changed += outcome != decision
+            w.writerow(r + [outcome])
+    return out, changed
+
+
+def _facts_with(bank, tmp_path: Path, **keys: str) -> Path:
+    import yaml
+
+    facts = yaml.safe_load(Path(bank["facts.yaml"]).read_text())
+    facts.update(keys)
+    path = tmp_path / "facts.yaml"
+    path.write_text(yaml.safe_dump(facts))
+    return path
+
+
+def test_the_outcome_and_the_banks_decisions_are_separate_columns(bank_pipelines, tmp_path, capsys):
+    """label_column is what the model predicts (the audits' truth); decision_column the bank's own decisions,
+    which the checked import compares."""
+    bank = bank_pipelines["german"]
+    scored, changed = _with_outcomes(bank, tmp_path)
+    assert changed > 0
+    facts = _facts_with(bank, tmp_path, label_column="outcome", decision_column="decision")
+    assert fairproof(["import-model", str(bank["pipeline.joblib"]), "--facts", str(facts), "--check", str(scored),
+                      "--out", str(tmp_path / "m")]) == 0
+    artifact = load_artifact(tmp_path / "m")
+    assert artifact.preprocessor.label.column == "outcome"
+    assert artifact.training["facts"]["decision_column"] == "decision"
+    # the artifact's test accuracy is against the outcomes, which the bank's decisions miss on `changed` rows
+    assert artifact.test_accuracy is not None and artifact.test_accuracy < 1.0
+
+
+def test_checking_against_the_outcomes_instead_of_the_decisions_is_refused(bank_pipelines, tmp_path, capsys):
+    bank = bank_pipelines["german"]
+    scored, changed = _with_outcomes(bank, tmp_path)
+    facts = _facts_with(bank, tmp_path, label_column="outcome")  # no decision_column: the outcomes are compared
+    err = _refusal(capsys, fairproof(["import-model", str(bank["pipeline.joblib"]), "--facts", str(facts),
+                                      "--check", str(scored), "--out", str(tmp_path / "m")]))
+    assert f"on {changed} of" in err and "line 2:" in err
+    assert not (tmp_path / "m").exists()

@@ -56,14 +56,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--margin", type=float, default=None, metavar="F",
                    help="with --domain-from: widen each range by F times its width on each side (default 0)")
     p.add_argument("--favourable", default=None, metavar="VALUE", help="the raw class value the lenses call favourable")
-    p.add_argument("--label-column", default=None, help="the bank's decision column in its CSV")
+    p.add_argument("--label-column", default=None, help="the outcome column the model predicts (overrides the facts' label_column)")
     check = p.add_mutually_exclusive_group(required=True)
     check.add_argument("--check", metavar="DATA.csv", help="the bank's data with its own decisions: refuse the "
                                                            "import if any decision differs")
     check.add_argument("--no-check", action="store_true", help="import without comparing decisions (the card says so)")
     p.add_argument("--prediction-column", default=None,
-                   help="column of DATA.csv holding the bank's own decision (default: the facts' decision column, "
-                        "with --schema 'prediction')")
+                   help="column of DATA.csv holding the bank's own decision (default: the facts' decision_column, "
+                        "else their label_column; with --schema 'prediction')")
     p.add_argument("--accept-near-ties", action="store_true",
                    help="accept rows whose decisions differ only where the logits are within --tie-tolerance of a tie")
     p.add_argument("--tie-tolerance", type=float, default=None, help="logit margin treated as a near tie (default 1e-3)")
@@ -151,7 +151,8 @@ def _import_bank_model(args: argparse.Namespace) -> int:
         print(f"decisions NOT checked against the bank's (--no-check); model artifact written to {out}")
         return 0
 
-    column = args.prediction_column or (loaded.facts.label_column if loaded is not None else "prediction")
+    column = args.prediction_column or (
+        (loaded.decision_column or loaded.facts.label_column) if loaded is not None else "prediction")
     if column not in csv_header(args.check):
         raise DataError(f"{args.check}: the check needs the bank's own decision of every row in a column "
                         f"{column!r} (--prediction-column names another)")

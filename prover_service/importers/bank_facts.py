@@ -6,7 +6,9 @@ column of the bank's CSV is called or which class a customer hopes for. The
 bank states these in a small YAML or JSON file:
 
     name: german-credit                     # the model's name in its schema
-    label_column: decision                  # the bank's decision column in its CSV
+    label_column: default                   # the outcome the model predicts (its classes; audits' truth)
+    decision_column: decision               # optional: the bank's own decision of each row (default:
+                                            #   label_column, for a CSV holding only the bank's decisions)
     sensitive: [foreign_worker]             # raw columns (at least one)
     domains:                                # raw numeric column -> [min, max] in raw units
       duration: [4, 72]
@@ -39,7 +41,7 @@ from fairness.schema import category_key
 
 from . import BankFacts
 
-FACTS_KEYS = ("name", "label_column", "sensitive", "domains", "units", "class_values", "class_labels",
+FACTS_KEYS = ("name", "label_column", "decision_column", "sensitive", "domains", "units", "class_values", "class_labels",
               "value_labels", "favourable", "columns")
 DOMAIN_KEYS = ("min", "max", "unit")
 
@@ -50,6 +52,7 @@ class LoadedFacts:
 
     facts: BankFacts
     columns: tuple[str, ...] | None = None       # raw column order, for a pipeline fitted on an unnamed array
+    decision_column: str | None = None           # the bank's own decisions in its CSV (None: the label column)
     stated: frozenset[str] = frozenset()         # columns the bank named itself (file or --sensitive)
     data_domains: Mapping[str, tuple[float, float]] = field(default_factory=dict)  # taken from --domain-from
     margin: float | None = None                  # --margin, when domains were taken from data
@@ -62,7 +65,8 @@ class LoadedFacts:
         f = self.facts
         used = (lambda c: True) if attributes is None else (lambda c: c in attributes)
         out: dict[str, Any] = {
-            "name": f.name, "label_column": f.label_column, "sensitive": list(f.sensitive),
+            "name": f.name, "label_column": f.label_column, "decision_column": self.decision_column or f.label_column,
+            "sensitive": list(f.sensitive),
             "domains": {c: list(d) for c, d in f.domains.items() if used(c)}, "units": dict(f.units),
             "class_values": None if f.class_values is None else list(f.class_values),
             "class_labels": None if f.class_labels is None else list(f.class_labels),
@@ -99,8 +103,10 @@ def load_facts(path: str | Path | None = None, *, name: str | None = None, sensi
         raise DataError(f"{where}: the model needs a name (key 'name')")
     label = label_column if label_column is not None else data.get("label_column")
     if label is None:
-        raise DataError(f"{where}: the bank's decision column is not named (key 'label_column' or --label-column)")
+        raise DataError(f"{where}: the outcome column the model predicts is not named (key 'label_column' or "
+                        "--label-column; 'decision_column' names the bank's own decisions if they are elsewhere)")
     label = _text(label, "label_column", where)
+    decision = _text(data["decision_column"], "decision_column", where) if data.get("decision_column") is not None else None
     sens = _sensitive(sensitive, where) if sensitive is not None else _text_list(data.get("sensitive"), "sensitive", where)
     if not sens:
         raise DataError(f"{where}: no sensitive column named (key 'sensitive' or --sensitive)")
@@ -129,14 +135,14 @@ def load_facts(path: str | Path | None = None, *, name: str | None = None, sensi
             margin = 0.0
         if not (isinstance(margin, (int, float)) and math.isfinite(margin) and margin >= 0):
             raise DataError(f"--margin must be a non-negative number, not {margin!r}")
-        found, sha = numeric_ranges(domain_from, exclude={label, *sens})
+        found, sha = numeric_ranges(domain_from, exclude={label, *sens, *([decision] if decision else [])})
         data_domains = {c: widened(lo, hi, margin) for c, (lo, hi) in found.items() if c not in domains}
     elif margin is not None:
         raise DataError("--margin widens the domains taken from data: give --domain-from DATA.csv with it")
     facts = BankFacts(name=model_name, sensitive=tuple(sens), domains={**data_domains, **domains},
                       units=units, label_column=label, class_values=class_values, class_labels=class_labels,
                       value_labels=value_labels, favourable=fav)
-    return LoadedFacts(facts=facts, columns=columns, stated=stated, data_domains=data_domains,
+    return LoadedFacts(facts=facts, columns=columns, decision_column=decision, stated=stated, data_domains=data_domains,
                        margin=margin if domain_from is not None else None,
                        data_file=str(domain_from) if domain_from is not None else None, data_sha256=sha,
                        facts_file=str(path) if path is not None else None)
