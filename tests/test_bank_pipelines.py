@@ -671,3 +671,15 @@ def test_checking_against_the_outcomes_instead_of_the_decisions_is_refused(bank_
                                       "--check", str(scored), "--out", str(tmp_path / "m")]))
     assert f"on {changed} of" in err and "line 2:" in err
     assert not (tmp_path / "m").exists()
+
+
+def test_the_readme_facts_example_reads_and_a_misspelt_key_is_refused(tmp_path):
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    example = readme.split("```yaml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "facts.yaml").write_text(example)
+    loaded = load_facts(tmp_path / "facts.yaml")
+    assert loaded.facts.label_column == "default" and loaded.decision_column == "decision"
+    assert loaded.facts.sensitive == ("sex", "nationality") and loaded.facts.domains["age"] == (18.0, 80.0)
+    (tmp_path / "typo.yaml").write_text(example.replace("decision_column:", "decision_colum:"))
+    with pytest.raises(DataError, match="unknown key.*decision_colum"):
+        load_facts(tmp_path / "typo.yaml")
