@@ -229,19 +229,7 @@ def two_copies(model: FixedPointModel, favourable: int, source: int, target: int
     prog = MilpProgram()
     free_columns = [j for j in range(n) if j not in sens]
     free = {j: prog.var(float(box_lo[j]), float(box_hi[j])) for j in free_columns}
-    for j, values in (choices or {}).items():
-        if j not in free or not values or any(not box_lo[j] <= v / one <= box_hi[j] for v in values):
-            raise GlobalSearchError(f"column {j}: its choices must be values of a non-sensitive column's box")
-        picks = [prog.var(0.0, 1.0, integer=True) for _ in values]
-        prog.row(dict.fromkeys(picks, 1.0), 1.0, 1.0)  # exactly one value
-        prog.row({free[j]: 1.0, **{b: -v / one for b, v in zip(picks, values)}}, 0.0, 0.0)
-    for columns, points in blocks:
-        if not points or any(c not in free or c in (choices or {}) for c in columns):
-            raise GlobalSearchError(f"columns {list(columns)}: a block must be free non-sensitive columns")
-        picks = [prog.var(0.0, 1.0, integer=True) for _ in points]
-        prog.row(dict.fromkeys(picks, 1.0), 1.0, 1.0)  # exactly one point
-        for k, c in enumerate(columns):
-            prog.row({free[c]: 1.0, **{b: -p[k] / one for b, p in zip(picks, points) if p[k]}}, 0.0, 0.0)
+    restrict_to_encodings(prog, free, one, box_lo, box_hi, choices or {}, blocks)
     margins = []
     for index in (source, target):
         fixed = box_lo.copy()
@@ -251,6 +239,26 @@ def two_copies(model: FixedPointModel, favourable: int, source: int, target: int
         last = add_network_copy(prog, weights, biases, free, fixed, lo, hi)
         margins.append(margin_form(weights, biases, last, favourable))
     return TwoCopies(prog, free, (margins[0], margins[1]), box_lo, box_hi)
+
+
+def restrict_to_encodings(prog: MilpProgram, free: Mapping[int, int], one: int, box_lo: np.ndarray,
+                          box_hi: np.ndarray, choices: Mapping[int, Sequence[int]], blocks: Sequence[Block]) -> None:
+    """Keep categorical inputs at real records' encodings: a column in `choices` equals one of its values
+    (integers at 2^s), the columns of a block one of its points together, each by one binary per value or
+    point summing to one. Without this a MILP reads a one-hot feature at 0.84 of one category."""
+    for j, values in choices.items():
+        if j not in free or not values or any(not box_lo[j] <= v / one <= box_hi[j] for v in values):
+            raise GlobalSearchError(f"column {j}: its choices must be values of a non-sensitive column's box")
+        picks = [prog.var(0.0, 1.0, integer=True) for _ in values]
+        prog.row(dict.fromkeys(picks, 1.0), 1.0, 1.0)  # exactly one value
+        prog.row({free[j]: 1.0, **{b: -v / one for b, v in zip(picks, values)}}, 0.0, 0.0)
+    for columns, points in blocks:
+        if not points or any(c not in free or c in choices for c in columns):
+            raise GlobalSearchError(f"columns {list(columns)}: a block must be free non-sensitive columns")
+        picks = [prog.var(0.0, 1.0, integer=True) for _ in points]
+        prog.row(dict.fromkeys(picks, 1.0), 1.0, 1.0)  # exactly one point
+        for k, c in enumerate(columns):
+            prog.row({free[c]: 1.0, **{b: -p[k] / one for b, p in zip(picks, points) if p[k]}}, 0.0, 0.0)
 
 
 def search_pair(model: FixedPointModel, favourable: int, source: int, target: int,
@@ -269,7 +277,7 @@ def search_pair(model: FixedPointModel, favourable: int, source: int, target: in
     objective = None if res.x is None else float(res.x[t])
     bound = None if res.bound is None else -res.bound
     if res.x is not None:
-        point = _exact_point(model, copies.point(res.x), copies.lower, copies.upper, choices or {}, blocks)
+        point = exact_solver_point(model, copies.point(res.x), copies.lower, copies.upper, choices or {}, blocks)
         found = _recheck(model, favourable, source, target, point)
         if found is not None:
             return PairResult(source, target, COUNTEREXAMPLE, objective, bound, found, seconds)
@@ -324,14 +332,14 @@ def margin_difference_pair(model: FixedPointModel, favourable: int, source: int,
     bound = None if res.bound is None else constant - res.bound
     if res.x is None:
         return MarginDifference(source, target, None, bound, False, None, seconds, res.message)
-    point = _exact_point(model, copies.point(res.x), copies.lower, copies.upper, choices or {}, blocks)
+    point = exact_solver_point(model, copies.point(res.x), copies.lower, copies.upper, choices or {}, blocks)
     value = (exact_margin(model, _with_slice(model, point, source), favourable)
              - exact_margin(model, _with_slice(model, point, target), favourable))
     return MarginDifference(source, target, value, bound, res.optimal, tuple(_with_slice(model, point, source)),
                             seconds, "" if res.optimal else res.message)
 
 
-def _exact_point(model: FixedPointModel, values: Sequence[float], lo: Sequence[float], hi: Sequence[float],
+def exact_solver_point(model: FixedPointModel, values: Sequence[float], lo: Sequence[float], hi: Sequence[float],
                  choices: Mapping[int, Sequence[int]], blocks: Sequence[Block] = ()) -> list[Fraction]:
     """The solver's point as exact rationals inside the searched box; a column restricted to a few values
     takes the nearest of them, a block the nearest of its points (the solver's floats are within its
@@ -412,7 +420,7 @@ def maximum_margin_difference(model: FixedPointModel, favourable: int, time_limi
 
 def _recheck(model: FixedPointModel, favourable: int, source: int, target: int,
              x: Sequence[Fraction]) -> Counterexample | None:
-    """The solver's point (exact rationals in the searched box, `_exact_point`) with the source's
+    """The solver's point (exact rationals in the searched box, `exact_solver_point`) with the source's
     sensitive values, if the committed model really decides it favourably with them and not with the
     target's."""
     one = 1 << model.scale_bits
@@ -510,6 +518,60 @@ def one_hot_blocks(preprocessor, model: FixedPointModel) -> tuple[Block, ...]:
             points = tuple(dict.fromkeys(tuple(int(v) * one for v in f.encode(c)) for c in f.categories))
             out.append((columns, points))
     return tuple(out)
+
+
+def describe_inputs(preprocessor, point: Sequence[Fraction], scale_bits: int,
+                    skip: Sequence[int] = ()) -> list[tuple[str, str]] | None:
+    """(attribute, value in raw units) of a model input (standardised rationals, model order), leaving out
+    the attributes on columns in `skip` (the sensitive ones): what the audits print for a found individual.
+    A bank's schema gives numbers as mean + std * value with their unit and a one-hot block or an ordinal
+    code as its category (`FeatureSchema`'s describe); a shipped dataset's preprocessor its means, stds and
+    category labels. None when the preprocessing says nothing of raw units."""
+    from .schema import FeatureSchema
+
+    if isinstance(preprocessor, FeatureSchema):
+        out = []
+        for feature, first in preprocessor.columns():
+            columns = range(first, first + len(feature.inputs))
+            if not any(c in skip for c in columns):
+                values = _at_codes(feature, [point[c] for c in columns], scale_bits)
+                out.append((feature.name, feature.describe(values)))
+        return out
+    if getattr(preprocessor, "kinds", None) is None:
+        return None
+    return [(name, _shipped_value(preprocessor, j, point[j], scale_bits))
+            for j, name in enumerate(preprocessor.feature_names) if j not in skip]
+
+
+def _at_codes(feature, values: list[Fraction], scale_bits: int) -> list[Fraction]:
+    """An ordinal input at its code's quantised value (what a record's query holds) as the code's exact
+    standardised double, so that the schema names the category; any other value unchanged."""
+    from .fixed_point import quantise_value
+    from .schema import CategoricalFeature
+
+    if not isinstance(feature, CategoricalFeature) or feature.encoding != "ordinal":
+        return values
+    for code in feature.ordinal_codes:
+        exact = (code - feature.mean) / feature.std
+        if values[0] == Fraction(quantise_value(exact, scale_bits), 1 << scale_bits):
+            return [Fraction(exact)]
+    return values
+
+
+def _shipped_value(preprocessor, j: int, value: Fraction, scale_bits: int) -> str:
+    """A shipped dataset's input in raw units: a number, or a categorical code's label."""
+    from .fixed_point import quantise_value
+
+    mean, std = float(preprocessor.means[j]), float(preprocessor.stds[j])
+    name = preprocessor.feature_names[j]
+    if preprocessor.kinds[j] == "categorical":
+        categories = preprocessor.categories[name]
+        labels = getattr(preprocessor, "category_labels", {}).get(name) or categories
+        for k in range(len(categories)):
+            if value == Fraction(quantise_value((k - mean) / std, scale_bits), 1 << scale_bits):
+                return str(labels[k])
+        return f"code {mean + std * float(value):.4g}"
+    return f"{mean + std * float(value):.6g}"
 
 
 def observed_ranges(model: FixedPointModel, X: np.ndarray, columns: Sequence[int]) -> dict[int, tuple[int, int]]:

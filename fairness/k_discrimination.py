@@ -28,8 +28,9 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .fixed_point import FixedPointModel
-from .global_search import (DEFAULT_TIME_LIMIT, GlobalSearchError, MilpProgram, add_network_copy, exact_margin,
-                            interval_bounds, margin_form, real_network)
+from .global_search import (DEFAULT_TIME_LIMIT, Block, GlobalSearchError, MilpProgram, add_network_copy,
+                            exact_margin, exact_solver_point, interval_bounds, margin_form, real_network,
+                            restrict_to_encodings)
 
 OPTIMAL, FOUND, UNKNOWN = "optimal", "found (not proved maximal)", "unknown"
 MARGIN_SLACK = 1e-5  # logits: ten times HiGHS's MIP feasibility tolerance
@@ -59,8 +60,9 @@ def exact_buckets(model: FixedPointModel, x: Sequence[Fraction], favourable: int
 
 
 def max_buckets(model: FixedPointModel, favourable: int, width: float, time_limit: float = DEFAULT_TIME_LIMIT,
-                choices: Mapping[int, Sequence[int]] | None = None) -> KResult:
-    """The MILP of the module docstring. `width`: W in logits; `choices` as in the global search."""
+                choices: Mapping[int, Sequence[int]] | None = None, blocks: Sequence[Block] = ()) -> KResult:
+    """The MILP of the module docstring. `width`: W in logits; `choices` and `blocks` as in the global
+    search (`restrict_to_encodings`): categorical inputs at real records' encodings, never between them."""
     from scipy.optimize import Bounds, LinearConstraint, milp
 
     if model.net.n_classes != 2 or favourable not in (0, 1):
@@ -75,12 +77,7 @@ def max_buckets(model: FixedPointModel, favourable: int, width: float, time_limi
     box_hi = np.array([v / one for v in model.box_upper])
     prog = MilpProgram()
     free = {j: prog.var(float(box_lo[j]), float(box_hi[j])) for j in range(n) if j not in sens}
-    for j, values in (choices or {}).items():
-        if j not in free or not values:
-            raise GlobalSearchError(f"column {j}: its choices must be values of a non-sensitive column")
-        picks = [prog.var(0.0, 1.0, integer=True) for _ in values]
-        prog.row(dict.fromkeys(picks, 1.0), 1.0, 1.0)
-        prog.row({free[j]: 1.0, **{b: -v / one for b, v in zip(picks, values)}}, 0.0, 0.0)
+    restrict_to_encodings(prog, free, one, box_lo, box_hi, choices or {}, blocks)
     counted, buckets, spans = [], [], []
     if width <= 4 * MARGIN_SLACK:
         raise GlobalSearchError(f"the bucket width must exceed {4 * MARGIN_SLACK:g} logits")
@@ -123,8 +120,8 @@ def max_buckets(model: FixedPointModel, favourable: int, width: float, time_limi
     upper = None if dual is None or not math.isfinite(dual) else int(math.floor(-float(dual) + 1e-6))
     if res.x is None:
         return KResult(UNKNOWN, 1, upper, None, (), seconds, str(res.message))
-    x = [Fraction(float(res.x[free[j]])).limit_denominator(1 << 40) if j in free else Fraction(0) for j in range(n)]
-    x = [min(max(v, Fraction(float(box_lo[j]))), Fraction(float(box_hi[j]))) for j, v in enumerate(x)]
+    x = exact_solver_point(model, [float(res.x[free[j]]) if j in free else 0.0 for j in range(n)], box_lo, box_hi,
+                           choices or {}, blocks)
     for c, v in zip(sens, slices[0]):
         x[c] = Fraction(v, one)
     exact = exact_buckets(model, x, favourable, Fraction(width))
@@ -147,16 +144,17 @@ def _margin_range(weights, biases, favourable: int, lo: np.ndarray, hi: np.ndarr
 
 
 def sampled_max_buckets(model: FixedPointModel, favourable: int, width: float, samples: int = 20_000,
-                        seed: int = 0, choices: Mapping[int, Sequence[int]] | None = None) -> tuple[int, np.ndarray]:
+                        seed: int = 0, choices: Mapping[int, Sequence[int]] | None = None,
+                        blocks: Sequence[Block] = ()) -> tuple[int, np.ndarray]:
     """(the largest k among uniform samples of the box, exact integer model on the input grid; per-sample k):
-    a lower bound, HyFair's search when the MILP is out of reach."""
-    from .explain import logits_per_slice
+    a lower bound, HyFair's search when the MILP is out of reach. Categorical inputs are drawn among their
+    encodings (`choices`, `blocks`)."""
+    from .explain import draw_encodings, logits_per_slice
 
     rng = np.random.default_rng(seed)
     lo, hi = np.array(model.box_lower), np.array(model.box_upper)
     q = rng.integers(lo, hi + 1, size=(samples, len(lo)))
-    for j, values in (choices or {}).items():
-        q[:, j] = rng.choice(np.array(values), size=samples)
+    draw_encodings(q, choices or {}, blocks, rng)
     w = Fraction(width).limit_denominator(1 << 40)
     scale = 1 << model.net.logit_scale_bits
     per_slice = [[math.floor(Fraction(int(r[favourable]) - int(r[1 - favourable]), scale) / w) for r in z]

@@ -177,13 +177,17 @@ def _train(net: Any, X: np.ndarray, y: np.ndarray, n_outputs: int, steps: int = 
 
 
 def export_torch(net: Any, n_inputs: int, path: Path, *, batch: int | None = None, three_d: bool = False,
-                 opset: int = 17, training: bool = False, initializers_as_inputs: bool = False) -> Path:
+                 opset: int = 17, training: bool = False, initializers_as_inputs: bool = False,
+                 dynamo: bool = False) -> Path:
     """torch.onnx.export (TorchScript exporter): Gemm for a 2-D input, MatMul + Add for [N, 1, k];
     a dynamic batch axis unless `batch` fixes it; the weights also listed as graph inputs, as older
-    exports did, with `initializers_as_inputs`."""
+    exports did, with `initializers_as_inputs`. `dynamo`: torch's default exporter instead (torch.export
+    and onnxscript, opset 18 or later, constants folded by its optimiser)."""
     import torch
 
     shape = (batch or 2, 1, n_inputs) if three_d else (batch or 2, n_inputs)
+    if dynamo:
+        return _export_dynamo(net, shape, path, batch is None, max(opset, 18))
     kwargs: dict[str, Any] = {}
     if batch is None:
         kwargs["dynamic_axes"] = {"x": {0: "rows"}, "y": {0: "rows"}}
@@ -197,6 +201,23 @@ def export_torch(net: Any, n_inputs: int, path: Path, *, batch: int | None = Non
                           opset_version=opset, dynamo=False, keep_initializers_as_inputs=initializers_as_inputs,
                           **kwargs)
     net.eval()
+    return path
+
+
+def _export_dynamo(net: Any, shape: tuple[int, ...], path: Path, dynamic: bool, opset: int) -> Path:
+    """torch.onnx.export(dynamo=True): what torch 2.9 and later write by default."""
+    import contextlib
+    import io
+
+    import torch
+
+    kwargs: dict[str, Any] = {}
+    if dynamic:
+        kwargs["dynamic_shapes"] = ({0: torch.export.Dim("rows")},)
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        torch.onnx.export(net, (torch.zeros(shape),), str(path), input_names=["x"], output_names=["y"],
+                          opset_version=opset, dynamo=True, **kwargs)
     return path
 
 

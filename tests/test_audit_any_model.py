@@ -21,7 +21,7 @@ import pytest
 
 import synthetic_credit as book
 from commitments.record import NOT_A_RECORD
-from fairness.fixed_point import quantise_query
+from fairness.fixed_point import quantise_query, quantise_value
 from fairness.schema import read_csv
 from fairness.spread import SpreadLens, spread
 from prover_service.cli import main as fairproof
@@ -152,6 +152,24 @@ def test_explain_reads_the_banks_csv(imported, tmp_path, capsys):
                "--samples", "400", "--time-limit", "20", "--json", str(tmp_path / "e.json"))
     report = json.loads((tmp_path / "e.json").read_text())
     assert report["samples"] >= 400 and f"{report['seeds']} discriminatory seeds" in out
+    # rules in the bank's raw units: a number from the schema's mean and std with its unit, a category by name
+    schema = imported["schema"]
+    conditions = [c for r in report["rules"] for c in r["conditions_standardised"]]
+    assert conditions and "standardised" not in out
+    for rule in report["rules"]:
+        assert rule["conditions"] == [c["text"] for c in rule["conditions_standardised"]]
+    for c in conditions:
+        assert c["text"] in out and "(standardised)" not in c["text"]
+        attribute = c["input"].split("=")[0]
+        feature = next(f for f in schema.features if f.name == attribute)
+        if feature.kind == "numeric":
+            raw = feature.mean + feature.std * c["standardised_threshold"]
+            assert c["text"] == f"{attribute} {c['op']} {raw:.4g} {feature.unit}"
+        else:  # the categories whose encoding satisfies the cut, named
+            inside = [name for name in feature.categories
+                      if (feature.encode(name)[feature.inputs.index(c["input"])] <= c["standardised_threshold"])
+                      == (c["op"] == "<=")]
+            assert c["text"] == f"{attribute} in {{{', '.join(inside)}}}"
 
 
 def test_global_search_keeps_one_hot_features_real_records(imported, tmp_path, capsys):
@@ -168,17 +186,30 @@ def test_global_search_keeps_one_hot_features_real_records(imported, tmp_path, c
     workspace = ModelWorkspace.open(imported["model"])
     names = list(workspace.card().feature_names)
     purpose = [names.index(f"purpose={c}") for c in book.PURPOSES]
-    points = [difference["point"]] + [p["counterexample"]["point"] for p in report["pairs"] if p["counterexample"]]
+    points = [difference["point_standardised"]] + [p["counterexample"]["point_standardised"]
+                                                   for p in report["pairs"] if p["counterexample"]]
     for point in points:  # a one-hot feature at one of its categories, never between them
         assert sorted(Fraction(point[j]) for j in purpose) == [0, 0, 1]
+    # shown in the bank's raw units: the schema's reading of the standardised point, category names included
+    schema = imported["schema"]
+    shown = [difference] + [p["counterexample"] for p in report["pairs"] if p["counterexample"]]
+    for found in shown:
+        point = [Fraction(v) for v in found["point_standardised"]]
+        raw = found["point_raw"]
+        assert list(raw) == [a for a in schema.attributes if a not in schema.sensitive]
+        assert raw["purpose"] in book.PURPOSES and raw["housing"] in ("rent", "own", "free")
+        age = next(f for f in schema.features if f.name == "age")
+        assert raw["age"] == f"{age.mean + age.std * float(point[names.index('age')]):.6g} years"
+    assert "[raw units]" in out and "[standardised units]" not in out
+    assert f"purpose={shown[0]['point_raw']['purpose']}" in out
     # rows without --observed-range would be read for nothing: refused rather than ignored
     err = _refusal(capsys, "global", "--model", str(imported["model"]), "--data", str(imported["data"]))
     assert "--observed-range" in err
 
 
 def test_kdisc_reports_the_rows_largest_k(imported, tmp_path, capsys):
-    _run(capsys, "kdisc", "--model", str(imported["model"]), "--data", str(imported["data"]), "--time-limit", "30",
-         "--samples", "500", "--json", str(tmp_path / "k.json"))
+    out = _run(capsys, "kdisc", "--model", str(imported["model"]), "--data", str(imported["data"]),
+               "--time-limit", "30", "--samples", "500", "--json", str(tmp_path / "k.json"))
     report = json.loads((tmp_path / "k.json").read_text())
     workspace, model, queries, _ = _queries(imported)
     card = workspace.card()
@@ -186,6 +217,16 @@ def test_kdisc_reports_the_rows_largest_k(imported, tmp_path, capsys):
     assert report["rows"]["individuals"] == ROWS
     assert report["rows"]["largest_k"] == max(spread(model, q, lens).distinct_buckets for q in queries)
     assert report["milp"]["k"] >= report["rows"]["largest_k"]
+    # the MILP's individual: a one-hot feature at one of its categories, an ordinal one at one of its codes
+    names = list(card.feature_names)
+    point = [Fraction(v) for v in report["milp"]["point_standardised"]]
+    assert sorted(point[names.index(f"purpose={c}")] for c in book.PURPOSES) == [0, 0, 1]
+    housing = next(f for f in imported["schema"].features if f.name == "housing")
+    codes = {quantise_value((c - housing.mean) / housing.std, model.scale_bits) for c in housing.ordinal_codes}
+    assert point[names.index("housing")] * (1 << model.scale_bits) in codes
+    assert report["milp"]["point_raw"]["purpose"] in book.PURPOSES
+    assert report["milp"]["point_raw"]["housing"] in housing.categories
+    assert f"purpose={report['milp']['point_raw']['purpose']}" in out and "[raw units]" in out
 
 
 class _Headings(HTMLParser):

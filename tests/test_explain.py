@@ -79,3 +79,88 @@ def test_audit_explain_command(bank, tmp_path_factory, capsys):
     code = fairproof(["audit", "explain", "--model", str(root), "--samples", "5"])
     err = capsys.readouterr().err
     assert code != 0 and "Traceback" not in err and "samples" in err
+
+
+# -- categorical inputs at real encodings, rules and points in the bank's raw units --------------------------
+
+BLOCK = ((1, 2, 3), ((0, 0, 0), (ONE, 0, 0), (0, ONE, 0), (0, 0, ONE)))  # one-hot, the first category dropped
+
+
+def _one_hot_model() -> FixedPointModel:
+    """Inputs (group, purpose=house, purpose=car, purpose=education, age), box [0, 1] on the one-hot block:
+    h = relu(group + house - 3/2), so group 1 is decided favourably exactly where purpose is house; k = 2
+    exactly there (and, read continuously, wherever house > 1/2)."""
+    w0 = ((ONE, ONE, 0, 0, 0),)
+    b0 = (-3 << (2 * S - 1),)
+    w1 = ((0,), (ONE,))
+    b1 = (0, -1 << (3 * S - 4))  # margin h - 1/16
+    group = SensitiveDomain.scalar("group", 0, (0, ONE), ("a", "b"))
+    return FixedPointModel(QuantisedMLP(S, (w0, w1), (b0, b1)), (0, 0, 0, 0, -ONE), (ONE, ONE, ONE, ONE, ONE),
+                           (group,))
+
+
+def _schema():
+    from fairness.schema import FeatureSchema
+
+    return FeatureSchema.model_validate({"name": "toy", "label": {"column": "y", "values": ["no", "yes"]}, "features": [
+        {"name": "group", "kind": "sensitive", "values": ["a", "b"]},
+        {"name": "purpose", "kind": "categorical", "encoding": "one_hot", "categories": ["none", "house", "car", "education"],
+         "drop": "none"},
+        {"name": "age", "kind": "numeric", "min": 20, "max": 60, "mean": 40.0, "std": 20.0, "unit": "years"}]})
+
+
+def test_samples_hold_one_hot_features_at_their_categories():
+    from fairness.explain import sample
+
+    model = _one_hot_model()
+    rng = np.random.default_rng(1)
+    seeds = np.array([(ONE, ONE, 0, 0, 0), (0, 0, 0, ONE, ONE // 2)])
+    points = sample(model, {}, seeds, 2000, rng, blocks=(BLOCK,))
+    blocks = {tuple(p) for p in points[:, 1:4].tolist()}
+    assert blocks == set(BLOCK[1])  # every category drawn, nothing between them
+    # the twin: without the block, the same sampling reads the one-hot inputs as numbers between categories
+    loose = sample(model, {}, seeds, 2000, np.random.default_rng(1))
+    assert not {tuple(p) for p in loose[:, 1:4].tolist()} <= set(BLOCK[1])
+
+
+def test_rules_over_a_one_hot_feature_name_its_category_and_match_a_brute_force():
+    model = _one_hot_model()
+    result = explain(model, {}, seeds=[(ONE, ONE, 0, 0, 0)], samples=2000, depth=1, blocks=(BLOCK,))
+    # brute force over the four categories (age does not matter): k = 2 exactly at purpose = house
+    for point in BLOCK[1]:
+        x = np.array([[0, *point, 0]])
+        assert distinct_decisions(model, x)[0] == (2 if point == (ONE, 0, 0) else 1)
+    best = result.rules[0]
+    assert best.precision == 1.0 and [c.column for c in best.conditions] == [1]
+    assert describe_condition(best.conditions[0], _schema(), _schema().feature_names) == "purpose in {house}"
+    assert result.tree_accuracy == 1.0
+
+
+def test_schema_conditions_and_points_read_in_raw_units():
+    from fractions import Fraction
+
+    from fairness.global_search import describe_inputs
+
+    schema, names = _schema(), _schema().feature_names
+    assert describe_condition(Condition(4, True, 0.25), schema, names) == "age <= 45 years"
+    assert describe_condition(Condition(2, False, 0.5), schema, names) == "purpose in {car}"
+    assert describe_condition(Condition(2, True, 0.5), schema, names) == "purpose in {none, house, education}"
+    point = [Fraction(1), Fraction(0), Fraction(0), Fraction(1), Fraction(-1, 2)]
+    assert describe_inputs(schema, point, S, skip=(0,)) == [("purpose", "education"), ("age", "30 years")]
+    # the twin: a one-hot value between categories is shown as the numbers it is, never named a category
+    between = [Fraction(1), Fraction(1, 2), Fraction(1, 2), Fraction(0), Fraction(0)]
+    assert describe_inputs(schema, between, S, skip=(0,))[0] == ("purpose", "(house: 0.5, car: 0.5, education: 0)")
+    assert describe_inputs(object(), point, S) is None  # nothing says what raw units are
+
+
+def test_shipped_dataset_points_read_in_its_units():
+    from fractions import Fraction
+
+    from fairness.datasets import CATEGORICAL, NUMERIC, Preprocessor
+    from fairness.global_search import describe_inputs
+
+    pre = Preprocessor(feature_names=("age", "job"), kinds=(NUMERIC, CATEGORICAL), categories={"job": ("a", "b", "c")},
+                       means=(40.0, 1.0), stds=(10.0, 0.5), sensitive=())
+    assert describe_inputs(pre, [Fraction(1, 2), Fraction(2)], S) == [("age", "45"), ("job", "c")]
+    assert describe_inputs(pre, [Fraction(1, 2), Fraction(1, 2)], S) == [("age", "45"), ("job", "code 1.25")]
+    assert describe_inputs(pre, [Fraction(1, 2), Fraction(2)], S, skip=(1,)) == [("age", "45")]

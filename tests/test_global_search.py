@@ -101,7 +101,7 @@ def test_audit_global_command(bank, tmp_path_factory, capsys):
     favourable = bank.card.architecture.class_labels.index(report["favourable_class"])
     for p in report["pairs"]:
         if p["counterexample"]:
-            point = [Fraction(v) for v in p["counterexample"]["point"]]
+            point = [Fraction(v) for v in p["counterexample"]["point_standardised"]]
             assert _decision(exact_margin(model, point, favourable), favourable) == favourable
     for bad in (["--time-limit", "0"], ["--favourable-class", "nobody"]):
         code = fairproof(["audit", "global", "--model", str(root), *bad])

@@ -48,3 +48,65 @@ def test_unusable_questions_are_refused():
         max_buckets(model, favourable=2, width=0.2)
     with pytest.raises(GlobalSearchError):
         max_buckets(model, favourable=1, width=0.0)
+
+
+# -- categorical inputs at real records' encodings ----------------------------------------------------------
+
+ONE = 1 << 8
+BLOCK = ((1, 2, 3), ((0, 0, 0), (ONE, 0, 0), (0, ONE, 0), (0, 0, ONE)))  # one-hot, the first category dropped
+CODES = {4: (-ONE, 0, ONE)}  # an ordinal feature's three codes
+
+
+def _categorical_only(seed: int):
+    """A sensitive column and five categorical inputs (a one-hot block of three, an ordinal code): a finite
+    domain of twelve records, which a brute force enumerates."""
+    return random_model(seed, n_inputs=5, hidden=(6, 3), n_classes=2, scale_bits=8, sensitive_values=(-1, 0, 1),
+                        weight_range=0.8)
+
+
+def _brute_force_k(model, width: float) -> int:
+    best = 1
+    for point in BLOCK[1]:
+        for code in CODES[4]:
+            x = [Fraction(0), *(Fraction(v, ONE) for v in point), Fraction(code, ONE)]
+            best = max(best, len(set(exact_buckets(model, x, 1, Fraction(width)))))
+    return best
+
+
+@pytest.mark.parametrize("seed", [1, 2, 4, 6])  # seed 1: read continuously, its inputs reach one bucket more
+def test_k_over_categorical_encodings_equals_a_brute_force(seed):
+    model = _categorical_only(seed)
+    result = max_buckets(model, favourable=1, width=0.5, time_limit=60, choices=CODES, blocks=(BLOCK,))
+    assert result.status == OPTIMAL and result.k == _brute_force_k(model, 0.5)
+    block = tuple(int(result.point[c] * ONE) for c in BLOCK[0])
+    assert block in BLOCK[1] and int(result.point[4] * ONE) in CODES[4]  # never between two categories
+    sampled, per_sample = sampled_max_buckets(model, 1, 0.5, samples=2000, seed=seed, choices=CODES, blocks=(BLOCK,))
+    assert sampled == result.k and per_sample.max() == sampled
+
+
+def _between_categories_only():
+    """Inputs (group, a, b) with (a, b) one-hot over three categories (the third dropped): h = relu(group + a
+    + b - 2) is 0 at every category (a + b <= 1) and for group 0 everywhere, positive for group 1 only between
+    categories, and the margin is 10 h - 1/2: the groups fall into different buckets only at a one-hot
+    value no record has."""
+    from fairness.fixed_point import FixedPointModel, SensitiveDomain
+
+    w0 = ((ONE, ONE, ONE),)
+    b0 = (-2 << 16,)
+    w1 = ((0,), (10 * ONE,))
+    b1 = (0, -(1 << 23))  # -1/2 at 2^(3 s)
+    group = SensitiveDomain.scalar("group", 0, (0, ONE), ("a", "b"))
+    return FixedPointModel(QuantisedMLP(8, (w0, w1), (b0, b1)), (0, 0, 0), (ONE, ONE, ONE), (group,))
+
+
+def test_a_one_hot_block_is_never_read_between_its_categories():
+    model = _between_categories_only()
+    block = ((1, 2), ((ONE, 0), (0, ONE), (0, 0)))
+    kept = max_buckets(model, favourable=1, width=1.0, time_limit=60, blocks=(block,))
+    assert (kept.status, kept.k, kept.upper_bound) == (OPTIMAL, 1, 1)
+    assert tuple(int(kept.point[c] * ONE) for c in (1, 2)) in block[1]
+    # the twin: the same model searched as if its inputs were continuous reaches k = 2 between categories
+    loose = max_buckets(model, favourable=1, width=1.0, time_limit=60)
+    assert loose.k == 2 and tuple(int(loose.point[c] * ONE) for c in (1, 2)) not in block[1]
+    with pytest.raises(GlobalSearchError, match="block"):
+        max_buckets(model, favourable=1, width=1.0, blocks=(((0, 1), ((0, 0), (ONE, 0))),))  # a sensitive column

@@ -492,3 +492,86 @@ def test_a_dropped_column_is_fed_but_not_in_the_schema(frame, tmp_path):
     assert np.array_equal(model.runtime.decide(rows), pipe.predict(frame))
     message = _refused(path, facts(units={"kids": "children"}))
     assert "'kids'" in message and "does not use" in message
+
+
+# --------------------------------------------------------------------------- torch's default exporter (dynamo)
+
+
+def _opset(path) -> int:
+    return next(o.version for o in onnx.load(str(path)).opset_import if o.domain in ("", "ai.onnx"))
+
+
+def test_default_exporter_one_logit_behind_the_fitted_preprocessor(frame, preprocessor, tmp_path):
+    """torch.onnx.export(dynamo=True): opset 18+, weights as initializers named by the module, Gemm layers."""
+    X = _transformed(preprocessor, frame)
+    net = torch_network(X.shape[1], 1, hidden=(5, 3), X=X, y=binary_target(frame))
+    path = export_torch(net, X.shape[1], tmp_path / "one.onnx", dynamo=True)
+    assert _opset(path) >= 18 and "Gemm" in {n.op_type for n in onnx.load(str(path)).graph.node}
+    model = read_onnx(path, facts(), preprocessor=preprocessor)
+    assert model.network.n_classes == 2 and model.network.hidden_sizes == (5, 3)
+    _assert_agrees(model, frame, path, feeds={"x": X})
+    with torch.no_grad():
+        torch_decisions = (net(torch.tensor(X))[:, 0] > 0).numpy().astype(int)
+    assert np.array_equal(model.runtime.decide(records(frame)), torch_decisions)
+
+
+def test_default_exporter_tanh_network_is_refused_naming_its_node(frame, preprocessor, tmp_path):
+    X = _transformed(preprocessor, frame)
+    net = torch_network(X.shape[1], 1, activation=torch.nn.Tanh)
+    path = export_torch(net, X.shape[1], tmp_path / "tanh.onnx", dynamo=True)
+    (tanh,) = [n.name for n in onnx.load(str(path)).graph.node if n.op_type == "Tanh"]
+    message = _refused(path, preprocessor=preprocessor)
+    assert f"Tanh node '{tanh}'" in message and "only Relu" in message
+
+
+def test_default_exporter_per_class_logits_matmul_form_with_softmax(frame, preprocessor, tmp_path):
+    """A [N, 1, k] input: the default exporter writes MatMul + Add with pre-transposed weights (opset 20)."""
+    X = _transformed(preprocessor, frame)
+    net = torch_network(X.shape[1], 2, hidden=(5, 3), head=torch.nn.Softmax(dim=-1), X=X, y=binary_target(frame))
+    path = export_torch(net, X.shape[1], tmp_path / "two.onnx", three_d=True, dynamo=True, opset=20)
+    ops = {n.op_type for n in onnx.load(str(path)).graph.node}
+    assert {"MatMul", "Add", "Softmax"} <= ops and "Gemm" not in ops and _opset(path) == 20
+    model = read_onnx(path, facts(class_values=("bad", "good")), preprocessor=preprocessor)
+    assert model.network.n_classes == 2 and model.network.hidden_sizes == (5, 3)
+    assert model.schema.label.values == ("bad", "good")
+    _assert_agrees(model, frame, path, feeds={"x": X.reshape(len(X), 1, -1)})
+
+
+def test_default_exporter_network_wider_than_the_preprocessor_is_refused(preprocessor, tmp_path):
+    n = len(preprocessor.get_feature_names_out())
+    path = export_torch(torch_network(n + 1, 2), n + 1, tmp_path / "wide.onnx", three_d=True, dynamo=True)
+    message = _refused(path, preprocessor=preprocessor)
+    assert f"writes {n} columns, the network reads {n + 1}" in message
+
+
+def test_default_exporter_batch_norm_is_folded_and_a_fixed_batch_kept(frame, preprocessor, tmp_path):
+    """BatchNorm in eval mode: the exporter's optimiser folds it into the Gemm before; a fixed batch of 4."""
+    X = _transformed(preprocessor, frame)
+    n = X.shape[1]
+    torch.manual_seed(3)
+    net = torch.nn.Sequential(torch.nn.Linear(n, 4), torch.nn.BatchNorm1d(4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    with torch.no_grad():
+        bn = net[1]
+        bn.running_mean.normal_(), bn.running_var.uniform_(0.5, 2.0), bn.weight.normal_(), bn.bias.normal_()
+    net.eval()
+    path = export_torch(net, n, tmp_path / "bn.onnx", batch=4, dynamo=True)
+    model = read_onnx(path, facts(), preprocessor=preprocessor)
+    assert model.runtime.batch == 4 and model.network.hidden_sizes == (4,)
+    some = frame.iloc[:8]
+    ours = model.network.forward(_encoded(model, some))
+    theirs = np.vstack([onnx_logits(path, {"x": X[i:i + 4]}) for i in (0, 4)])
+    np.testing.assert_allclose(ours, theirs, atol=TOL)
+    assert np.array_equal(model.runtime.decide(records(some)), ours.argmax(axis=1))
+
+
+def test_default_exporter_network_behind_a_schema_and_its_wrong_schema(frame, binary, tmp_path):
+    schema = read_onnx(binary[1], facts()).schema
+    X = np.array([schema.encode(r) for r in records(frame)], dtype=np.float32)
+    net = torch_network(schema.n_inputs, 1, head=torch.nn.Sigmoid(), X=X, y=binary_target(frame))
+    path = export_torch(net, schema.n_inputs, tmp_path / "schema.onnx", dynamo=True)
+    model = read_onnx(path, None, schema=schema)
+    assert model.schema == schema
+    _assert_agrees(model, frame, path, feeds={"x": X})
+    wrong = schema.model_copy(update={"features": schema.features[:-1]})
+    message = _refused(path, schema=wrong)
+    assert f"takes {schema.n_inputs} inputs" in message

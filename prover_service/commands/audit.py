@@ -635,14 +635,15 @@ def run_global(args: argparse.Namespace) -> int:
     print(f"  verdict: {verdict}")
     if difference is not None:
         print("  " + describe_margin_difference(difference, names, card.feature_names,
-                                                sensitive=model.sensitive_columns))
-    sensitive = set(model.sensitive_columns)
+                                                sensitive=model.sensitive_columns,
+                                                preprocessor=workspace.artifact.preprocessor,
+                                                scale_bits=model.scale_bits))
+    pre = workspace.artifact.preprocessor
     for r in found[:3]:
-        point = ", ".join(f"{card.feature_names[j]}={float(v):.4g}" for j, v in enumerate(r.counterexample.point)
-                          if j not in sensitive)
+        point = point_text(pre, model, card.feature_names, r.counterexample.point)
         print(f"  counterexample {names[r.source]} -> {names[r.target]}: margins "
               f"{float(r.counterexample.margins[0]):+.4g} / {float(r.counterexample.margins[1]):+.4g} logits at "
-              f"({point}) [standardised units]; "
+              f"{point}; "
               + ("on the input grid too (a quantised record)" if r.counterexample.grid_point is not None
                  else "not on the input grid (rounding it changes a decision)"))
     if args.json:
@@ -655,27 +656,28 @@ def run_global(args: argparse.Namespace) -> int:
                 "source": names[r.source], "target": names[r.target], "status": r.status, "objective": r.objective,
                 "bound": r.bound, "seconds": r.seconds, "message": r.message,
                 "counterexample": None if r.counterexample is None else {
-                    "point": [str(v) for v in r.counterexample.point],
+                    **point_json(pre, model, r.counterexample.point),
                     "margins": [str(m) for m in r.counterexample.margins],
                     "decisions": [labels[d] for d in r.counterexample.decisions],
                     "grid_point": (None if r.counterexample.grid_point is None
                                    else list(r.counterexample.grid_point))}} for r in results],
-            "max_margin_difference": None if difference is None else _difference_json(difference, names)},
+            "max_margin_difference": None if difference is None else _difference_json(difference, names, pre, model)},
             indent=2))
     if args.prove:
         _prove_counterexamples(args, workspace, [r for r in found if r.counterexample.grid_point is not None], names)
     return 0
 
 
-def describe_margin_difference(difference, names: list[str], feature_names, sensitive=()) -> str:
-    """HyFair's maximum margin difference in one sentence: the value some input shows, where, and whether
-    the solver proved it the maximum (else its bound and gap)."""
+def describe_margin_difference(difference, names: list[str], feature_names, sensitive=(), preprocessor=None,
+                               scale_bits: int = 0) -> str:
+    """HyFair's maximum margin difference in one sentence: the value some input shows, where (in raw units
+    when the preprocessing says how), and whether the solver proved it the maximum (else its bound and gap)."""
     best = difference.best
     if best is None:
         return "maximum margin difference: unknown (the solver found no point in time)"
-    point = ", ".join(f"{feature_names[j]}={float(v):.4g}" for j, v in enumerate(best.point) if j not in set(sensitive))
+    point = _point_words(preprocessor, scale_bits, sensitive, feature_names, best.point)
     text = (f"maximum margin difference (HyFair; the favourable margin with {names[best.source]} minus with "
-            f"{names[best.target]}): {float(best.value):.6g} logits at ({point}) [standardised units]")
+            f"{names[best.target]}): {float(best.value):.6g} logits at {point}")
     if difference.optimal:
         return text + "; the maximum (every pair solved to a relative gap of 1e-9)"
     short = sum(not p.optimal for p in difference.pairs)
@@ -685,14 +687,41 @@ def describe_margin_difference(difference, names: list[str], feature_names, sens
                    f"{bound} logits{gap}")
 
 
-def _difference_json(difference, names: list[str]) -> dict:
+def point_text(preprocessor, model, feature_names, point) -> str:
+    """An input the audits found, its sensitive attributes left out, in raw units when the preprocessing
+    says how (`describe_inputs`), else standardised; the units named."""
+    return _point_words(preprocessor, model.scale_bits, model.sensitive_columns, feature_names, point)
+
+
+def _point_words(preprocessor, scale_bits: int, sensitive, feature_names, point) -> str:
+    from fairness.global_search import describe_inputs
+
+    raw = None if preprocessor is None else describe_inputs(preprocessor, point, scale_bits, tuple(sensitive))
+    if raw is not None:
+        return "(" + ", ".join(f"{name}={value}" for name, value in raw) + ") [raw units]"
+    shown = ", ".join(f"{feature_names[j]}={float(v):.4g}" for j, v in enumerate(point) if j not in set(sensitive))
+    return f"({shown}) [standardised units]"
+
+
+def point_json(preprocessor, model, point) -> dict:
+    """An input the audits found, for a JSON report: every model input's standardised value (exact
+    rationals as text) and, when the preprocessing says how, each non-sensitive attribute in raw units."""
+    from fairness.global_search import describe_inputs
+
+    if point is None:
+        return {"point_standardised": None, "point_raw": None}
+    raw = describe_inputs(preprocessor, point, model.scale_bits, tuple(model.sensitive_columns))
+    return {"point_standardised": [str(v) for v in point], "point_raw": None if raw is None else dict(raw)}
+
+
+def _difference_json(difference, names: list[str], preprocessor, model) -> dict:
     best = difference.best
     return {"value": None if best is None else float(best.value),
             "exact_value": None if best is None else str(best.value),
             "optimal": difference.optimal, "bound": difference.bound, "gap": difference.gap,
             "source": None if best is None else names[best.source],
             "target": None if best is None else names[best.target],
-            "point": None if best is None else [str(v) for v in best.point],
+            **point_json(preprocessor, model, None if best is None else best.point),
             "pairs": [{"source": names[p.source], "target": names[p.target],
                        "value": None if p.value is None else float(p.value), "optimal": p.optimal,
                        "bound": p.bound, "gap": p.gap, "seconds": p.seconds, "message": p.message}
@@ -703,7 +732,7 @@ def run_kdisc(args: argparse.Namespace) -> int:
     from fractions import Fraction
 
     from fairness.errors import ModelError
-    from fairness.global_search import GlobalSearchError, categorical_choices
+    from fairness.global_search import GlobalSearchError, categorical_choices, one_hot_blocks
     from fairness.k_discrimination import max_buckets, sampled_max_buckets
     from prover_service.workspace import ModelWorkspace
 
@@ -714,22 +743,23 @@ def run_kdisc(args: argparse.Namespace) -> int:
     card = workspace.card()
     lens = _lens(args, workspace, model)
     width = float(Fraction(lens.bucket_width, 1 << model.net.logit_scale_bits))
-    choices = {} if args.continuous else categorical_choices(workspace.artifact.preprocessor, model)
+    pre = workspace.artifact.preprocessor
+    choices = {} if args.continuous else categorical_choices(pre, model)
+    blocks = () if args.continuous else one_hot_blocks(pre, model)
     names = [", ".join(card.slice_labels(s)[1]) for s in range(len(card.slices()))]
     print(f"k-discrimination of {card.model_id}: {len(names)} sensitive combinations, buckets of {width:.4g} logits "
           f"of the margin of {card.architecture.class_labels[lens.favourable_class]!r}")
     try:
-        result = max_buckets(model, lens.favourable_class, width, args.time_limit, choices)
-        sampled, per_sample = sampled_max_buckets(model, lens.favourable_class, width, args.samples, choices=choices)
+        result = max_buckets(model, lens.favourable_class, width, args.time_limit, choices, blocks)
+        sampled, per_sample = sampled_max_buckets(model, lens.favourable_class, width, args.samples, choices=choices,
+                                                  blocks=blocks)
     except GlobalSearchError as exc:
         raise ModelError(str(exc)) from None
     bound = "-" if result.upper_bound is None else str(result.upper_bound)
     print(f"  MILP: k = {result.k} ({result.status}; no individual reaches more than {bound}) in "
           f"{result.seconds:.1f} s" + (f" ({result.message})" if result.message else ""))
     if result.point is not None:
-        sens = set(model.sensitive_columns)
-        point = ", ".join(f"{card.feature_names[j]}={float(v):.4g}" for j, v in enumerate(result.point) if j not in sens)
-        print(f"  at ({point}) [standardised units]: buckets " +
+        print(f"  at {point_text(pre, model, card.feature_names, result.point)}: buckets " +
               ", ".join(f"{n}: {b}" for n, b in zip(names, result.buckets)))
     hist = {k: int((per_sample == k).sum()) for k in sorted(set(per_sample.tolist()))}
     print(f"  sampling ({args.samples} points of the box): largest k {sampled}; k distribution {hist}")
@@ -742,7 +772,7 @@ def run_kdisc(args: argparse.Namespace) -> int:
             "model_id": card.model_id, "bucket_width_logits": width, "combinations": names,
             "milp": {"status": result.status, "k": result.k, "upper_bound": result.upper_bound,
                      "seconds": result.seconds, "message": result.message,
-                     "point": None if result.point is None else [str(v) for v in result.point],
+                     **point_json(pre, model, result.point),
                      "buckets": list(result.buckets)},
             "sampling": {"samples": args.samples, "largest_k": sampled, "distribution": hist},
             "rows": None if observed is None else {"data": observed[0], "individuals": observed[1],
@@ -1026,7 +1056,7 @@ def _discriminatory_seeds(model, results, queries) -> list[tuple[int, ...]]:
 
 def run_explain(args: argparse.Namespace) -> int:
     from fairness.errors import ModelError
-    from fairness.explain import describe_condition, explain
+    from fairness.explain import condition_json, describe_condition, explain
     from fairness.global_search import categorical_choices, global_search, one_hot_blocks
     from prover_service.workspace import ModelWorkspace
 
@@ -1041,7 +1071,7 @@ def run_explain(args: argparse.Namespace) -> int:
     blocks = one_hot_blocks(workspace.artifact.preprocessor, model)
     seeds = _discriminatory_seeds(model, global_search(model, favourable, args.time_limit, choices=choices,
                                                        blocks=blocks), queries)
-    result = explain(model, choices, seeds, samples=args.samples, depth=args.depth)
+    result = explain(model, choices, seeds, samples=args.samples, depth=args.depth, blocks=blocks)
     pre = workspace.artifact.preprocessor
     print(f"where {card.model_id} discriminates: {len(seeds)} discriminatory seeds, {result.samples} samples, "
           f"{result.discriminatory_share:.1%} of them with k >= 2; tree accuracy {result.tree_accuracy:.1%} "
@@ -1058,6 +1088,7 @@ def run_explain(args: argparse.Namespace) -> int:
             "model_id": card.model_id, "seeds": len(seeds), "samples": result.samples,
             "discriminatory_share": result.discriminatory_share, "tree_accuracy": result.tree_accuracy,
             "rules": [{"conditions": [describe_condition(c, pre, card.feature_names) for c in r.conditions],
+                       "conditions_standardised": [condition_json(c, pre, card.feature_names) for c in r.conditions],
                        "coverage": r.coverage, "precision": r.precision, "mean_k_difference": r.mean_k_difference}
                       for r in result.rules]}, indent=2))
     return 0
@@ -1190,7 +1221,8 @@ def run_report(args: argparse.Namespace) -> int:
     if model.net.n_classes == 2:
         from fairness.k_discrimination import max_buckets
 
-        most = max_buckets(model, favourable, width, args.time_limit, categorical_choices(artifact.preprocessor, model))
+        most = max_buckets(model, favourable, width, args.time_limit, categorical_choices(artifact.preprocessor, model),
+                           one_hot_blocks(artifact.preprocessor, model))
         bound = "unknown" if most.upper_bound is None else str(most.upper_bound)
         s.paragraphs.append(f"Over the whole domain box (one MILP over a copy of the network per combination, the "
                             f"point re-checked exactly), some individual reaches k = {most.k} ({most.status}; no "
@@ -1212,13 +1244,15 @@ def run_report(args: argparse.Namespace) -> int:
             for r in results]))
         difference = maximum_margin_difference(model, favourable, args.time_limit, choices=choices, blocks=blocks)
         gs.paragraphs.append(describe_margin_difference(difference, names, card.feature_names,
-                                                        sensitive=model.sensitive_columns) + ".")
+                                                        sensitive=model.sensitive_columns,
+                                                        preprocessor=artifact.preprocessor,
+                                                        scale_bits=model.scale_bits) + ".")
     else:
         gs.paragraphs.append("Not run: the search compares one class's margin, for two-class models.")
     sections.append(gs)
 
     seeds = _discriminatory_seeds(model, results, queries)
-    rules = explain(model, choices, seeds, samples=args.samples)
+    rules = explain(model, choices, seeds, samples=args.samples, blocks=blocks)
     ex = Section("Where it discriminates (explanations)", [
         f"{rules.samples} samples around {len(seeds)} discriminatory individuals and uniformly over the box, "
         f"{rules.discriminatory_share:.1%} with k >= 2; a depth-3 decision tree (accuracy "

@@ -5,7 +5,11 @@ column, Scaler / OneHotEncoder / LabelEncoder per column, Concat, then the
 MLP as MatMul/Add/Relu with a Sigmoid or Softmax head and the label
 post-processing), or exports a torch network alone (torch.onnx.export: Gemm
 or MatMul+Add, Relu, maybe Sigmoid/Softmax) and keeps its preprocessing in a
-fitted scikit-learn transformer.
+fitted scikit-learn transformer. Both torch exporters write that form: the
+TorchScript one (dynamo=False) and the default one (torch.export and
+onnxscript, opset 18 or later), whose optimiser folds constants, eval-mode
+BatchNorm and Dropout away and stores MatMul weights pre-transposed as
+initializers; nothing here depends on which wrote the file.
 
 The graph is read by following every tensor, in graph order, as one of:
 
