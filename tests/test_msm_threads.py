@@ -119,8 +119,6 @@ def test_native_msm_refuses_unnormalised_points_and_the_backend_falls_back():
     uses mulVec, with the same result as for the normalised points."""
     import numpy as np
 
-    from circuits.backends import mcl as mcl_module
-
     mcl = mcl_or_skip()
     kernel = _native_or_skip(mcl, mcl._g1)
     rng = random.Random(3)
@@ -133,3 +131,44 @@ def test_native_msm_refuses_unnormalised_points_and_the_backend_falls_back():
     out = mcl._g1.zero()
     assert kernel(out.ctypes.data, jacobian.ctypes.data, scalars.ctypes.data, n) == -1
     assert mcl.g1_msm(jacobian, scalars) == mcl.g1_msm(normalised, scalars)
+
+
+def test_the_native_check_is_recorded_only_when_it_passes(monkeypatch, tmp_path):
+    """A kernel that disagrees with mulVec is not used, and nothing is recorded; one that agrees is
+    recorded, and a later process (here: cleared state) with the same libraries skips the check."""
+    from circuits.backends import mcl as mcl_module
+    from circuits.backends.native import msm as native_msm
+
+    mcl = mcl_or_skip()
+    real = native_msm.load()
+    if real is None:
+        pytest.skip("native MSM kernels unavailable (no compiler)")
+    library = tmp_path / "msm-copy.so"
+    library.write_bytes(b"stands for the compiled kernel")
+
+    def wrong_g1(out, points, scalars, n):
+        status = real.g1(out, points, scalars, n)
+        mcl._g1.add(out, out, out)  # twice the sum
+        mcl._g1.normalize(out, out)
+        return status
+
+    monkeypatch.setattr(mcl_module, "_native_state", {})
+    monkeypatch.setattr(native_msm, "load", lambda: native_msm.NativeMsm(wrong_g1, real.g2, real.use_field, str(library)))
+    assert mcl_module._native_msm(mcl._g1) is None
+    assert not list(tmp_path.glob("msm-agrees-*"))
+
+    monkeypatch.setattr(mcl_module, "_native_state", {})
+    monkeypatch.setattr(native_msm, "load", lambda: native_msm.NativeMsm(real.g1, real.g2, real.use_field, str(library)))
+    assert mcl_module._native_msm(mcl._g1) is real.g1
+    assert len(list(tmp_path.glob("msm-agrees-*"))) == 1
+
+    def no_check(group, kernel):
+        raise AssertionError("checked again")
+
+    monkeypatch.setattr(mcl_module, "_native_state", {})
+    monkeypatch.setattr(mcl_module, "_native_msm_agrees", no_check)
+    assert mcl_module._native_msm(mcl._g1) is real.g1
+    library.write_bytes(b"another kernel build")  # other size: another record, so checked again
+    monkeypatch.setattr(mcl_module, "_native_state", {})
+    with pytest.raises(AssertionError, match="checked again"):
+        mcl_module._native_msm(mcl._g1)

@@ -18,9 +18,15 @@ Representations (all C-contiguous numpy arrays, handed to mcl without copies):
   key loads with numpy.frombuffer. Loading checks every limb is below Q and
   every point is on its curve (and, for G2, in the order-R subgroup).
 
-MSMs split the scalars by size (see `_msm_jobs`) and run on one thread per
-available core (ctypes releases the GIL) with large stacks, in mulVec calls of
-at most 2^17 points (mulVec's stack use grows with n; 2^18 overflows 8 MiB).
+MSMs of at least NATIVE_MSM_MIN scalars run in native/msm.c (batch-affine
+bucket sums over mcl's own structs, multiplying with mcl's generated field
+code; checked against mulVec once, see `_native_msm`): the points split in
+contiguous ranges over the threads. Otherwise, or when the kernels cannot load
+or a point is not normalised, mulVec: the scalars split by size (see
+`_msm_jobs`), one thread per available core (ctypes releases the GIL) with
+large stacks, in mulVec calls of at most 2^17 points (mulVec's stack use grows
+with n; 2^18 overflows 8 MiB). A proving key mapped from its files
+(`vector_from_own_file`) is read by either in place.
 Fixed-base multiplication (key generation) is one mclBnG*_mul per scalar,
 spread over the same threads, as is scaling a vector by one scalar (a
 phase-2 contribution). zk_dtypes' Jacobian Montgomery points have the layout
@@ -33,9 +39,11 @@ benchmarks/audit_keys.py.
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
 import threading
 from operator import index
+from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
@@ -685,7 +693,10 @@ _FIELD_CODE = ("mclBnFp_mul", "mclBnFp_sqr", "mclBnFp2_mul", "mclBnFp2_sqr")
 def _native_msm(group: "_Group"):
     """native/msm.c's MSM for `group` once it has agreed with mulVec on a sample (every scalar class:
     zero, one, minus one, small positive and negative, 64-bit, full width, a repeated point, its
-    negation, infinity); None if unavailable or disagreeing (logged once, mulVec is used then)."""
+    negation, infinity); None if unavailable or disagreeing (logged once, mulVec is used then).
+    A passed check is recorded beside the compiled library, naming both libraries' files (path,
+    size, modification time), so later processes with the same two libraries skip it: a few tens
+    of milliseconds that every short proof would pay."""
     with _native_lock:
         if group.tag in _native_state:
             return _native_state[group.tag]
@@ -697,11 +708,28 @@ def _native_msm(group: "_Group"):
                                     for name in _FIELD_CODE))
                 _native_state["field"] = True
             kernel = kernels.g1 if group.tag == "G1" else kernels.g2
-            if not _native_msm_agrees(group, kernel):
-                native_msm.log.warning("native %s MSM disagrees with mcl's mulVec; using mulVec", group.tag)
-                kernel = None
+            record = _agreement_record(kernels.path, group)
+            if record is None or not record.is_file():
+                if not _native_msm_agrees(group, kernel):
+                    native_msm.log.warning("native %s MSM disagrees with mcl's mulVec; using mulVec", group.tag)
+                    kernel = None
+                elif record is not None:
+                    try:
+                        record.write_text("agrees with mulVec\n")
+                    except OSError:
+                        pass  # checked again next time
         _native_state[group.tag] = kernel
         return kernel
+
+
+def _agreement_record(kernel_path: str, group: "_Group") -> Path | None:
+    """Where a passed check of the kernel against this mcl library is recorded (None: nowhere)."""
+    try:
+        stamps = [f"{path}|{os.stat(path).st_size}|{os.stat(path).st_mtime_ns}" for path in (kernel_path, group.lib._name)]
+    except (OSError, TypeError):
+        return None
+    key = hashlib.sha256("\n".join([*stamps, group.tag]).encode()).hexdigest()[:32]
+    return Path(kernel_path).parent / f"msm-agrees-{key}"
 
 
 def _native_msm_agrees(group: "_Group", kernel) -> bool:

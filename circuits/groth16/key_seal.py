@@ -34,7 +34,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 SEAL_FILE = "seal.json"
 SEAL_FORMAT = "fairproof-file-seal"
@@ -63,9 +63,9 @@ def write_seal(directory: str | os.PathLike[str], stamped: Sequence[str], digest
     checked in full on every use."""
     path = Path(directory)
     try:
-        document = {"format": SEAL_FORMAT, "version": SEAL_VERSION,
-                    "stamps": {name: file_stamp(path / name) for name in stamped}, "sha256": dict(digests)}
-        if stamps is not None and any(document["stamps"][name] != stamp for name, stamp in stamps.items()):
+        now = {name: file_stamp(path / name) for name in stamped}
+        document = {"format": SEAL_FORMAT, "version": SEAL_VERSION, "stamps": now, "sha256": dict(digests)}
+        if stamps is not None and any(now[name] != stamp for name, stamp in stamps.items()):
             return False
         for _ in range(RACY_TRIES):
             _write_atomically(path / SEAL_FILE, json.dumps(document, indent=1))
@@ -104,7 +104,7 @@ def remove_seal(directory: str | os.PathLike[str]) -> None:
         pass
 
 
-def _stamps_trusted(directory: Path, document: dict) -> bool:
+def _stamps_trusted(directory: Path, document: dict[str, Any]) -> bool:
     """Every stamped change time strictly before the seal file was written (see the module docstring)."""
     sealed_at = (directory / SEAL_FILE).stat().st_mtime_ns
     return all(stamp[4] < sealed_at for stamp in document["stamps"].values())

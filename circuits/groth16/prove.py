@@ -135,6 +135,7 @@ def prove(
     if isinstance(r1cs, ArrayR1CS):
         a_rows, b_rows, c_rows = backend.row_evaluations(r1cs, w_all, n)  # also checks the witness
     else:
+        assert witness_ints is not None  # `_witness_vectors` gives ints for every relation not in arrays
         a_rows, b_rows, c_rows = (backend.scalar_vector(rows) for rows in row_evaluations(r1cs, witness_ints, n))
     report("witness", 1, 3)
 

@@ -17,7 +17,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, Callable
 
 import numpy as np
 
@@ -40,7 +40,7 @@ def save_relation(directory: str | os.PathLike[str], relation: ArrayR1CS, source
     for side in SIDES:
         rows = getattr(relation, side)
         for part in PARTS:
-            _write_atomically(path / f"{side}_{part}.npy", lambda handle, a=getattr(rows, part): np.save(handle, a))
+            _write_atomically(path / f"{side}_{part}.npy", _saver(getattr(rows, part)))
     header = json.dumps({"format": FORMAT, "version": VERSION, "n_wires": relation.n_wires,
                          "n_public": relation.n_public, "n_public_outputs": relation.n_public_outputs,
                          "source_digest": source_digest}, indent=1).encode()
@@ -75,7 +75,8 @@ def map_relation(directory: str | os.PathLike[str], header: bytes, source_digest
             if start.dtype != np.int64 or wire.dtype != np.int64 or coefficient.dtype != np.uint8:
                 return None
             sides.append(SparseRows(start, wire, coefficient))
-        relation = ArrayR1CS(int(meta["n_wires"]), int(meta["n_public"]), *sides,
+        a, b, c = sides
+        relation = ArrayR1CS(int(meta["n_wires"]), int(meta["n_public"]), a, b, c,
                              n_public_outputs=int(meta["n_public_outputs"]))
         if checked:
             relation.check()
@@ -84,7 +85,12 @@ def map_relation(directory: str | os.PathLike[str], header: bytes, source_digest
     return relation
 
 
-def _write_atomically(path: Path, write) -> None:
+def _saver(array: np.ndarray) -> Callable[[BinaryIO], None]:
+    """Writes `array` in .npy format to a file handle."""
+    return lambda handle: np.save(handle, array)
+
+
+def _write_atomically(path: Path, write: Callable[[BinaryIO], object]) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:

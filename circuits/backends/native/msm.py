@@ -33,6 +33,7 @@ class NativeMsm:
     g1: Callable[..., int]
     g2: Callable[..., int]
     use_field: Callable[..., None]
+    path: str  # the library file, which a record of a passed check names
 
 
 def _bind(lib: ctypes.CDLL) -> NativeMsm:
@@ -42,7 +43,7 @@ def _bind(lib: ctypes.CDLL) -> NativeMsm:
         fn.restype = ctypes.c_int
     lib.msm_use_field.argtypes = [_P, _P, _P, _P]
     lib.msm_use_field.restype = None
-    return NativeMsm(lib.g1_msm_affine, lib.g2_msm_affine, lib.msm_use_field)
+    return NativeMsm(lib.g1_msm_affine, lib.g2_msm_affine, lib.msm_use_field, str(lib._name))
 
 
 library = NativeLibrary("msm.c", _bind, "native MSM", "using mcl's mulVec", log)
