@@ -604,7 +604,7 @@ def test_the_facts_file_is_read_strictly(tmp_path):
                        ({**good, "domains": {"age": [80, 18]}}, "domain of 'age' is empty: min 80 lies above max 18"),
                        ({**good, "domains": {"age": ["young", 80]}}, "min of the domain of 'age' must be a finite number"),
                        ({**good, "sensitive": []}, "no sensitive column named"),
-                       ({k: v for k, v in good.items() if k != "label_column"}, "decision column is not named"),
+                       ({k: v for k, v in good.items() if k != "label_column"}, "outcome column the model predicts is not named"),
                        ({**good, "class_values": ["no", "yes"], "favourable": "maybe"}, "favourable class 'maybe'"),
                        ({**good, "class_values": ["no", "yes"], "class_labels": ["x"]}, "1 class_labels for 2")]:
         (tmp_path / "bad.json").write_text(json.dumps(bad))
