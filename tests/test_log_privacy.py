@@ -109,7 +109,7 @@ def live(bank, tmp_path_factory) -> Iterator[Bank]:
     root = tmp_path_factory.mktemp("privacy-bank")
     shutil.copytree(bank.prover.workspace.root, root / "models" / DIRECTORY)
     settings = Settings(models_dir=root / "models", admin_api_key=ADMIN_KEY, workers=0,
-                        log_origin="bank.test/log", api_docs=True)
+                        log_origin="bank.test/log", api_docs=True, radius="fast")
     records = [dict(r) for r in load_dataset("german").records_test[:2]]
     with TestClient(create_app(settings), base_url=URL) as client:
         r = client.post("/v1/admin/models", json={"directory": DIRECTORY}, headers={"X-API-Key": ADMIN_KEY})

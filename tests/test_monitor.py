@@ -140,7 +140,7 @@ def live(bank, tmp_path_factory, witness_key):
     root = tmp_path_factory.mktemp("monitor-bank")
     shutil.copytree(bank.prover.workspace.root, root / "models" / DIRECTORY)
     settings = Settings(models_dir=root / "models", admin_api_key=ADMIN_KEY, workers=0,
-                        log_origin="bank.test/log", log_witnesses=witness_key[1])
+                        log_origin="bank.test/log", log_witnesses=witness_key[1], radius="fast")
     records = [dict(r) for r in load_dataset("german").records_test[:2]]
     with TestClient(create_app(settings), base_url=URL) as client:
         r = client.post("/v1/admin/models", json={"directory": DIRECTORY}, headers={"X-API-Key": ADMIN_KEY})
@@ -158,7 +158,7 @@ def private(bank, live, tmp_path_factory, witness_key):
     root = tmp_path_factory.mktemp("private-bank")
     shutil.copytree(bank.prover.workspace.root, root / "models" / DIRECTORY)
     settings = Settings(models_dir=root / "models", admin_api_key=ADMIN_KEY, workers=0, log_origin=PRIVATE_ORIGIN,
-                        log_key_file=root / "private-log-key" / "log.key", log_witnesses=witness_key[1])
+                        log_key_file=root / "private-log-key" / "log.key", log_witnesses=witness_key[1], radius="fast")
     with TestClient(create_app(settings), base_url=URL) as client:
         r = client.post("/v1/admin/models", json={"directory": DIRECTORY}, headers={"X-API-Key": ADMIN_KEY})
         assert r.status_code == 201, r.text
