@@ -10,16 +10,21 @@ Per model (dataset, hidden sizes, fair/unfair), for the first N test customers:
   proof verified, and the proved spread (public inputs) equal to the
   plaintext `fairness.spread`;
 - persistence (zero knowledge): the same buckets with the persistence lens as
-  well (delta --zk-delta, default 0.25 standardised units): constraints, and
-  prove time against the radius alone on the most common bucket; every proof
-  verified and its bounds equal to the plaintext `proved_bounds`; the status
-  of every proved counterfactual;
+  well (delta --zk-delta, default 0.25 standardised units), twice: with CROWN's
+  fixed slopes (the statement of cards made before optimised slopes) and with
+  the optimised ones (`alpha_bits`, the LP's slopes): constraints, and prove
+  time against the radius alone on the most common bucket; every proof
+  verified and its bounds equal to the plaintext `proved_bounds` of its
+  slopes; the status of every proved counterfactual, for both;
 - spread (plaintext): k and distinct decisions per customer, time per query;
 - persistence (plaintext): sound LP bounds per single-attribute flip at
-  delta 1, time per flip, status counts; linear bound propagation (CROWN, no
-  solver, what a proof states) beside it, its time and its interval width
-  over the LP's; the exact MILP optimum and the gap (LP bound to attained
-  optimum) when --exact.
+  delta 1 and at the proofs' delta, time per flip, status counts; linear bound
+  propagation beside it, with CROWN's slopes and with the optimised ones (what
+  the proofs state; `fairness.persistence.optimised_bounds`): time, interval
+  width over the LP's, the largest distance of an optimised bound from the
+  LP's (logits) and the pairs whose status (favoured, disfavoured) the LP
+  gives and the optimised bounds do not; the exact MILP optimum and the gap
+  (LP bound to attained optimum) when --exact.
 
 With --pba, PBA's group tables (`fairness.persistence_audit`) for the first
 --pba-individuals test individuals of each model at --pba-deltas.
@@ -50,8 +55,9 @@ from fairness.certificate import certify  # noqa: E402
 from fairness.datasets import load_dataset  # noqa: E402
 from fairness.fixed_point import to_fixed_point  # noqa: E402
 from fairness.persistence_audit import audit_persistence  # noqa: E402
-from fairness.persistence import (crown_bounds, exact_bounds, lp_bounds, perturbation_box,  # noqa: E402
-                                 proved_bounds, single_attribute_flips)
+from fairness.alpha_crown import DEFAULT_ALPHA_BITS  # noqa: E402
+from fairness.persistence import (INCONCLUSIVE, crown_bounds, exact_bounds, lp_bounds,  # noqa: E402
+                                  optimised_bounds, perturbation_box, proved_bounds, single_attribute_flips)
 from fairness.spread import (DEFAULT_BUCKET_WIDTH, SpreadLens, bucket_width_at, default_favourable_class,  # noqa: E402
                              spread)
 from fairness.training import load_or_train  # noqa: E402
@@ -62,6 +68,7 @@ from statement.proof_system import Groth16  # noqa: E402
 
 EPS_BITS = 16
 SALT = 0x5EED
+OPTIMISED = "radius+spread+persistence (optimised slopes)"
 
 
 def _say(text: str) -> None:
@@ -108,6 +115,7 @@ def measure(dataset: str, hidden: tuple[int, ...], variant: str, args) -> dict:
         out = {"radius": bare, "radius+spread": with_spread}
         if persistent:
             out["radius+spread+persistence"] = dataclasses.replace(with_spread, persistence_columns=tuple(numeric))
+            out[OPTIMISED] = dataclasses.replace(out["radius+spread+persistence"], alpha_bits=DEFAULT_ALPHA_BITS)
         return out
 
     buckets = Counter(bucket_sizes(c) for c in certs)
@@ -119,10 +127,12 @@ def measure(dataset: str, hidden: tuple[int, ...], variant: str, args) -> dict:
     ratio_constraints = statistics.median(s["radius+spread"] / s["radius"] for s in per_customer)
     ratio_persistence = (statistics.median(s["radius+spread+persistence"] / s["radius"] for s in per_customer)
                          if persistent else None)
+    ratio_optimised = (statistics.median(s[OPTIMISED] / s["radius+spread+persistence"] for s in per_customer)
+                       if persistent else None)
 
     # proving, on the most common bucket
     prove = None
-    proved_status: Counter = Counter()
+    proved_status: dict[str, Counter] = {"crown": Counter(), "optimised": Counter()}
     if not args.no_prove:
         (k, f), _ = buckets.most_common(1)[0]
         system = Groth16(get_backend())
@@ -150,35 +160,23 @@ def measure(dataset: str, hidden: tuple[int, ...], variant: str, args) -> dict:
                     agree[label + " spread"] += (public.spread_decisions == sp.decisions
                                                  and public.spread_buckets == sp.distinct_buckets)
                 if shape.persistence:
-                    plain = proved_bounds(model, cert.query, lens.favourable_class, numeric, zk_delta)
+                    plain = proved_bounds(model, cert.query, lens.favourable_class, numeric, zk_delta,
+                                          alpha_bits=shape.alpha_bits)
                     agree[label + " persistence"] += list(public.persistence_bounds) == plain
                     own = model.slice_points(model.query_slice(cert.query))  # one point per attribute
+                    counts = proved_status["optimised" if shape.alpha_bits else "crown"]
                     for (a, v), (lo, hi) in zip(shape.persistence_pairs, public.persistence_bounds):
                         if v != own[a]:
-                            proved_status["favoured" if lo > 0 else "disfavoured" if hi < 0 else "inconclusive"] += 1
+                            counts["favoured" if lo > 0 else "disfavoured" if hi < 0 else "inconclusive"] += 1
         base = statistics.median(times["radius"])
         prove = {"bucket": f"k{k}-f{f}", "customers": len(times["radius"]),
                  "median_s": {label: statistics.median(v) for label, v in times.items()},
                  "ratio": {label: statistics.median(v) / base for label, v in times.items()},
                  "proved_equals_plaintext": dict(agree)}
 
-    # persistence, plaintext
-    statuses, gaps, lp_times, crown_times, widths = Counter(), [], [], [], []
-    for q in queries:
-        box = perturbation_box(model, q, numeric, Fraction(1))
-        for flip in single_attribute_flips(model, q):
-            t = time.perf_counter()
-            b = lp_bounds(model, lens.favourable_class, flip, box)
-            lp_times.append(time.perf_counter() - t)
-            statuses[b.status] += 1
-            t = time.perf_counter()
-            c = crown_bounds(model, lens.favourable_class, flip, box)
-            crown_times.append(time.perf_counter() - t)
-            if b.upper > b.lower:
-                widths.append(float((c.upper - c.lower) / (b.upper - b.lower)))
-            if args.exact:
-                low, high = exact_bounds(model, lens.favourable_class, flip, box)
-                gaps.append(float(low - b.lower) + float(b.upper - high))
+    # persistence, plaintext: at delta 1 (the table's) and at the proofs' delta
+    plain_persistence = {str(d): plaintext_persistence(model, lens, queries, numeric, Fraction(d), args.exact)
+                         for d in ("1", args.zk_delta)}
     pba = None
     if args.pba:
         more = []
@@ -203,6 +201,7 @@ def measure(dataset: str, hidden: tuple[int, ...], variant: str, args) -> dict:
                   f"inconclusive {g.share(g.inconclusive):6.1%}", flush=True)
     return {
         "pba": pba,
+        "persistence_plaintext": plain_persistence,
         "model": name, "customers": len(queries),
         "k_distribution": dict(Counter(s.distinct_buckets for s in spreads)),
         "decision_changes": sum(s.distinct_decisions > 1 for s in spreads),
@@ -213,20 +212,65 @@ def measure(dataset: str, hidden: tuple[int, ...], variant: str, args) -> dict:
         "persistence_constraint_ratio_median": ratio_persistence,
         "persistence_added_constraints_median": (statistics.median(
             s["radius+spread+persistence"] - s["radius+spread"] for s in per_customer) if persistent else None),
-        "zk_delta": args.zk_delta, "proved_persistence_status": dict(proved_status),
+        "optimised_over_crown_lens_constraints_median": ratio_optimised,
+        "optimised_added_constraints_median": (statistics.median(
+            s[OPTIMISED] - s["radius+spread+persistence"] for s in per_customer) if persistent else None),
+        "zk_delta": args.zk_delta, "proved_persistence_status": {k: dict(v) for k, v in proved_status.items()},
         "prove": prove,
-        "persistence": {"delta": 1, "flips": sum(statuses.values()), "status": dict(statuses),
-                        "lp_ms_median": statistics.median(lp_times) * 1000 if lp_times else None,
-                        "gap_median": statistics.median(gaps) if gaps else None,
-                        "crown_ms_median": statistics.median(crown_times) * 1000 if crown_times else None,
-                        "crown_over_lp_width_median": statistics.median(widths) if widths else None},
+        "persistence": plain_persistence["1"],
     }
+
+
+def plaintext_persistence(model, lens, queries, numeric, delta: Fraction, exact: bool) -> dict:
+    """LP, CROWN and optimised bounds of every single-attribute flip of the customers at delta."""
+    statuses, gaps, lp_times, crown_times, opt_times, widths, opt_widths = Counter(), [], [], [], [], [], []
+    off_lp, missed = [], 0
+    for q in queries:
+        box = perturbation_box(model, q, numeric, delta)
+        for flip in single_attribute_flips(model, q):
+            t = time.perf_counter()
+            b = lp_bounds(model, lens.favourable_class, flip, box)
+            lp_times.append(time.perf_counter() - t)
+            statuses[b.status] += 1
+            t = time.perf_counter()
+            c = crown_bounds(model, lens.favourable_class, flip, box)
+            crown_times.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            o, _, _ = optimised_bounds(model, lens.favourable_class, flip, box, DEFAULT_ALPHA_BITS)
+            opt_times.append(time.perf_counter() - t)
+            off_lp.append(float(max(b.lower - o.lower, o.upper - b.upper)))
+            missed += b.status != INCONCLUSIVE and o.status != b.status
+            if b.upper > b.lower:
+                widths.append(float((c.upper - c.lower) / (b.upper - b.lower)))
+                opt_widths.append(float((o.upper - o.lower) / (b.upper - b.lower)))
+            if exact:
+                low, high = exact_bounds(model, lens.favourable_class, flip, box)
+                gaps.append(float(low - b.lower) + float(b.upper - high))
+    return {"delta": str(delta), "flips": sum(statuses.values()), "status": dict(statuses),
+            "lp_ms_median": statistics.median(lp_times) * 1000 if lp_times else None,
+            "gap_median": statistics.median(gaps) if gaps else None,
+            "crown_ms_median": statistics.median(crown_times) * 1000 if crown_times else None,
+            "crown_over_lp_width_median": statistics.median(widths) if widths else None,
+            "optimised_ms_median": statistics.median(opt_times) * 1000 if opt_times else None,
+            "optimised_over_lp_width_median": statistics.median(opt_widths) if opt_widths else None,
+            "optimised_off_lp_max": max(off_lp) if off_lp else None,
+            "status_missed_by_optimised": missed}
 
 
 def _print_row(r: dict) -> None:
     p = r["prove"] or {}
     times = " -> ".join(f"{s:.2f}s" for s in p.get("median_s", {}).values())
     ratios = ", ".join(f"{label} x{v:.3f}" for label, v in p.get("ratio", {}).items() if label != "radius")
+    for d, pp in r["persistence_plaintext"].items():
+        print(f"{r['model']:<20} persistence at delta {d}: {pp['flips']} flips, LP {pp['status']}; width over the "
+              f"LP's: CROWN {pp['crown_over_lp_width_median'] or float('nan'):.3f}, optimised "
+              f"{pp['optimised_over_lp_width_median'] or float('nan'):.5f}; optimised at most "
+              f"{pp['optimised_off_lp_max'] or 0:.2e} logits from the LP, statuses missed "
+              f"{pp['status_missed_by_optimised']}; ms LP {pp['lp_ms_median'] or 0:.1f} CROWN "
+              f"{pp['crown_ms_median'] or 0:.1f} optimised {pp['optimised_ms_median'] or 0:.1f}", flush=True)
+    if r["optimised_over_crown_lens_constraints_median"] is not None:
+        print(f"{r['model']:<20} optimised slopes: x{r['optimised_over_crown_lens_constraints_median']:.4f} constraints "
+              f"(+{r['optimised_added_constraints_median']:.0f}) over CROWN's lens", flush=True)
     pers = r["persistence"]
     text = (f"{r['model']:<20} constraints spread x{r['constraint_ratio_median']:.4f} "
             f"(+{r['added_constraints_median']:.0f})")

@@ -184,6 +184,9 @@ class BucketShape(_Frozen):
     radius: RadiusKind = FAST_RADIUS  # the minimality the statement proves: what eps is (see the module docstring)
     # The statement covers one slice, named by its last public input; a certificate is one proof per slice.
     per_slice: bool = False
+    # Optimised lower relaxation slopes a / 2^alpha_bits (statement.relaxation) in the bound radius and the
+    # persistence lens; 0: the fixed ones.
+    alpha_bits: int = Field(default=0, ge=0, le=16)
 
     @model_validator(mode="after")
     def _per_slice_exact(self) -> "BucketShape":
@@ -198,6 +201,8 @@ class BucketShape(_Frozen):
             data.pop("radius", None)  # fast shapes keep the spelling (and digests) they had before exact ones
         if not self.per_slice:
             data.pop("per_slice", None)  # and whole ones the spelling they had before per-slice ones
+        if not self.alpha_bits:
+            data.pop("alpha_bits", None)  # and fixed slopes the spelling they had before optimised ones
         return data
 
 
@@ -538,6 +543,7 @@ class ModelCard(_Frozen):
             **({"favourable_class": self.favourable_class} if self.favourable_class is not None else {}),
             **({"persistence_columns": list(self.persistence.columns)} if self.persistence is not None else {}),
             **({"sensitive_widths": list(self.sensitive_widths)} if any(w > 1 for w in self.sensitive_widths) else {}),
+            **({"alpha_bits": bucket.shape.alpha_bits} if bucket.shape.alpha_bits else {}),
         }
 
     @property

@@ -33,16 +33,25 @@ sound in exact arithmetic; it is never above the exact radius, and usually below
 
 The search runs the same propagation in float64 (numpy, all neurons of a layer at once) and confirms
 its answer exactly; the certificate's eps is always one the exact bound proves.
+
+Optimised slopes (alpha_bits > 0, the default): relu(z) >= alpha z holds for every real z and every alpha
+in [0, 1], so each bounded quantity (every neuron's lower and upper bound of layers >= 1, every margin) may
+take a slope of its own for every neuron below it, whatever that neuron's bounds. `radius_search` starts
+from CROWN's radius and slopes, optimises the slopes (`fairness.alpha_crown`, dyadic at 2^-alpha_bits),
+moves eps to the largest they prove, and repeats; every candidate is confirmed in exact integers. Its slopes
+are what a proof's witness holds.
 """
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Callable, Sequence
 
 import numpy as np
 
+from .alpha_crown import DEFAULT_ALPHA_BITS, SlicePlan, Slopes, float_margins, model_key, optimise_plans
 from .certificate import Certificate
 from .errors import CertificationError
 from .fixed_point import FixedPointModel
@@ -145,12 +154,17 @@ class _InputSet:
 
 
 def _back_substitute(model: FixedPointModel, rows: list[list[int]], consts: list[int], top: int,
-                     layers: Sequence[LayerBounds]) -> tuple[list[list[int]], list[int]]:
+                     layers: Sequence[LayerBounds], slopes: Slopes | None = None,
+                     bits: int = 0) -> tuple[list[list[int]], list[int]]:
     """Linear forms on h_{top-1} (the output of hidden layer top-1; `rows` . h + consts) to forms on the
-    input whose values, for every x of the set, are <= 2^(16 top) times theirs."""
+    input whose values, for every x of the set, are <= 2^(16 top) times theirs. `slopes` (one tuple per layer
+    below, a / 2^bits each): the lower slopes of every neuron, whatever its bounds (relu(z) >= alpha z for
+    any alpha in [0, 1]); None: CROWN's."""
     net = model.net
     for k in range(top - 1, -1, -1):
         a_slope, t_slope, offset = layers[k].slopes()
+        if slopes is not None:
+            a_slope = tuple(a << (RELAXATION_SLOPE_BITS - bits) for a in slopes[k])
         w, b = net.weights[k], net.biases[k]
         mapped, new_consts = [], []
         for row, c in zip(rows, consts):
@@ -167,17 +181,19 @@ def _form_of_layer(model: FixedPointModel, k: int, i: int, sign: int) -> tuple[l
     return [sign * v for v in model.net.weights[k][i]], sign * model.net.biases[k][i]
 
 
-def layer_bounds(model: FixedPointModel, inputs: _InputSet) -> list[LayerBounds]:
-    """Pre-activation bounds of every hidden layer over the input set, layer by layer."""
+def layer_bounds(model: FixedPointModel, inputs: _InputSet, plan: SlicePlan | None = None) -> list[LayerBounds]:
+    """Pre-activation bounds of every hidden layer over the input set, layer by layer (with the plan's
+    slopes for layers >= 1, else CROWN's)."""
     out: list[LayerBounds] = []
     for k in range(len(model.net.hidden_sizes)):
         lower, upper = [], []
         scale = (inputs.eps_bits + RELAXATION_SLOPE_BITS * k)
         for i in range(model.net.hidden_sizes[k]):
             bounds = []
-            for sign in (1, -1):
+            for side, sign in enumerate((1, -1)):
                 row, c = _form_of_layer(model, k, i, sign)
-                rows, consts = _back_substitute(model, [row], [c], k, out)
+                slopes = plan.neurons[k - 1][i][side] if plan is not None and k else None
+                rows, consts = _back_substitute(model, [row], [c], k, out, slopes, plan.bits if plan else 0)
                 bounds.append(inputs.minimum_scaled(rows[0], consts[0]))
             lower.append(bounds[0] >> scale)  # floor
             upper.append(-((bounds[1]) >> scale))  # -floor(-UB) = ceil(UB)
@@ -186,26 +202,41 @@ def layer_bounds(model: FixedPointModel, inputs: _InputSet) -> list[LayerBounds]
 
 
 def margin_lower_bounds(model: FixedPointModel, x: Sequence[int], decision: int, eps: int,
-                        eps_bits: int) -> dict[int, int]:
+                        eps_bits: int, plan: SlicePlan | None = None) -> dict[int, int]:
     """Per class j != decision, an integer <= 2^(t + 16 L) min (z_y - z_j) over the set around x (x's own
-    sensitive values fix the slice): positive for every j means eps = E / 2^t is certified on this slice."""
+    sensitive values fix the slice): positive for every j means eps = E / 2^t is certified on this slice.
+    `plan`: the slice's optimised lower slopes (None: CROWN's)."""
     inputs = _InputSet(model, x, eps, eps_bits)
-    layers = layer_bounds(model, inputs)
+    layers = layer_bounds(model, inputs, plan)
     w, b = model.net.weights[-1], model.net.biases[-1]
     out = {}
     for j in range(len(w)):
         if j == decision:
             continue
         row = [wy - wj for wy, wj in zip(w[decision], w[j])]
-        rows, consts = _back_substitute(model, [row], [b[decision] - b[j]], len(layers), layers)
+        slopes = plan.margins[j] if plan is not None else None
+        rows, consts = _back_substitute(model, [row], [b[decision] - b[j]], len(layers), layers, slopes,
+                                        plan.bits if plan else 0)
         out[j] = inputs.minimum_scaled(rows[0], consts[0])
     return out
 
 
-def certifies(model: FixedPointModel, query: Sequence[int], decision: int, eps: int, eps_bits: int) -> bool:
-    """Exactly: every margin bound of every slice is positive at eps = E / 2^t."""
-    return all(v > 0 for s in model.slices()
-               for v in margin_lower_bounds(model, model.with_slice(query, s), decision, eps, eps_bits).values())
+def plans_certify(model: FixedPointModel, query: Sequence[int], decision: int, eps: int, eps_bits: int,
+                  plans: Sequence[SlicePlan] | None) -> bool:
+    """Exactly: every margin bound of every slice is positive at eps = E / 2^t with these slopes (one plan
+    per slice; None: CROWN's)."""
+    slices = model.slices()
+    return all(v > 0 for i, s in enumerate(slices)
+               for v in margin_lower_bounds(model, model.with_slice(query, s), decision, eps, eps_bits,
+                                            plans[i] if plans is not None else None).values())
+
+
+def certifies(model: FixedPointModel, query: Sequence[int], decision: int, eps: int, eps_bits: int,
+              alpha_bits: int = DEFAULT_ALPHA_BITS) -> bool:
+    """Exactly: every margin bound of every slice is positive at eps = E / 2^t, with the slopes a proof of a
+    statement with `alpha_bits` takes (those `radius_search` found for the query; 0: CROWN's)."""
+    plans = radius_search(model, query, eps_bits, alpha_bits).plans if alpha_bits else None
+    return plans_certify(model, query, decision, eps, eps_bits, plans)
 
 
 # ------------------------------------------------------------------------------------ float propagation
@@ -277,18 +308,62 @@ def _largest(passes: Callable[[int], bool], low: int, high: int) -> int:
     return low
 
 
-def bound_certificate(model: FixedPointModel, query: Sequence[int], *, eps_bits: int = 16) -> BoundCertificate:
-    """The bound-radius certificate of `query` (integers at the model's scale, inside the box)."""
+@dataclass(frozen=True)
+class RadiusSearch:
+    """What the search finds for a query: eps = E / 2^eps_bits (0 for a flip) and the slopes that prove it (one
+    plan per slice; None: CROWN's, or a flip)."""
+
+    decision: int
+    eps: int
+    status: str
+    flip_slice: int | None = None
+    plans: tuple[SlicePlan, ...] | None = None
+
+
+_SEARCHES: OrderedDict = OrderedDict()
+_KEPT = 32
+
+
+def radius_search(model: FixedPointModel, query: Sequence[int], eps_bits: int = 16,
+                  alpha_bits: int = DEFAULT_ALPHA_BITS) -> RadiusSearch:
+    """The bound radius of `query` and the slopes that prove it (`alpha_bits` bits; 0: CROWN's).
+
+    Deterministic: a prover's circuit runs it again for the query it proves and takes its slopes (kept in
+    memory, as the certificate and then its proof ask for the same search)."""
+    query = tuple(int(v) for v in query)
+    key = (model_key(model), query, eps_bits, alpha_bits)
+    if key in _SEARCHES:
+        _SEARCHES.move_to_end(key)
+        return _SEARCHES[key]
+    found = _search(model, query, eps_bits, alpha_bits)
+    _SEARCHES[key] = found
+    while len(_SEARCHES) > _KEPT:
+        _SEARCHES.popitem(last=False)
+    return found
+
+
+def bound_certificate(model: FixedPointModel, query: Sequence[int], *, eps_bits: int = 16,
+                      alpha_bits: int = DEFAULT_ALPHA_BITS) -> BoundCertificate:
+    """The bound-radius certificate of `query` (integers at the model's scale, inside the box), with the
+    optimised slopes of `alpha_bits` bits (`fairness.alpha_crown`; 0: CROWN's, what statements without
+    optimised slopes prove)."""
     query = tuple(int(v) for v in query)
     if len(query) != model.net.n_inputs or not model.in_box(query):
         raise CertificationError("the query must have one value per input, inside the domain box")
+    found = radius_search(model, query, eps_bits, alpha_bits)
+    cap = eps_cap(model, eps_bits)
+    return BoundCertificate(query, found.decision, found.eps, eps_bits, found.status,
+                            capped=found.status == CERTIFIED and found.eps == cap, flip_slice=found.flip_slice)
+
+
+def _search(model: FixedPointModel, query: tuple[int, ...], eps_bits: int, alpha_bits: int) -> RadiusSearch:
     net = model.net
     y = net.decision(query)
     slices = model.slices()
     for index, s in enumerate(slices):
         z = net.logits(model.with_slice(query, s))
         if any(z[j] >= z[y] for j in range(len(z)) if j != y):  # another decision, or a tie, at eps 0
-            return BoundCertificate(query, y, 0, eps_bits, FLIP, flip_slice=index)
+            return RadiusSearch(y, 0, FLIP, flip_slice=index)
     cap = eps_cap(model, eps_bits)
     fnet = _FloatNet(model)
     points = [np.array(model.with_slice(query, s), dtype=float) / (1 << model.scale_bits) for s in slices]
@@ -298,11 +373,66 @@ def bound_certificate(model: FixedPointModel, query: Sequence[int], *, eps_bits:
         return all(bool(np.all(fnet.margins(p, y, eps) > 0)) for p in points)
 
     def exact_passes(e: int) -> bool:
-        return certifies(model, query, y, e, eps_bits)
+        return plans_certify(model, query, y, e, eps_bits, None)
 
     guess = cap if float_passes(cap) else _largest(float_passes, 0, cap)
     if exact_passes(guess):
         eps = guess
     else:  # float was optimistic: the exact bound decides, by bisection below the guess
         eps = _largest(exact_passes, 0, guess - 1) if guess > 0 else 0
-    return BoundCertificate(query, y, eps, eps_bits, CERTIFIED, capped=eps == cap)
+    if not alpha_bits:
+        return RadiusSearch(y, eps, CERTIFIED)
+    eps, plans = _optimised_radius(model, query, y, eps, eps_bits, alpha_bits, cap)
+    return RadiusSearch(y, eps, CERTIFIED, plans=plans)
+
+
+SEARCH_ROUNDS = 6  # slopes optimised at E carry the bound to some E' > E, where they are optimised again
+
+
+def _optimised_radius(model: FixedPointModel, query: Sequence[int], y: int, crown_eps: int, eps_bits: int,
+                      bits: int, cap: int) -> tuple[int, tuple[SlicePlan, ...]]:
+    """(E, slopes) with E as large as found at which the slopes prove every margin positive in exact
+    integers; never below CROWN's radius `crown_eps`.
+
+    Slopes stay sound at every eps, and with slopes fixed the bound falls as eps grows, so the largest eps
+    some slopes prove (float bisection) is where to optimise next, from those slopes: each round moves E up
+    until the slopes found there carry it no further. Candidates are checked exactly, largest first; the
+    slopes optimised at CROWN's radius start from CROWN's own and keep the best, so they prove it too
+    (down to the largest eps they prove exactly, if rounding cost the last step)."""
+
+    def passes(e: int, plans: Sequence[SlicePlan]) -> bool:
+        return all(bool(np.all(m > 0)) for m in float_margins(model, query, y, e / (1 << eps_bits), plans))
+
+    first = optimise_plans(model, query, y, crown_eps, eps_bits, bits)
+    candidates, e, plans = [], crown_eps, first
+    for round in range(SEARCH_ROUNDS):
+        if not passes(e, plans):
+            break
+        reach = cap if passes(cap, plans) else _largest(lambda v: passes(v, plans), e, cap)
+        if reach <= e:
+            break
+        candidates.append((e, reach, plans))  # from where the slopes were found to the largest eps they prove
+        if round + 1 < SEARCH_ROUNDS and reach < cap:
+            e, plans = reach, optimise_plans(model, query, y, reach, eps_bits, bits, warm=plans)
+    for start, reach, plans in reversed(candidates):
+        found = _largest_below(lambda v: plans_certify(model, query, y, v, eps_bits, plans), start, reach)
+        if found is not None and found > crown_eps:
+            return found, plans
+    own = lambda v: plans_certify(model, query, y, v, eps_bits, first)  # noqa: E731  (monotone in eps)
+    if own(crown_eps):
+        return crown_eps, first
+    return (_largest(own, 0, crown_eps - 1) if crown_eps > 0 else 0), first
+
+
+def _largest_below(passes: Callable[[int], bool], low: int, high: int) -> int | None:
+    """The largest E in [low, high] with passes(E) (monotone), None if none: galloping down from high (the
+    float search's reach, which the exact bound misses by a hair when it misses it), then bisection."""
+    step, failed = 1, high + 1
+    probe = high
+    while not passes(probe):
+        failed = probe
+        if probe == low:
+            return None
+        probe = max(low, high - step)
+        step *= 2
+    return _largest(passes, probe, failed - 1)

@@ -27,6 +27,12 @@ Three ways to bound min/max g:
   form, every relaxation slope a dyadic rounded outward; exact rationals, no
   solver, never tighter than the LP (it is one dual-feasible point of it). The
   form a proof in integers would check.
+- `optimised_bounds`: the same propagation with a lower slope alpha in [0, 1]
+  per (bound, copy, neuron) instead of CROWN's rule (relu(z) >= alpha z holds
+  everywhere, so any is sound), read off the LP's dual (`lp_slopes`; polished by
+  gradient ascent where that dual is not one back-substitution can express):
+  the LP's bound to within the slopes' rounding, in exact rationals, no solver
+  needed to check it. What a proof with optimised slopes states.
 - `exact_bounds` / `exact_extremes`: the same two-copy network as a MILP (big-M
   per unstable ReLU, exact on the box), solved by HiGHS to a relative gap of
   1e-9 (`fairness.milp`; its default 1e-4 stops a thousandth of a logit short
@@ -213,6 +219,7 @@ class _Program:
     free: list[int]  # the shared input variables, in column order
     free_columns: list[int]
     constant: Fraction  # g = c.x + constant
+    neurons: list[tuple[int, int, int]]  # per unstable entry: (copy: 0 own, 1 target; hidden layer; neuron)
 
 
 def _program(model: FixedPointModel, favourable_class: int, flip: Flip, box: Box) -> _Program:
@@ -234,7 +241,8 @@ def _program(model: FixedPointModel, favourable_class: int, flip: Flip, box: Box
     unstable: list = []
     c_terms: dict[int, Fraction] = {}
     constant = Fraction(0)
-    for copy, sign in ((slices[flip.source], 1), (slices[flip.target], -1)):
+    neurons: list = []
+    for copy_index, (copy, sign) in enumerate(((slices[flip.source], 1), (slices[flip.target], -1))):
         base = [Fraction(v, one) for v in _fixed_input(model, box, copy)]
         lo_in = [Fraction(box.lower[j], one) if j in free_columns else base[j] for j in range(len(base))]
         hi_in = [Fraction(box.upper[j], one) if j in free_columns else base[j] for j in range(len(base))]
@@ -244,9 +252,9 @@ def _program(model: FixedPointModel, favourable_class: int, flip: Flip, box: Box
         for j in range(len(base)):
             prev.append(({free[free_columns.index(j)]: Fraction(1)}, Fraction(0)) if j in free_columns
                         else ({}, base[j]))
-        for (w, b), (zl, zh) in zip(zip(net.hidden, net.hidden_biases), bounds):
+        for layer_index, ((w, b), (zl, zh)) in enumerate(zip(zip(net.hidden, net.hidden_biases), bounds)):
             layer = []
-            for row, bi, l, u in zip(w, b, zl, zh):
+            for neuron, (row, bi, l, u) in enumerate(zip(w, b, zl, zh)):
                 terms: dict[int, Fraction] = {}
                 const = bi
                 for wi, (pt, pc) in zip(row, prev):
@@ -268,6 +276,7 @@ def _program(model: FixedPointModel, favourable_class: int, flip: Flip, box: Box
                     slope = u / (u - l)
                     ub.append(({post: Fraction(1), pre: -slope}, -slope * l))  # post <= u (pre - l) / (u - l)
                     unstable.append((pre, post, l, u))
+                    neurons.append((copy_index, layer_index, neuron))
                     layer.append(({post: Fraction(1)}, Fraction(0)))
             prev = layer
         for a, (pt, pc) in zip(net.margin_row, prev):
@@ -277,7 +286,7 @@ def _program(model: FixedPointModel, favourable_class: int, flip: Flip, box: Box
         constant += sign * net.margin_bias
     n = len(lower)
     c = [c_terms.get(v, Fraction(0)) for v in range(n)]
-    return _Program(n, c, ub, eq, lower, upper, unstable, free, free_columns, constant)
+    return _Program(n, c, ub, eq, lower, upper, unstable, free, free_columns, constant, neurons)
 
 
 def _fixed_input(model: FixedPointModel, box: Box, slice_values: Sequence[int]) -> list[int]:
@@ -318,7 +327,7 @@ def _dual_bound(prog: _Program, c: list[Fraction], lam: Sequence[float], nu: Seq
     return total
 
 
-def _lp_min(prog: _Program, c: list[Fraction]) -> Fraction:
+def _lp_solve(prog: _Program, c: list[Fraction]):
     from scipy.optimize import linprog
 
     a_ub, b_ub = _matrices(prog, prog.ub)
@@ -327,8 +336,13 @@ def _lp_min(prog: _Program, c: list[Fraction]) -> Fraction:
                   bounds=list(zip(map(float, prog.lower), map(float, prog.upper))), method="highs")
     if res.status != 0:
         raise PersistenceError(f"the relaxation LP did not solve: {res.message}")
-    lam = -res.ineqlin.marginals if a_ub is not None else []  # scipy: marginals <= 0 for <= rows
-    nu = -res.eqlin.marginals if a_eq is not None else []
+    return res
+
+
+def _lp_min(prog: _Program, c: list[Fraction]) -> Fraction:
+    res = _lp_solve(prog, c)
+    lam = -res.ineqlin.marginals if prog.ub else []  # scipy: marginals <= 0 for <= rows
+    nu = -res.eqlin.marginals if prog.eq else []
     return _dual_bound(prog, c, lam, nu)
 
 
@@ -429,20 +443,22 @@ def _floor_dyadic(x: Fraction, bits: int) -> Fraction:
 
 
 def _backward_lower(model: FixedPointModel, net: "_Net", flip: Flip, box: Box, sign: int,
-                    slope_bits: int) -> Fraction:
+                    slope_bits: int, slopes: "PairSlopes | None" = None) -> Fraction:
     """A lower bound on sign * g over the box by back-substitution (CROWN), both copies into one
     linear function of the shared inputs, minimised over the box in closed form.
 
     Per unstable neuron (l < 0 < u) with coefficient a on its output y: a >= 0 takes y >= alpha x
     (alpha = 1 if u >= -l else 0), a < 0 takes y <= t (x - l) with t >= u / (u - l) rounded up to
-    2^-slope_bits (a line through (l, 0) at least that steep lies above ReLU on [l, u]). Every
-    relaxation is valid, so the bound is, in exact rationals, whatever the slopes."""
+    2^-slope_bits (a line through (l, 0) at least that steep lies above ReLU on [l, u]). `slopes`: every
+    neuron's alpha instead (a / 2^bits, per copy, any neuron: y >= alpha x holds for every alpha in
+    [0, 1]). Every relaxation is valid, so the bound is, in exact rationals, whatever the slopes."""
     one = 1 << model.scale_bits
     slices = model.slices()
     free = [j for j in range(len(box.lower)) if box.lower[j] != box.upper[j]]
     shared = {j: Fraction(0) for j in free}
     constant = Fraction(0)
-    for values, copy_sign in ((slices[flip.source], sign), (slices[flip.target], -sign)):
+    for copy, (values, copy_sign) in enumerate(((slices[flip.source], sign), (slices[flip.target], -sign))):
+        own_slopes = None if slopes is None else slopes.copies[copy]
         x_fixed = [Fraction(v, one) for v in _fixed_input(model, box, values)]
         lo_in = [Fraction(box.lower[j], one) if j in free else x_fixed[j] for j in range(len(x_fixed))]
         hi_in = [Fraction(box.upper[j], one) if j in free else x_fixed[j] for j in range(len(x_fixed))]
@@ -452,8 +468,10 @@ def _backward_lower(model: FixedPointModel, net: "_Net", flip: Flip, box: Box, s
         for layer in range(len(net.hidden) - 1, -1, -1):
             zl, zh = bounds[layer]
             pre = []
-            for a, l, u in zip(coef, zl, zh):
-                if l >= 0:
+            for neuron, (a, l, u) in enumerate(zip(coef, zl, zh)):
+                if a >= 0 and own_slopes is not None:
+                    pre.append(a * Fraction(own_slopes[layer][neuron], 1 << slopes.bits))
+                elif l >= 0:
                     pre.append(a)
                 elif u <= 0:
                     pre.append(Fraction(0))
@@ -485,6 +503,117 @@ def crown_bounds(model: FixedPointModel, favourable_class: int, flip: Flip, box:
     return Bounds(low, high, "crown")
 
 
+@dataclass(frozen=True)
+class PairSlopes:
+    """Lower relaxation slopes a / 2^bits of one bound (one sign) of one pair: per copy (0: the query's own
+    values, 1: the counterfactual's), per hidden layer, one per neuron."""
+
+    bits: int
+    copies: tuple[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...]]
+
+    def flat(self) -> list[int]:
+        """Own copy then counterfactual, layer by layer: the circuit's order."""
+        return [a for copy in self.copies for layer in copy for a in layer]
+
+
+def _copy_boxes(model: FixedPointModel, net: "_Net", flip: Flip, box: Box):
+    """Per copy (own, counterfactual): its input box (Fractions, sensitive columns at the copy's values) and the
+    interval pre-activation bounds of its hidden layers."""
+    one = 1 << model.scale_bits
+    slices = model.slices()
+    free = {j for j in range(len(box.lower)) if box.lower[j] != box.upper[j]}
+    out = []
+    for values in (slices[flip.source], slices[flip.target]):
+        x_fixed = [Fraction(v, one) for v in _fixed_input(model, box, values)]
+        lo_in = [Fraction(box.lower[j], one) if j in free else x_fixed[j] for j in range(len(x_fixed))]
+        hi_in = [Fraction(box.upper[j], one) if j in free else x_fixed[j] for j in range(len(x_fixed))]
+        out.append((lo_in, hi_in, net.interval_bounds(lo_in, hi_in)))
+    return out
+
+
+def crown_slopes(model: FixedPointModel, favourable_class: int, flip: Flip, box: Box, bits: int) -> PairSlopes:
+    """CROWN's slopes as a / 2^bits: 1 for active neurons and unstable ones with u >= -l, else 0."""
+    top = 1 << bits
+    copies = [tuple(tuple(top if l >= 0 or (u > 0 and u >= -l) else 0 for l, u in zip(zl, zh)) for zl, zh in bounds)
+              for _, _, bounds in _copy_boxes(model, _Net(model, favourable_class), flip, box)]
+    return PairSlopes(bits, (copies[0], copies[1]))
+
+
+def best_slopes(model: FixedPointModel, favourable_class: int, flip: Flip, box: Box, sign: int, bits: int,
+                slope_bits: int = SLOPE_BITS) -> tuple[PairSlopes, Fraction]:
+    """The slopes that bound sign * g best, with that bound (exact rationals): the LP's dual (`lp_slopes`),
+    which reaches the LP's optimum wherever its dual is in back-substitution's form; where it is not (a
+    neuron at a corner of its triangle, priced on both its lower and its upper side), gradient ascent from
+    the better of the dual's and CROWN's slopes (`fairness.alpha_crown.polish_pair_slopes`). Every candidate
+    is bounded exactly and the best kept."""
+    net = _Net(model, favourable_class)
+    dual, optimum = lp_slopes(model, favourable_class, flip, box, sign, bits)
+    found = [(_backward_lower(model, net, flip, box, sign, slope_bits, dual), dual)]
+    if float(found[0][0]) < optimum - POLISH_BELOW:
+        crown = crown_slopes(model, favourable_class, flip, box, bits)
+        found.append((_backward_lower(model, net, flip, box, sign, slope_bits, crown), crown))
+        start = max(found, key=lambda f: f[0])[1]
+        found.append(_polished(model, net, flip, box, sign, start, slope_bits))
+    bound, slopes = max(found, key=lambda f: f[0])
+    return slopes, bound
+
+
+POLISH_BELOW = 1e-4  # logits: a dual bound this close to the LP's optimum (rounding costs ~1e-5) needs no polish
+
+
+def _polished(model: FixedPointModel, net: "_Net", flip: Flip, box: Box, sign: int, start: PairSlopes,
+              slope_bits: int) -> tuple[Fraction, PairSlopes]:
+    from .alpha_crown import polish_pair_slopes
+
+    copies = _copy_boxes(model, net, flip, box)
+    shared = np.array([lo != hi for lo, hi in zip(box.lower, box.upper)])
+    top = 1 << start.bits
+    alphas, _ = polish_pair_slopes(
+        [np.array(w, dtype=float) for w in net.hidden], [np.array(b, dtype=float) for b in net.hidden_biases],
+        np.array(net.margin_row, dtype=float), float(net.margin_bias),
+        [(np.array(lo, dtype=float), np.array(hi, dtype=float),
+          [(np.array(zl, dtype=float), np.array(zh, dtype=float)) for zl, zh in bounds]) for lo, hi, bounds in copies],
+        shared, sign, [[[a / top for a in layer] for layer in copy] for copy in start.copies])
+    slopes = PairSlopes(start.bits, tuple(tuple(tuple(min(top, max(0, round(a * top))) for a in layer)
+                                                for layer in copy) for copy in alphas))
+    return _backward_lower(model, net, flip, box, sign, slope_bits, slopes), slopes
+
+
+def lp_slopes(model: FixedPointModel, favourable_class: int, flip: Flip, box: Box, sign: int,
+              bits: int) -> tuple[PairSlopes, float]:
+    """The slopes that make linear bound propagation reach the triangle LP's optimum of min sign * g, read off
+    the LP's dual, rounded to a / 2^bits.
+
+    The LP is the same relaxation (interval pre-activation bounds, the triangle per unstable ReLU), and its
+    Lagrangian dual, with the layers' equalities priced by their multipliers, is back-substitution in which
+    an unstable neuron whose output has a coefficient >= 0 is bounded below by a convex combination of its
+    two lower constraints, y >= x (dual lambda) and y >= 0 (the reduced cost rho of y's lower bound):
+    alpha = lambda / (lambda + rho). Stable neurons take their exact slope (1 active, 0 dead) and a neuron
+    the dual leaves unpriced takes CROWN's. Any rounding is sound; the bound is recomputed exactly. With the
+    LP's optimum of min sign * g (float)."""
+    prog = _program(model, favourable_class, flip, box)
+    res = _lp_solve(prog, [sign * v for v in prog.c])
+    top = 1 << bits
+    copies = [[list(layer) for layer in copy] for copy in crown_slopes(model, favourable_class, flip, box, bits).copies]
+    below = -res.ineqlin.marginals if prog.ub else []  # rows 2i: y >= x of unstable entry i (scipy's sign: <= 0)
+    for i, ((pre, post, l, u), (copy, layer, neuron)) in enumerate(zip(prog.unstable, prog.neurons)):
+        lam, rho = max(float(below[2 * i]), 0.0), max(float(res.lower.marginals[post]), 0.0)
+        if lam + rho > 0:
+            copies[copy][layer][neuron] = min(top, max(0, round(top * lam / (lam + rho))))
+    slopes = PairSlopes(bits, tuple(tuple(tuple(layer) for layer in copy) for copy in copies))
+    return slopes, float(res.fun) + float(sign * prog.constant)
+
+
+def optimised_bounds(model: FixedPointModel, favourable_class: int, flip: Flip, box: Box, bits: int,
+                     slope_bits: int = SLOPE_BITS) -> tuple[Bounds, PairSlopes, PairSlopes]:
+    """Linear bound propagation with the best slopes found (`best_slopes`): the triangle LP's bounds to within
+    the rounding of the slopes wherever its dual reads off, in exact rationals, with the slopes of the lower
+    and of the upper bound."""
+    low_slopes, low = best_slopes(model, favourable_class, flip, box, 1, bits, slope_bits)
+    high_slopes, high = best_slopes(model, favourable_class, flip, box, -1, bits, slope_bits)
+    return Bounds(low, -high, "optimised"), low_slopes, high_slopes
+
+
 def counterfactual_pairs(model: FixedPointModel) -> list[tuple[int, tuple[int, ...]]]:
     """(sensitive attribute index, value's point) for every value of every sensitive attribute, points in
     lexicographic order: the order a proof of the lens lists its bounds (the query's own value among
@@ -494,12 +623,39 @@ def counterfactual_pairs(model: FixedPointModel) -> list[tuple[int, tuple[int, .
 
 def proved_bounds(model: FixedPointModel, query: Sequence[int], favourable_class: int,
                   numeric_columns: Sequence[int], delta: int,
-                  slope_bits: int = SLOPE_BITS) -> list[tuple[int, int]]:
-    """What a proof of the persistence lens states: per `counterfactual_pairs` entry, the CROWN bounds
-    of the query against that counterfactual over the box of half-width `delta` (an integer at the input
-    scale), rounded outward to integers at the logit scale: (floor(LB 2^L), ceil(UB 2^L))."""
+                  slope_bits: int = SLOPE_BITS, alpha_bits: int = 0) -> list[tuple[int, int]]:
+    """What a proof of the persistence lens states: per `counterfactual_pairs` entry, the bounds of the
+    query against that counterfactual over the box of half-width `delta` (an integer at the input scale),
+    rounded outward to integers at the logit scale: (floor(LB 2^L), ceil(UB 2^L)). alpha_bits 0: CROWN's
+    (the fixed slopes); else with the LP's slopes at a / 2^alpha_bits (`optimised_bounds`)."""
+    return [bounds for bounds, _ in _proved(model, tuple(query), favourable_class, tuple(numeric_columns), delta,
+                                            slope_bits, alpha_bits)]
+
+
+def proved_slopes(model: FixedPointModel, query: Sequence[int], favourable_class: int,
+                  numeric_columns: Sequence[int], delta: int, alpha_bits: int,
+                  slope_bits: int = SLOPE_BITS) -> list[tuple[PairSlopes, PairSlopes]]:
+    """The slopes behind `proved_bounds` with alpha_bits > 0: per pair, those of LB and of UB (what the
+    circuit's prover takes)."""
+    return [slopes for _, slopes in _proved(model, tuple(query), favourable_class, tuple(numeric_columns), delta,
+                                            slope_bits, alpha_bits)]
+
+
+_PROVED: dict = {}
+_KEPT = 32
+
+
+def _proved(model: FixedPointModel, query: tuple[int, ...], favourable_class: int, numeric_columns: tuple[int, ...],
+            delta: int, slope_bits: int, alpha_bits: int) -> list:
+    """[((LB, UB), slopes)] per pair, kept in memory: a prover computes the bounds for the public inputs, then
+    the circuit asks for the slopes (a deterministic computation, so a fresh one gives the same)."""
     if type(delta) is not int or delta < 0:
         raise PersistenceError(f"delta must be a non-negative integer at the input scale, not {delta!r}")
+    from .alpha_crown import model_key
+
+    key = (model_key(model), query, favourable_class, numeric_columns, delta, slope_bits, alpha_bits)
+    if key in _PROVED:
+        return _PROVED[key]
     box = perturbation_box(model, query, numeric_columns, Fraction(delta, 1 << model.scale_bits))
     slices = model.slices()
     own = model.slice_points(model.query_slice(query))
@@ -507,9 +663,16 @@ def proved_bounds(model: FixedPointModel, query: Sequence[int], favourable_class
     scale = 1 << model.net.logit_scale_bits
     out = []
     for a, p in counterfactual_pairs(model):
-        target = slices.index(_changed(own, a, p))
-        b = crown_bounds(model, favourable_class, Flip(a, source, target), box, slope_bits)
-        out.append((math.floor(b.lower * scale), math.ceil(b.upper * scale)))
+        flip = Flip(a, source, slices.index(_changed(own, a, p)))
+        if alpha_bits:
+            b, low, high = optimised_bounds(model, favourable_class, flip, box, alpha_bits, slope_bits)
+            slopes = (low, high)
+        else:
+            b, slopes = crown_bounds(model, favourable_class, flip, box, slope_bits), None
+        out.append(((math.floor(b.lower * scale), math.ceil(b.upper * scale)), slopes))
+    if len(_PROVED) >= _KEPT:
+        _PROVED.pop(next(iter(_PROVED)))
+    _PROVED[key] = out
     return out
 
 

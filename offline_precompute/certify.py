@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import threading
 import time
 from dataclasses import dataclass
@@ -24,9 +25,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from commitments.record import NOT_A_RECORD, read_record_file
-from fairness.certificate import CAP, CERTIFIED, COUNTEREXAMPLE, DEFAULT_EPS_BITS, EXACT, FAST, Certificate
+from fairness.certificate import CAP, CERTIFIED, COUNTEREXAMPLE, DEFAULT_EPS_BITS, EXACT, FAST, FLIP, Certificate
 from fairness.certificate import certify as certify_plain
-from fairness.errors import DataError
+from fairness.errors import CertificationError, DataError
 from fairness.fixed_point import DEFAULT_SCALE_BITS, FixedPointModel, IntVector, quantise_query, to_fixed_point
 from offline_precompute.db import Database
 from offline_precompute.oracle import OracleStats, StoreRegionOracle
@@ -228,41 +229,81 @@ class TimedCertificate:
     model_digest: str
 
 
+# Signals a forked child must take itself rather than pass on to its parent (see `_own_signals`).
+CHILD_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def _own_signals() -> None:
+    """A forked child shares its parent's signal wakeup fd: in the service, the asyncio loop's. A SIGTERM sent
+    to the child (`terminate()` at the deadline) would then be read by the parent's loop as its own, and stop
+    the worker. The child drops the wakeup fd and takes the default actions, then lets the signals blocked
+    across the fork (`certify_within`) arrive."""
+    signal.set_wakeup_fd(-1)
+    for number in CHILD_SIGNALS:
+        signal.signal(number, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, CHILD_SIGNALS)
+
+
 def _certify_child(conn, store_url: str, model: FixedPointModel, query, eps_bits: int, radius: str) -> None:
     from offline_precompute.db import open_database
 
-    db = open_database(store_url)
+    _own_signals()
     try:
-        certifier = Certifier(db, model, eps_bits=eps_bits, radius=radius)
-        result = certifier.certify(query)
-        s = result.stats
-        conn.send((result.certificate.to_json(), result.seconds, s.hits, s.misses, s.rejected, result.cached_rows,
-                   certifier.digest))
+        db = open_database(store_url)
+        try:
+            certifier = Certifier(db, model, eps_bits=eps_bits, radius=radius)
+            result = certifier.certify(query)
+            s = result.stats
+            conn.send((result.certificate.to_json(), result.seconds, s.hits, s.misses, s.rejected,
+                       result.cached_rows, certifier.digest))
+        finally:
+            db.dispose()
+    except Exception as exc:  # the parent raises it: a bad store or record is an error, not an overrun budget
+        conn.send(_sendable(exc))
     finally:
-        db.dispose()
         conn.close()
+
+
+def _sendable(exc: Exception) -> Exception:
+    """`exc` if it crosses a pipe intact (pickles), else its words in a CertificationError."""
+    import pickle
+
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:
+        return CertificationError(f"region enumeration failed: {type(exc).__name__}: {exc}")
 
 
 def certify_within(store_url: str, model: FixedPointModel, query: Sequence[int], budget: float, *,
                    eps_bits: int = DEFAULT_EPS_BITS, radius: str = "exact") -> TimedCertificate | None:
     """Region enumeration of one query in a child process, stopped at `budget` seconds: the certificate if
-    it finished (or None past the deadline, or if the child failed: its error is on stderr). For the
-    hybrid mode, which falls back to the bound radius."""
+    it finished, None past the deadline (or if the child died). The child's error, if it raised one (a
+    store URL it cannot open, say), is raised here. For the hybrid mode, which falls back to the bound
+    radius."""
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork")
     receiver, sender = ctx.Pipe(duplex=False)
     child = ctx.Process(target=_certify_child, args=(sender, store_url, model, tuple(query), eps_bits, radius),
                         daemon=True)
-    child.start()
+    # Blocked in this thread across the fork, so that the child holds any such signal until it owns them.
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, CHILD_SIGNALS)
+    try:
+        child.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     sender.close()
     try:
         if not receiver.poll(budget):
             return None
         try:
-            cert, seconds, hits, misses, rejected, cached, digest = receiver.recv()
+            answer = receiver.recv()
         except EOFError:
             return None
+        if isinstance(answer, Exception):
+            raise answer
+        cert, seconds, hits, misses, rejected, cached, digest = answer
         return TimedCertificate(Certificate.from_json(cert), seconds, hits, misses, rejected, cached, digest)
     finally:
         if child.is_alive():
@@ -273,12 +314,12 @@ def certify_within(store_url: str, model: FixedPointModel, query: Sequence[int],
 
 def exact_within(store_url: str, model: FixedPointModel, query: Sequence[int], budget: float, *,
                  eps_bits: int = DEFAULT_EPS_BITS) -> TimedCertificate | None:
-    """What the hybrid mode keeps of region enumeration: the exact radius of `query` when enumeration finishes
-    within `budget` seconds and makes the radius exact (a counterexample, or the cap); None otherwise. A flip,
-    or a fast certificate (no counterexample could be exhibited), is left to the bound radius, whose statement
-    proves either without regions."""
+    """What the hybrid mode keeps of region enumeration: the exact answer for `query` when enumeration
+    finishes within `budget` seconds and gives one: a radius made exact (a counterexample, or the cap), or a
+    flip (the true radius is 0). None otherwise: past the deadline, or a fast certificate (no counterexample
+    could be exhibited), which the hybrid mode replaces with the bound radius."""
     found = certify_within(store_url, model, query, budget, eps_bits=eps_bits, radius=EXACT)
-    if found is None or not is_exact_radius(found.certificate):
+    if found is None or not (found.certificate.status == FLIP or is_exact_radius(found.certificate)):
         return None
     return found
 

@@ -37,11 +37,13 @@ from circuits.snarkjs.zkey_file import parse_zkey
 from circuits.snarkjs.json_formats import verifying_key_from_json, verifying_key_to_json
 from circuits.snarkjs.zkey_read import read_zkey
 from commitments.card import CircuitBucket, ContributionRecord, ModelCard, SetupRecord
+from fairness.alpha_crown import DEFAULT_ALPHA_BITS
 from fairness.errors import ModelError
 from fairness.fixed_point import FixedPointModel
 from fairness.spread import SpreadLens
 from statement import StatementShape, statement_relation
 from statement.adapter import statement_shape
+from statement.shape import BOUND_RADIUS
 from statement.group_counts import GroupCountsError, GroupCountsShape, group_counts_relation
 
 from .workspace import write_atomically
@@ -66,7 +68,13 @@ def card_shape(card: ModelCard, model: FixedPointModel, region_slots: int, farka
     if card.persistence is not None:
         shape = dataclasses.replace(shape, persistence_columns=card.persistence.columns,
                                     favourable_class=card.persistence.favourable_class)
-    return dataclasses.replace(shape, per_slice=True) if per_slice else shape
+    shape = dataclasses.replace(shape, per_slice=True) if per_slice else shape
+    # Optimised slopes (bound radius, persistence lens): a bucket the card publishes keeps the slopes its keys
+    # were made for; a new one takes the default.
+    published = next((b for b in card.circuits if b.bucket == shape.bucket), None)
+    optimisable = shape.radius == BOUND_RADIUS or shape.persistence
+    alpha_bits = published.shape.alpha_bits if published is not None else DEFAULT_ALPHA_BITS if optimisable else 0
+    return dataclasses.replace(shape, alpha_bits=alpha_bits)
 
 
 def parse_bucket(name: str) -> tuple[int, int, str]:

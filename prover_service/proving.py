@@ -358,7 +358,8 @@ class Prover:
             shape=BucketShape(region_slots=shape.region_slots, farkas_slots=shape.farkas_slots,
                               eps_cap=shape.eps_cap, farkas_bits=shape.farkas_bits,
                               boundary_bits=shape.boundary_bits, weight_bits=shape.weight_bits,
-                              bias_bits=shape.bias_bits, radius=shape.radius, per_slice=shape.per_slice),
+                              bias_bits=shape.bias_bits, radius=shape.radius, per_slice=shape.per_slice,
+                              alpha_bits=shape.alpha_bits),
             n_constraints=r1cs.n_constraints,
             n_public=r1cs.n_public,
             r1cs_digest=r1cs_digest(r1cs),
@@ -382,13 +383,17 @@ class Prover:
     def certify(self, query: Sequence[int]) -> Certificate:
         if self.radius == HYBRID:
             exact = exact_within(self.db.url, self.model, query, self.exact_budget, eps_bits=self.card.eps_scale_bits)
-            if exact is not None:
+            if exact is not None and exact.certificate.status == CERTIFIED:
                 check_certificate(self.model, exact.certificate)
                 return exact.certificate
-            self.progress(f"region enumeration did not give the exact radius within {self.exact_budget:g} s: "
-                          "the bound radius instead")
+            if exact is None:
+                self.progress(f"region enumeration did not give the exact radius within {self.exact_budget:g} s: "
+                              "the bound radius instead")
+            # a flip (eps 0) is proved by the bound statement, which needs no regions
         if self.radius in (BOUND, HYBRID):  # no regions: the bound radius, its eps confirmed in exact integers
-            return bound_certificate(self.model, query, eps_bits=self.card.eps_scale_bits).certificate(self.model)
+            alpha_bits = self.shape_for(1, 1, BOUND).alpha_bits  # the slopes the card's bound statement takes
+            return bound_certificate(self.model, query, eps_bits=self.card.eps_scale_bits,
+                                     alpha_bits=alpha_bits).certificate(self.model)
         certificate = self.certifier.certify(query).certificate
         try:
             check_certificate(self.model, certificate)

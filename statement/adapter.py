@@ -32,7 +32,9 @@ from fairness.fixed_point import FixedPointModel
 from fairness.geocert import DECISION, NEURON
 from fairness.codes import ActivationCode
 from fairness.regions import SliceGeometry, eps_cap, free_part
-from fairness.persistence import proved_bounds
+from fairness.alpha_crown import DEFAULT_ALPHA_BITS, plan_size
+from fairness.bound_radius import radius_search
+from fairness.persistence import proved_bounds, proved_slopes
 from fairness.spread import SpreadLens, spread
 
 from .commitment import commit
@@ -66,10 +68,12 @@ def statement_shape(model: FixedPointModel, *, region_slots: int, farkas_slots: 
                     farkas_bits: int = DEFAULT_FARKAS_BITS, boundary_bits: int | None = None,
                     weight_bits: Sequence[int] | None = None,
                     bias_bits: Sequence[int] | None = None, radius: str = "fast",
-                    lens: SpreadLens | None = None) -> StatementShape:
+                    lens: SpreadLens | None = None, alpha_bits: int | None = None) -> StatementShape:
     """The shape of `model`'s statement for one bucket. An exact-radius shape
     ("exact") proves counterexample minimality; its point denominators default
-    to the certifier's 2^COUNTEREXAMPLE_BITS. `lens`: the spread lens's parameters, if it has one."""
+    to the certifier's 2^COUNTEREXAMPLE_BITS. `lens`: the spread lens's parameters, if it has one.
+    `alpha_bits`: the optimised slopes' bits (default: DEFAULT_ALPHA_BITS for the bound radius, else none;
+    a shape given the persistence lens later sets its own)."""
     wb, bb = parameter_bits(model)
     net = model.net
     shape = StatementShape(
@@ -82,7 +86,8 @@ def statement_shape(model: FixedPointModel, *, region_slots: int, farkas_slots: 
         bias_bits=tuple(bias_bits) if bias_bits is not None else bb,
         region_slots=region_slots, farkas_slots=farkas_slots, farkas_bits=farkas_bits,
         boundary_bits=boundary_bits if boundary_bits is not None else 1, radius=radius,
-        spread_width=lens.bucket_width if lens else 0, favourable_class=lens.favourable_class if lens else 0)
+        spread_width=lens.bucket_width if lens else 0, favourable_class=lens.favourable_class if lens else 0,
+        alpha_bits=(DEFAULT_ALPHA_BITS if radius == BOUND_RADIUS else 0) if alpha_bits is None else alpha_bits)
     if boundary_bits is None and shape.exact:
         shape = dataclasses.replace(shape, boundary_bits=COUNTEREXAMPLE_BITS)
     elif boundary_bits is None:
@@ -226,8 +231,33 @@ def persistence_inputs(model: FixedPointModel, shape: StatementShape, query, del
     if type(delta) is not int or not 0 <= delta <= cap:
         raise StatementWitnessError(f"a statement with the persistence lens needs delta, an int at 2^s in [0, {cap}] "
                                     "(the widest moved column of the domain box)")
-    bounds = proved_bounds(model, query, shape.favourable_class, shape.persistence_columns, delta)
+    bounds = proved_bounds(model, query, shape.favourable_class, shape.persistence_columns, delta,
+                           alpha_bits=shape.alpha_bits)
     return {"persistence_delta": delta, "persistence_bounds": tuple(bounds)}
+
+
+def persistence_slopes(model: FixedPointModel, shape: StatementShape, query, delta: int | None) -> tuple[int, ...]:
+    """The persistence lens's optimised slopes behind `persistence_inputs`' bounds (witness; shapes with the
+    lens and alpha_bits only, else none)."""
+    if not shape.persistence or not shape.alpha_bits:
+        return ()
+    found = proved_slopes(model, query, shape.favourable_class, shape.persistence_columns, delta, shape.alpha_bits)
+    return tuple(a for pair in found for side in pair for a in side.flat())
+
+
+def radius_slopes(model: FixedPointModel, shape: StatementShape, cert: Certificate) -> tuple[int, ...]:
+    """The bound radius's optimised slopes (witness; bound shapes with alpha_bits only): those the search
+    `fairness.bound_radius.radius_search` found for the query, which prove its eps; a flip proves no bound,
+    so any slopes do (zeros)."""
+    if not shape.alpha_bits:
+        return ()
+    found = radius_search(model, cert.query, shape.eps_bits, shape.alpha_bits) if cert.status == CERTIFIED else None
+    if found is None or found.plans is None:
+        return (0,) * (plan_size(shape.hidden_sizes, shape.n_classes) * shape.n_slices)
+    if found.decision != cert.decision or found.eps < cert.eps:
+        raise StatementWitnessError(f"the bound radius's slopes prove eps {found.eps} for decision {found.decision}, "
+                                    f"not the certificate's {cert.eps} for {cert.decision}")
+    return tuple(a for plan in found.plans for a in plan.flat())
 
 
 def model_commitment(model: FixedPointModel, salt: int, shape: StatementShape) -> int:
@@ -279,7 +309,9 @@ def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate, shape
         public = StatementPublic(commitment, y, 0, STATUS_FLIP, cert.flip.slice_index, tuple(cert.query), part,
                                  **spread_inputs(model, shape, cert.query), **lenses)
         starts = [SliceGeometry(model, shape.slices[si]).code_of(u).bit_ints for si in covered]
-        return public, StatementWitness.flip(shape, net.weights, net.biases, salt, starts)
+        return public, dataclasses.replace(StatementWitness.flip(shape, net.weights, net.biases, salt, starts),
+                                           persistence_slopes=persistence_slopes(model, shape, cert.query,
+                                                                                 persistence_delta))
     if cert.status != CERTIFIED:
         raise StatementWitnessError(f"unknown certificate status {cert.status!r}")
 
@@ -375,13 +407,15 @@ def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate, shape
         raise StatementWitnessError(f"unknown attainment kind {a.kind!r}")
     public = StatementPublic(commitment, y, cert.eps, STATUS_CERTIFIED, 0, tuple(cert.query), part,
                              **spread_inputs(model, shape, cert.query), **lenses)
-    return public, StatementWitness(net.weights, net.biases, salt, tuple(slices), designation)
+    return public, StatementWitness(net.weights, net.biases, salt, tuple(slices), designation,
+                                    persistence_slopes=persistence_slopes(model, shape, cert.query, persistence_delta))
 
 
 def bound_statement_inputs(model: FixedPointModel, salt: int, cert: Certificate, shape: StatementShape, *,
                            persistence_delta: int | None = None) -> tuple[StatementPublic, StatementWitness]:
     """Public inputs and witness of a bound-radius statement: the certificate's decision, eps (certified by
-    fairness.bound_radius, whose choices the circuit's hints make) or flip, and the lenses; no regions."""
+    fairness.bound_radius, whose choices the circuit's hints make, with the search's optimised slopes in the
+    witness when the shape has alpha_bits) or flip, and the lenses; no regions."""
     _check_model(model, shape)
     if cert.eps_bits != shape.eps_bits:
         raise StatementWitnessError(f"certificate eps scale 2^{cert.eps_bits} differs from the shape's 2^{shape.eps_bits}")
@@ -397,4 +431,6 @@ def bound_statement_inputs(model: FixedPointModel, salt: int, cert: Certificate,
     else:
         public = StatementPublic(commitment, cert.decision, cert.eps, STATUS_CERTIFIED, 0, tuple(cert.query), None,
                                  **lenses)
-    return public, StatementWitness(model.net.weights, model.net.biases, salt, (), None)
+    return public, StatementWitness(model.net.weights, model.net.biases, salt, (), None,
+                                    radius_slopes=radius_slopes(model, shape, cert),
+                                    persistence_slopes=persistence_slopes(model, shape, cert.query, persistence_delta))

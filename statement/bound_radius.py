@@ -27,6 +27,12 @@ checked only in the direction that keeps the bound sound, so any accepted witnes
    with private N, R: N^2 >= 2^32 |a'|^2 (N >= 2^16 |a'|) and R 2^16 >= E N 2^s (R >= eps |a'| 2^t);
 5. for every slice and class j != y: LB(z_y - z_j) > 0.
 
+A shape with `alpha_bits` (optimised slopes, `statement.relaxation`) has no lower mode: every bounded
+quantity (a neuron's lower or upper bound of layers >= 1, a margin) takes its own private slope alpha in
+[0, 1] per neuron below it, h >= alpha z whatever the neuron's bounds (relu(z) >= alpha z everywhere); the
+upper line and the modes stay as in 2. The slopes are the witness's `radius_slopes`, those the plaintext
+search `fairness.bound_radius.radius_search` proved eps with.
+
 Minimality: none is stated. The bound depends on the prover's choices (alpha, T, nu), so "the bound
 fails at eps + 2^-t" would only say that one choice fails; eps is a certified lower bound, as the
 fast statement's radius is. The honest prover takes fairness.bound_radius's choices, so the
@@ -49,6 +55,7 @@ from .checks import assert_nonnegative
 from .commitment import committed_parameters
 from .persistence import persistence_lens, relu_of, sign_split
 from .public_inputs import declare_public_inputs, query_in_domain
+from .relaxation import private_slopes, radius_layout, radius_plan_size
 from .shape import BOUND_RADIUS, StatementShape
 from .spread import argmax, spread_lens
 from .widths import StatementWidths, bits, widths as shape_widths
@@ -151,6 +158,13 @@ def mode_hint(l: int, u: int) -> list[int]:
     return [0, 0, int(u >= -l), -((-u * SLOPE_ONE) // (u - l))]
 
 
+def upper_hint(l: int, u: int) -> list[int]:
+    """(on, off, T): the upper relaxation of a shape with optimised lower slopes (which need no mode)."""
+    on, off, _, t = mode_hint(l, u)
+    return [on, off, t]
+
+
+
 def multiplier_hint(q: Sequence[int], lo: Sequence[int], hi: Sequence[int], eps: float):
     def multipliers(*a: int) -> list[int]:
         nu_lo, nu_hi = box_multipliers([to_signed(v) for v in a], q, lo, hi, eps)
@@ -182,9 +196,10 @@ class Relaxation:
     offset: object
 
 
-def neuron_relaxation(cs, lower_bound, upper_bound_neg, scale: int, bound: int) -> Relaxation:
+def neuron_relaxation(cs, lower_bound, upper_bound_neg, scale: int, bound: int, optimised: bool = False) -> Relaxation:
     """Bounds l, u from the scaled lower bounds of z and of -z (both * 2^scale), then the relaxation.
-    |l|, |u| <= bound; the scaled inputs are at most `wide` in absolute value."""
+    |l|, |u| <= bound; the scaled inputs are at most `wide` in absolute value. `optimised`: the lower slopes
+    are each quantity's own (`statement.relaxation`), so only the upper line is chosen here."""
     wide = (bound + 1) << scale
     (l,) = cs.hint("floor", floor_hint(scale), [lower_bound], 1)
     (minus_u,) = cs.hint("floor", floor_hint(scale), [upper_bound_neg], 1)
@@ -193,8 +208,12 @@ def neuron_relaxation(cs, lower_bound, upper_bound_neg, scale: int, bound: int) 
         cs.assert_range(v + bound, bits(2 * bound))  # |l|, |u| bounded: nothing below can wrap
     assert_nonnegative(cs, lower_bound - l * (1 << scale), 2 * wide)  # l 2^sc <= LB(z)
     assert_nonnegative(cs, upper_bound_neg + u * (1 << scale), 2 * wide)  # u 2^sc >= -LB(-z)
-    on, off, alpha, t = cs.hint("mode", mode_hint, [l, u], 4)
-    for b in (on, off, alpha):
+    if optimised:
+        on, off, t = cs.hint("upper", upper_hint, [l, u], 3)
+        alpha = None
+    else:
+        on, off, alpha, t = cs.hint("mode", mode_hint, [l, u], 4)
+    for b in (on, off, alpha) if alpha is not None else (on, off):
         cs.assert_is_bool(b)
     unstable = 1 - on - off
     cs.assert_is_bool(unstable)  # not both
@@ -205,19 +224,20 @@ def neuron_relaxation(cs, lower_bound, upper_bound_neg, scale: int, bound: int) 
     cs.assert_equal(cs.mul(1 - unstable, t), 0)
     excess = cs.mul(t, u - l) - u * SLOPE_ONE  # T (u - l) - 2^16 u >= 0: the line lies above ReLU
     assert_nonnegative(cs, cs.mul(unstable, excess), (4 * bound) << (SLOPE_BITS + 2))
-    lower = SLOPE_ONE * on + SLOPE_ONE * cs.mul(unstable, alpha)
+    lower = None if alpha is None else SLOPE_ONE * on + SLOPE_ONE * cs.mul(unstable, alpha)
     upper = SLOPE_ONE * on + t
     return Relaxation(lower, upper, cs.mul(unstable, l))
 
 
 def back_substitute(cs, shape: StatementShape, form: FormWidths, weights, biases, row, const, top: int,
-                    layers: Sequence[Sequence[Relaxation]]):
-    """A form on h_{top-1} to a form on the input, each layer's inequality scaled by 2^16."""
+                    layers: Sequence[Sequence[Relaxation]], lower: Sequence[Sequence] | None = None):
+    """A form on h_{top-1} to a form on the input, each layer's inequality scaled by 2^16. `lower`: this
+    form's own lower slopes (one list per layer below, at 2^16), in place of the relaxations'."""
     for k in range(top - 1, -1, -1):
         mu, extra = [], []
         for j, r in enumerate(layers[k]):
             pos, neg = sign_split(cs, row[j], form.coefficient[k])
-            mu.append(cs.mul(pos, r.lower) + cs.mul(neg, r.upper))
+            mu.append(cs.mul(pos, r.lower if lower is None else lower[k][j]) + cs.mul(neg, r.upper))
             extra.append(cs.mul(cs.mul(neg, r.upper), r.offset))
         const = const * SLOPE_ONE - cs.sum(extra) + cs.inner_product(mu, biases[k])
         n_in = shape.n_inputs if k == 0 else shape.hidden_sizes[k - 1]
@@ -277,6 +297,23 @@ def _slice_logits(cs, shape: StatementShape, wd: StatementWidths, weights, biase
         z = [cs.inner_product(w_row, a) + b for w_row, b in zip(weights[l], biases[l])]
         a = [relu_of(cs, v, wd.layers[l].value) for v in z]
     return [cs.inner_product(w_row, a) + b for w_row, b in zip(weights[-1], biases[-1])]
+
+
+def _slopes(cs, shape: StatementShape, witness: StatementWitness | None) -> list[tuple[list, list]]:
+    """Every slice's private lower slopes (the witness's `radius_slopes`, slice after slice), each checked to
+    lie in [0, 1], as slopes at 2^16 cut by `radius_layout`: (neurons, margins) per slice."""
+    size = radius_plan_size(shape.hidden_sizes, shape.n_classes)
+    values = None if witness is None else witness.radius_slopes
+    if values is not None and len(values) != size * shape.n_slices:
+        raise BoundRadiusError(f"the statement takes {size * shape.n_slices} optimised slopes ({size} per slice), "
+                               f"the witness has {len(values)}")
+    plans = []
+    for s in range(shape.n_slices):
+        with cs.scope(f"slice{s}/slopes"):
+            part = None if values is None else values[s * size:(s + 1) * size]
+            slopes = private_slopes(cs, "alpha", part, size, shape.alpha_bits)
+        plans.append(radius_layout(slopes, shape.hidden_sizes, shape.n_classes))
+    return plans
 
 
 def build_bound_statement(cs, shape: StatementShape, public: StatementPublic | None = None,
@@ -339,6 +376,7 @@ def build_bound_statement(cs, shape: StatementShape, public: StatementPublic | N
         tie = cs.sum([cs.mul(b, v) for b, v in zip(j_bits, at_flip)]) - cs.sum([cs.mul(b, v) for b, v in zip(y_bits, at_flip)])
         assert_nonnegative(cs, tie, wd.decision.value)  # z_j >= z_y at the flip slice (0 >= 0 when certified)
 
+    plans = _slopes(cs, shape, witness) if shape.alpha_bits else None
     eps_float = 0.0 if public is None else (public.eps << shape.scale_bits) / (1 << shape.eps_bits)
     query_free = None if public is None else [public.query[k] for k in shape.free_columns]
     # Layer 0's forms are the weights themselves: their free minima are the same on every slice.
@@ -355,13 +393,15 @@ def build_bound_statement(cs, shape: StatementShape, public: StatementPublic | N
                     with cs.scope(f"neuron{i}"):
                         scaled = []
                         for n_sign, sign in enumerate((1, -1)):
+                            lower = plans[s][0][k - 1][i][n_sign] if plans is not None and k else None
                             row, const = back_substitute(cs, shape, form, weights, biases,
-                                                         [sign * w for w in weights[k][i]], sign * biases[k][i], k, layers)
+                                                         [sign * w for w in weights[k][i]], sign * biases[k][i], k, layers,
+                                                         lower)
                             free = first[i][n_sign] if k == 0 else \
                                 free_minimum(cs, shape, form, row, query, eps, eps_float, query_free)
                             scaled.append(fixed_part(cs, shape, row, const, x) + free)
                         rels.append(neuron_relaxation(cs, scaled[0], scaled[1], shape.eps_bits + SLOPE_BITS * k,
-                                                      widths.pre_activation[k]))
+                                                      widths.pre_activation[k], plans is not None))
                 layers.append(rels)
         with cs.scope(f"slice{s}/margins"):
             for c in range(C):
@@ -369,7 +409,8 @@ def build_bound_statement(cs, shape: StatementShape, public: StatementPublic | N
                 row = [cs.sum([cs.mul(y_bits[d], weights[L][d][j] - weights[L][c][j]) for d in range(C)])
                        for j in range(shape.hidden_sizes[-1])]
                 const = cs.sum([cs.mul(y_bits[d], biases[L][d] - biases[L][c]) for d in range(C)])
-                row, const = back_substitute(cs, shape, widths.margin, weights, biases, row, const, L, layers)
+                row, const = back_substitute(cs, shape, widths.margin, weights, biases, row, const, L, layers,
+                                             plans[s][1][c] if plans is not None else None)
                 low = fixed_part(cs, shape, row, const, x) + \
                     free_minimum(cs, shape, widths.margin, row, query, eps, eps_float, query_free)
                 # positive, unless c is the decision itself (its margin is 0) or the status is a flip
@@ -382,4 +423,5 @@ def build_bound_statement(cs, shape: StatementShape, public: StatementPublic | N
                         width=shape.spread_width, bound=wd.decision.value)
     if shape.persistence:
         with cs.scope("persistence"):
-            persistence_lens(cs, shape, wd, weights, biases, query, inputs.delta, inputs.persistence_bounds)
+            persistence_lens(cs, shape, wd, weights, biases, query, inputs.delta, inputs.persistence_bounds,
+                             slopes=None if witness is None else witness.persistence_slopes)

@@ -250,7 +250,8 @@ def build_statement(cs, shape: StatementShape, public: StatementPublic | None = 
     # ------------------------------------------------------------ the persistence lens
     if shape.persistence:
         with cs.scope("persistence"):
-            persistence_lens(cs, shape, wd, weights, biases, query, delta, persistence_bounds)
+            persistence_lens(cs, shape, wd, weights, biases, query, delta, persistence_bounds,
+                             slopes=val(lambda x: x.persistence_slopes))
         report(f"persistence lens: {cs.n_constraints} constraints")
 
     # ------------------------------------------------------------ minimality and boundary

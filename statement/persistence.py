@@ -32,6 +32,14 @@ public bounds are a function of the committed weights, the query and d: the
 value `crown_bounds` computes in exact rationals. Soundness: each step is a
 valid relaxation, whatever the weights, so LB <= min g and UB >= max g over the box;
 `persistence_widths` bounds every quantity from the shape so nothing can wrap.
+
+A shape with `alpha_bits` (optimised slopes, `statement.relaxation`) keeps
+steps 1, 4 and 5 and the upper lines, and gives every bound its own lower
+slopes: per pair, per bound and per copy (the query's too, so its backward pass
+runs per pair), one private alpha in [0, 1] per neuron, any of which is sound
+(relu(z) >= alpha z everywhere). The public bounds are then those of the
+witness's slopes (`fairness.persistence.proved_bounds` with alpha_bits: the
+triangle LP's dual), never false, no longer pinned.
 """
 from __future__ import annotations
 
@@ -42,6 +50,7 @@ from circuits.field import MAX_SIGNED_BITS, to_signed
 from fairness.multipliers import RELAXATION_SLOPE_BITS as SLOPE_BITS
 
 from .checks import assert_nonnegative, floor_div
+from .relaxation import persistence_layout, private_slopes
 from .shape import StatementShape, StatementShapeError
 from .widths import StatementWidths, bits
 
@@ -98,13 +107,16 @@ class Relaxation:
     intercept: object
 
 
-def relaxation(cs, l, u, bound: int, slope_bits: int) -> Relaxation:
-    """The neuron's CROWN relaxation from its pre-activation bounds l <= u, |l|, |u| <= bound."""
+def relaxation(cs, l, u, bound: int, slope_bits: int, optimised: bool = False) -> Relaxation:
+    """The neuron's CROWN relaxation from its pre-activation bounds l <= u, |l|, |u| <= bound. `optimised`:
+    the lower slopes are each bound's own (`statement.relaxation`), so only the upper line is pinned here
+    (`lower` is None)."""
     one = 1 << slope_bits
     active = 1 - cs.is_negative(l, bits(bound))  # l >= 0
     alive = cs.is_negative(-u, bits(bound))  # u > 0
     unstable = cs.mul(1 - active, alive)  # l < 0 < u
-    alpha = 1 - cs.is_negative(u + l, bits(2 * bound))  # u >= -l: the lower line y = x
+    if not optimised:
+        alpha = 1 - cs.is_negative(u + l, bits(2 * bound))  # u >= -l: the lower line y = x
 
     (t,) = cs.hint("slope", slope_hint(slope_bits), [l, u, unstable], 1)
     cs.assert_range(t, slope_bits + 1)
@@ -113,6 +125,8 @@ def relaxation(cs, l, u, bound: int, slope_bits: int) -> Relaxation:
     wide = (2 * bound) << (slope_bits + 3)
     assert_nonnegative(cs, cs.mul(unstable, excess), wide)
     assert_nonnegative(cs, cs.mul(unstable, (u - l) - 1 - excess), wide)
+    if optimised:
+        return Relaxation(lower=None, upper=one * active + t, intercept=-cs.mul(t, l))
     return Relaxation(lower=one * (active + cs.mul(unstable, alpha)), upper=one * active + t,
                       intercept=-cs.mul(t, l))
 
@@ -179,7 +193,8 @@ def _signed_weights(cs, weights, shape: StatementShape):
     return plus
 
 
-def _interval_copy(cs, shape, pw, weights, biases, plus, lower, first_spread, slope_bits) -> _Copy:
+def _interval_copy(cs, shape, pw, weights, biases, plus, lower, first_spread, slope_bits,
+                   optimised: bool = False) -> _Copy:
     """Interval bounds and relaxations of every hidden neuron of one copy."""
     rel_all = []
     H = shape.hidden_sizes
@@ -207,13 +222,14 @@ def _interval_copy(cs, shape, pw, weights, biases, plus, lower, first_spread, sl
             rels = []
             for i in range(H[l]):
                 with cs.scope(f"neuron{i}"):
-                    rels.append(relaxation(cs, lo_pre[i], hi_pre[i], V, slope_bits))
+                    rels.append(relaxation(cs, lo_pre[i], hi_pre[i], V, slope_bits, optimised))
             rel_all.append(rels)
     return _Copy(lower, rel_all)
 
 
-def _backward(cs, shape, pw, weights, biases, copy: _Copy, sign: int, slope_bits: int):
-    """A lower bound on sign * margin * 2^(k H) as (coefficients on the inputs, constant)."""
+def _backward(cs, shape, pw, weights, biases, copy: _Copy, sign: int, slope_bits: int, lower=None):
+    """A lower bound on sign * margin * 2^(k H) as (coefficients on the inputs, constant). `lower`: this
+    bound's own lower slopes (per hidden layer, one per neuron, at 2^k) in place of the copy's."""
     f = shape.favourable_class
     o = 1 - f
     last = shape.n_layers - 1
@@ -224,7 +240,7 @@ def _backward(cs, shape, pw, weights, biases, copy: _Copy, sign: int, slope_bits
             lam, extra = [], []
             for j, r in enumerate(copy.relaxations[l]):
                 pos, neg = sign_split(cs, mu[j], pw.coefficient[l])
-                lam.append(cs.mul(pos, r.lower) + cs.mul(neg, r.upper))
+                lam.append(cs.mul(pos, r.lower if lower is None else lower[l][j]) + cs.mul(neg, r.upper))
                 extra.append(cs.mul(neg, r.intercept))
             const = const * (1 << slope_bits) + cs.sum(extra) + cs.inner_product(lam, biases[l])
             n_in = shape.n_inputs if l == 0 else shape.hidden_sizes[l - 1]
@@ -232,10 +248,23 @@ def _backward(cs, shape, pw, weights, biases, copy: _Copy, sign: int, slope_bits
     return mu, const
 
 
+def _slopes(cs, shape: StatementShape, values, slope_bits: int) -> list:
+    """The private slopes (the witness's `persistence_slopes`) each checked to lie in [0, 1], at 2^k, cut by
+    `persistence_layout`: per pair, per side (LB, UB), per copy (own, counterfactual), per hidden layer."""
+    n = 4 * shape.n_hidden * len(shape.persistence_pairs)
+    if values is not None and len(values) != n:
+        raise StatementShapeError(f"the persistence lens takes {n} optimised slopes, the witness has {len(values)}")
+    with cs.scope("slopes"):
+        slopes = private_slopes(cs, "alpha", values, n, shape.alpha_bits, slope_bits)
+    return persistence_layout(slopes, shape.hidden_sizes, len(shape.persistence_pairs))
+
+
 def persistence_lens(cs, shape: StatementShape, wd: StatementWidths, weights, biases, query: Sequence, delta,
-                     bounds: Sequence, slope_bits: int = SLOPE_BITS) -> None:
-    """Assert the public (LB, UB) of every (attribute, value) of the shape, flat in `bounds`."""
+                     bounds: Sequence, slope_bits: int = SLOPE_BITS, slopes: Sequence[int] | None = None) -> None:
+    """Assert the public (LB, UB) of every (attribute, value) of the shape, flat in `bounds`. `slopes`: the
+    witness's optimised lower slopes (shapes with alpha_bits; None when building without values)."""
     pw = persistence_widths(shape, wd, slope_bits)
+    optimised = bool(shape.alpha_bits)
     cols = shape.persistence_columns
     with cs.scope("delta"):
         assert_nonnegative(cs, delta, pw.delta_cap)
@@ -256,25 +285,38 @@ def persistence_lens(cs, shape: StatementShape, wd: StatementWidths, weights, bi
             first_spread.append((total - up, up))  # (sum W- w, sum W+ w)
     copies = {}
     with cs.scope("own"):
-        copies[None] = _interval_copy(cs, shape, pw, weights, biases, plus, own_lower, first_spread, slope_bits)
+        copies[None] = _interval_copy(cs, shape, pw, weights, biases, plus, own_lower, first_spread, slope_bits,
+                                      optimised)
     for p, (a, point) in enumerate(shape.persistence_pairs):
         lower = list(own_lower)
         for c, v in zip(shape.attribute_columns(a), point):  # every column of the attribute: one of its values
             lower[c] = v
         with cs.scope(f"pair{p}"):
-            copies[p] = _interval_copy(cs, shape, pw, weights, biases, plus, lower, first_spread, slope_bits)
+            copies[p] = _interval_copy(cs, shape, pw, weights, biases, plus, lower, first_spread, slope_bits,
+                                       optimised)
     passes = {}
-    for key, copy in copies.items():
-        for sign in (1, -1):
-            with cs.scope(f"{'own' if key is None else f'pair{key}'}/backward{'+' if sign > 0 else '-'}"):
-                a, c = _backward(cs, shape, pw, weights, biases, copy, sign, slope_bits)
-                passes[key, sign] = (a, c + cs.inner_product(a, copy.lower))
+    if optimised:  # every bound its own slopes, the query's copy included: a backward pass per pair and side
+        chosen = _slopes(cs, shape, slopes, slope_bits)
+        for p in range(len(shape.persistence_pairs)):
+            for side, own_sign in enumerate((1, -1)):
+                for key, sign, at in ((None, own_sign, 0), (p, -own_sign, 1)):
+                    copy = copies[key]
+                    with cs.scope(f"pair{p}/{'own' if key is None else 'counterfactual'}/backward"
+                                  f"{'+' if sign > 0 else '-'}"):
+                        a, c = _backward(cs, shape, pw, weights, biases, copy, sign, slope_bits, chosen[p][side][at])
+                        passes[p, key, sign] = (a, c + cs.inner_product(a, copy.lower))
+    else:
+        for key, copy in copies.items():
+            for sign in (1, -1):
+                with cs.scope(f"{'own' if key is None else f'pair{key}'}/backward{'+' if sign > 0 else '-'}"):
+                    a, c = _backward(cs, shape, pw, weights, biases, copy, sign, slope_bits)
+                    passes[key, sign] = (a, c + cs.inner_product(a, copy.lower))
     divisor = 1 << (slope_bits * (shape.n_layers - 1))
     for p in range(len(shape.persistence_pairs)):
         with cs.scope(f"pair{p}/bounds"):
             for own_sign, public in ((1, bounds[2 * p]), (-1, bounds[2 * p + 1])):
-                a_own, at_own = passes[None, own_sign]
-                a_tgt, at_tgt = passes[p, -own_sign]
+                a_own, at_own = passes[p, None, own_sign] if optimised else passes[None, own_sign]
+                a_tgt, at_tgt = passes[p, p, -own_sign] if optimised else passes[p, -own_sign]
                 corner = []
                 for j in cols:
                     _, neg = sign_split(cs, a_own[j] + a_tgt[j], 2 * pw.input_coefficient)

@@ -36,6 +36,9 @@ Conventions (all ints):
   in order (a one-hot attribute spans one per kept value); empty means one
   each. A slice is the attributes' points concatenated; the grouping matters
   to the persistence lens alone (it changes one attribute, all its columns);
+- `alpha_bits` > 0 (bound radius or persistence lens only): every lower
+  relaxation slope of bound propagation is a private a / 2^alpha_bits in
+  [0, 1] the prover chooses (statement.relaxation); 0: the fixed slopes;
 - hidden layer l's multipliers have s (L - l) more bits than farkas_bits
   (`lambda_bits`), except on fast statements' neuron-row entries;
 - hidden neurons are numbered flat, layer by layer; an activation code is
@@ -51,7 +54,7 @@ from dataclasses import asdict, dataclass, field
 
 from circuits.errors import CircuitError
 from circuits.field import R
-from fairness.multipliers import exact_multiplier_bits
+from fairness.multipliers import RELAXATION_SLOPE_BITS, exact_multiplier_bits
 
 FAST_RADIUS = "fast"
 EXACT_RADIUS = "exact"
@@ -101,6 +104,10 @@ class StatementShape:
     persistence_columns: tuple[int, ...] = ()
     # How many sensitive columns each attribute spans, in order (empty: one each; all ones are stored empty).
     sensitive_widths: tuple[int, ...] = ()
+    # Optimised lower relaxation slopes (statement.relaxation): 0 = the fixed ones (CROWN's in the bound radius,
+    # [u + l >= 0] in the persistence lens); t > 0 = a private slope a / 2^t in [0, 1] per bounded quantity and
+    # neuron, for the bound radius and the persistence lens (the statements that propagate bounds).
+    alpha_bits: int = 0
     free_columns: tuple[int, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -172,6 +179,12 @@ class StatementShape:
                 raise StatementShapeError("the persistence lens needs a column the domain box lets move")
         if not self.spread and not moved and self.favourable_class != 0:
             raise StatementShapeError("a favourable class is a parameter of a lens only")
+        if type(self.alpha_bits) is not int or not 0 <= self.alpha_bits <= RELAXATION_SLOPE_BITS:
+            raise StatementShapeError(f"alpha_bits must be an int in [0, {RELAXATION_SLOPE_BITS}], "
+                                      f"not {self.alpha_bits!r}")
+        if self.alpha_bits and self.radius != BOUND_RADIUS and not moved:
+            # Only bound propagation has slopes: anywhere else the field would name one circuit twice.
+            raise StatementShapeError("alpha_bits is a parameter of the bound radius and the persistence lens only")
         object.__setattr__(self, "free_columns", tuple(i for i in range(n) if i not in set(cols)))
 
     # ----------------------------------------------------------------- sizes
@@ -294,6 +307,8 @@ class StatementShape:
             d.pop("persistence_columns")
         if not self.sensitive_widths:
             d.pop("sensitive_widths")  # one column per attribute: the digests shapes had before wider ones
+        if not self.alpha_bits:
+            d.pop("alpha_bits")  # fixed slopes: the digests shapes had before optimised ones
         return d
 
     @classmethod

@@ -139,6 +139,10 @@ class StatementWitness:
     salt: int
     slices: tuple[SliceWitness, ...]
     designation: Designation | Counterexample | None  # None: E is the cap, or status FLIP
+    # Optimised lower relaxation slopes, a / 2^alpha_bits (shapes with alpha_bits; statement.relaxation): the
+    # bound radius's, slice after slice, and the persistence lens's, pair after pair. Empty otherwise.
+    radius_slopes: tuple[int, ...] = ()
+    persistence_slopes: tuple[int, ...] = ()
 
     @classmethod
     def flip(cls, shape, weights, biases, salt: int, start_codes: Sequence[Bits]) -> "StatementWitness":

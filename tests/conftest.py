@@ -50,8 +50,9 @@ def bank(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def service_models(tmp_path_factory):
-    """A models directory with the German (4,2) model committed, precomputed and keyed for eight test
-    customers, built once; each service test copies it (service_fixtures.copy_models_dir) and owns its copy."""
+    """A models directory with the German (4,2) model committed, precomputed and keyed for ten test
+    customers (the service's tests ask for certificates of the first ten), built once; each service test copies
+    it (service_fixtures.copy_models_dir) and owns its copy."""
     from tests.service_fixtures import build_models_dir
 
-    return build_models_dir(tmp_path_factory.mktemp("service-models-template"), key_customers=8)
+    return build_models_dir(tmp_path_factory.mktemp("service-models-template"), key_customers=10)

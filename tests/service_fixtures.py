@@ -55,7 +55,8 @@ def fresh_pg_database() -> Iterator[str]:
 
 # ------------------------------------------------------------------ the model
 def build_models_dir(root: Path, *, key_customers: int = 4) -> Path:
-    """A models directory holding a committed, precomputed German (4,2) model with keys set up."""
+    """A models directory holding a committed, precomputed German (4,2) model with keys set up for the
+    service's default radius (hybrid: the exact buckets its first customers need and the bound bucket)."""
     from fairness.errors import DataError
     from fairness.model import save_artifact
     from fairness.training import load_or_train
@@ -63,6 +64,7 @@ def build_models_dir(root: Path, *, key_customers: int = 4) -> Path:
     from offline_precompute.enumerate import precompute
     from prover_service.key_setup import setup_keys_for_test_customers
     from prover_service.bucket_keys import SinglePartyKeySetup
+    from prover_service.commands.radius_option import DEFAULT_RADIUS
     from prover_service.proving import Prover
     from prover_service.publishing import commit_model
     from prover_service.workspace import ModelWorkspace
@@ -77,7 +79,8 @@ def build_models_dir(root: Path, *, key_customers: int = 4) -> Path:
     commit_model(workspace, model_id=MODEL_DIRECTORY)
     db = open_database(resolve_store_url(None, workspace.root))
     try:
-        prover = Prover(workspace, db, key_setup=SinglePartyKeySetup())  # the service is under test, not the setup
+        # The service is under test, not the setup: keys of the buckets the service's default radius needs.
+        prover = Prover(workspace, db, key_setup=SinglePartyKeySetup(), radius=DEFAULT_RADIUS)
         precompute(db, prover.model)
         setup_keys_for_test_customers(prover, key_customers)
     finally:

@@ -1,7 +1,9 @@
-"""The bound radius's circuit (statement/bound_radius.py) against its plaintext twin, and every dishonest
-prover's choice refused: an unsound slope, a bound rounded the wrong way, a stable neuron that is not,
-negative or missing box multipliers, a norm or radius term too small, an eps beyond the bound, other
-weights, another decision. A Groth16 proof of it verifies, and with eps + 1 it does not."""
+"""The bound radius's circuit (statement/bound_radius.py) against its plaintext twin, with CROWN's fixed
+slopes (alpha_bits 0, the statement of cards made before optimised slopes) and with optimised ones, and
+every dishonest prover's choice refused: an unsound slope, a bound rounded the wrong way, a stable neuron
+that is not, negative or missing box multipliers, a norm or radius term too small, an eps beyond the bound,
+other weights, another decision. A Groth16 proof of it verifies, and with eps + 1 it does not. (Optimised
+slopes outside [0, 1] are refused in test_statement_malicious.py.)"""
 from __future__ import annotations
 
 import dataclasses
@@ -14,34 +16,35 @@ import statement.bound_radius as circuit
 from circuits.backends import get_backend
 from circuits.builder import ConstraintSystem
 from circuits.groth16 import check_proof, prove, r1cs_digest, setup
+from fairness.alpha_crown import DEFAULT_ALPHA_BITS
 from fairness.bound_radius import CERTIFIED, FLIP, bound_certificate, certifies, layer_bounds, _InputSet
-from statement.adapter import model_commitment, statement_shape
+from statement.adapter import model_commitment, statement_inputs, statement_shape
 from statement.circuit import build_statement, statement_relation
-from statement.witness import STATUS_CERTIFIED, STATUS_FLIP, StatementPublic, StatementWitness
+from statement.witness import STATUS_FLIP, StatementPublic
 from tests.fairness_toy_models import random_model, random_query
 from statement_cases import unsatisfied_labels
 
 SALT = 0xB0D
 
 
-def case(seed: int, hidden=(4, 2), n_classes: int = 2, n_queries: int = 6, need_unstable: bool = False):
-    """(model, shape, [(public, witness)]) of certified queries (with an unstable neuron at eps, if asked)."""
+def case(seed: int, hidden=(4, 2), n_classes: int = 2, n_queries: int = 6, need_unstable: bool = False,
+         alpha_bits: int = DEFAULT_ALPHA_BITS):
+    """(model, shape, [(public, witness)]) of certified queries (with an unstable neuron at eps, if asked), the
+    slopes optimised at alpha_bits (0: CROWN's)."""
     model = random_model(seed, n_inputs=5, hidden=hidden, n_classes=n_classes)
-    shape = statement_shape(model, region_slots=1, farkas_slots=1, eps_bits=16, radius="bound")
-    commitment = model_commitment(model, SALT, shape)
-    witness = StatementWitness(model.net.weights, model.net.biases, SALT, (), None)
+    shape = statement_shape(model, region_slots=1, farkas_slots=1, eps_bits=16, radius="bound", alpha_bits=alpha_bits)
     rng = random.Random(seed)
     out = []
     while len(out) < n_queries:
         q = random_query(model, rng)
-        cert = bound_certificate(model, q, eps_bits=16)
+        cert = bound_certificate(model, q, eps_bits=16, alpha_bits=alpha_bits)
         if cert.status != CERTIFIED or cert.capped:
             continue
         if need_unstable:
             bounds = layer_bounds(model, _InputSet(model, q, cert.eps, 16))
             if not any(l < 0 < u for b in bounds for l, u in zip(b.lower, b.upper)):
                 continue
-        out.append((StatementPublic(commitment, cert.decision, cert.eps, STATUS_CERTIFIED, 0, tuple(q)), witness))
+        out.append(statement_inputs(model, SALT, cert.certificate(model), shape))
     return model, shape, out
 
 
@@ -59,18 +62,34 @@ def with_eps(public: StatementPublic, eps: int) -> StatementPublic:
     return dataclasses.replace(public, eps=eps)
 
 
+@pytest.mark.parametrize("alpha_bits", [0, DEFAULT_ALPHA_BITS])
 @pytest.mark.parametrize("seed, hidden, n_classes", [(23, (4, 2), 2), (8, (6, 4), 3), (4, (8, 4), 2)])
-def test_the_circuit_proves_exactly_what_the_plaintext_bound_proves(seed, hidden, n_classes):
-    model, shape, cases = case(seed, hidden, n_classes, n_queries=4)
+def test_the_circuit_proves_exactly_what_the_plaintext_bound_proves(seed, hidden, n_classes, alpha_bits):
+    model, shape, cases = case(seed, hidden, n_classes, n_queries=3, alpha_bits=alpha_bits)
     relation = statement_relation(shape)
     for public, witness in cases:
         cs = build(shape, public, witness)
         assert satisfied(cs)
         assert r1cs_digest(cs.compile(wire_names=False)) == r1cs_digest(relation)  # anyone rebuilds it from the shape
         for eps in (public.eps + 1, public.eps + 64, public.eps * 2):
-            plain = certifies(model, public.query, public.decision, eps, 16)
+            plain = certifies(model, public.query, public.decision, eps, 16, alpha_bits)
             assert satisfied(build(shape, with_eps(public, eps), witness)) == plain
-            assert not plain or eps <= public.eps  # the search's eps is the largest the bound proves, here
+            assert not plain or eps <= public.eps  # the search's eps is the largest its slopes prove, here
+
+
+def test_optimised_slopes_prove_at_least_crowns_radius_and_cost_few_constraints():
+    """The same queries with CROWN's slopes and with optimised ones: never a smaller eps, a larger one on some,
+    for a few per cent more constraints (the slopes' range checks; the bound's other checks are the same)."""
+    gained = 0
+    for seed, hidden, n_classes in [(23, (4, 2), 2), (8, (6, 4), 3)]:
+        _, fixed, crown = case(seed, hidden, n_classes, n_queries=3, alpha_bits=0)
+        _, optimised, alpha = case(seed, hidden, n_classes, n_queries=3)
+        for (c, _), (a, _) in zip(crown, alpha):
+            assert c.query == a.query and a.eps >= c.eps
+            gained += a.eps > c.eps
+        sizes = [statement_relation(s).n_constraints for s in (fixed, optimised)]
+        assert sizes[0] < sizes[1] < 1.15 * sizes[0]
+    assert gained
 
 
 def _dishonest(monkeypatch, name, fn):
@@ -86,8 +105,29 @@ def _refused_with(monkeypatch, shape, public, witness, name, fn, where: str):
     monkeypatch.undo()
 
 
-def test_unsound_slopes_and_relaxations_are_refused(monkeypatch):
+def test_unsound_upper_lines_and_stability_claims_are_refused(monkeypatch):
+    """With optimised lower slopes the relaxation chooses the upper line and the mode alone."""
     model, shape, cases = case(23, n_queries=2, need_unstable=True)
+    public, witness = cases[0]
+    honest = circuit.upper_hint
+    assert satisfied(build(shape, public, witness))
+
+    def shallow_slope(l, u):  # the upper line one step too flat: below ReLU at u
+        on, off, t = honest(l, u)
+        return [on, off, t - 1 if t else t]
+
+    def always_on(l, u):  # "active" whatever l: h = z, which is wrong where z < 0
+        return [1, 0, 0]
+
+    def always_off(l, u):  # "dead" whatever u: h = 0, wrong where z > 0
+        return [0, 1, 0]
+
+    for fn in (shallow_slope, always_on, always_off):
+        _refused_with(monkeypatch, shape, public, witness, "upper_hint", fn, "neuron")
+
+
+def test_unsound_slopes_and_relaxations_are_refused(monkeypatch):
+    model, shape, cases = case(23, n_queries=2, need_unstable=True, alpha_bits=0)
     public, witness = cases[0]
     honest = circuit.mode_hint
 
@@ -105,8 +145,9 @@ def test_unsound_slopes_and_relaxations_are_refused(monkeypatch):
         _refused_with(monkeypatch, shape, public, witness, "mode_hint", fn, "neuron")
 
 
-def test_bounds_rounded_the_wrong_way_are_refused(monkeypatch):
-    model, shape, cases = case(23, n_queries=1)
+@pytest.mark.parametrize("alpha_bits", [0, DEFAULT_ALPHA_BITS])
+def test_bounds_rounded_the_wrong_way_are_refused(monkeypatch, alpha_bits):
+    model, shape, cases = case(23, n_queries=1, alpha_bits=alpha_bits)
     public, witness = cases[0]
     honest = circuit.floor_hint
 
@@ -114,7 +155,12 @@ def test_bounds_rounded_the_wrong_way_are_refused(monkeypatch):
         floor = honest(scale)
         return lambda v: [floor(v)[0] + 1]
 
+    def cut(scale):  # bounds that cut far into the ReLU's input range
+        floor = honest(scale)
+        return lambda v: [floor(v)[0] + 1000]
+
     _refused_with(monkeypatch, shape, public, witness, "floor_hint", ceiling, "neuron")
+    _refused_with(monkeypatch, shape, public, witness, "floor_hint", cut, "neuron")
 
 
 def test_bad_multipliers_norms_and_radius_terms_are_refused(monkeypatch):
@@ -170,15 +216,15 @@ def test_a_groth16_proof_verifies_and_eps_plus_one_does_not():
 def test_flips_are_proved_and_a_flip_the_model_does_not_make_is_refused():
     model = random_model(23, n_inputs=5, hidden=(4, 2))
     shape = statement_shape(model, region_slots=1, farkas_slots=1, eps_bits=16, radius="bound")
-    witness = StatementWitness(model.net.weights, model.net.biases, SALT, (), None)
     commitment = model_commitment(model, SALT, shape)
     rng = random.Random(5)
     flips = certified = 0
     for _ in range(12):
         q = random_query(model, rng)
         cert = bound_certificate(model, q, eps_bits=16)
+        public, witness = statement_inputs(model, SALT, cert.certificate(model), shape)
         if cert.status == FLIP:
-            public = StatementPublic(commitment, cert.decision, 0, STATUS_FLIP, cert.flip_slice, tuple(q))
+            assert public.status == STATUS_FLIP and public.flip_slice == cert.flip_slice
             assert satisfied(build(shape, public, witness))
             assert not satisfied(build(shape, dataclasses.replace(public, eps=1), witness))  # a flip is radius 0
             flips += 1

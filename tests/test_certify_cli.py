@@ -176,3 +176,80 @@ def _write(tmp_path, text: str) -> str:
     p = tmp_path / f"{uuid.uuid4().hex}.json"
     p.write_text(text)
     return str(p)
+
+
+def test_certify_states_the_hybrid_radius_by_default_and_fast_only_when_asked(model_dir, german, capsys):
+    """No --radius: region enumeration finishes on this small model, so the radius is the exact one, equal to
+    `--radius exact`'s; `--radius fast` still gives the projection lower bound, never above it."""
+    assert main(["precompute", "--model", str(model_dir), "--quiet"]) == 0
+    capsys.readouterr()
+    index = str(agreeing_indices(model_dir, german)[0])
+
+    def certify(*extra: str) -> tuple[dict, str]:
+        assert main(["certify", "--model", str(model_dir), "--index", index, "--json", *extra]) == 0
+        out, err = capsys.readouterr()
+        return json.loads(out), err
+
+    default, err = certify()
+    exact, _ = certify("--radius", "exact")
+    fast, _ = certify("--radius", "fast")
+    assert "the exact radius" in err
+    assert default["radius"]["kind"] == exact["radius"]["kind"] == "exact"
+    assert default["radius"]["numerator"] == exact["radius"]["numerator"]
+    assert fast["radius"]["kind"] == "fast" and fast["radius"]["numerator"] <= exact["radius"]["numerator"]
+
+
+def test_hybrid_falls_back_to_the_bound_radius_when_enumeration_overruns(model_dir, german, tmp_path, capsys):
+    """A cold store and a budget no enumeration meets: the bound radius, said to be one."""
+    index = str(agreeing_indices(model_dir, german)[0])
+    cold = f"sqlite:///{tmp_path / 'cold.sqlite'}"
+    assert main(["certify", "--model", str(model_dir), "--index", index, "--json", "--store", cold,
+                 "--exact-budget", "0.001"]) == 0
+    out, err = capsys.readouterr()
+    assert "no exact radius within 0.001 s: the bound radius instead" in err
+    assert json.loads(out)["radius"]["kind"] in ("bound", "cap", "flip")
+
+
+def _parent_hears(model_dir, german, budgets) -> tuple[list[str], list[bool]]:
+    """Run `certify_within` at each budget from a worker thread of an asyncio loop that handles SIGTERM, as the
+    service's workers do: (the signals the loop heard, whether each call gave a certificate)."""
+    import asyncio
+    import signal
+
+    from offline_precompute.certify import certify_within
+    from fairness.fixed_point import quantise_query
+
+    _, model = fixed(model_dir)
+    query = quantise_query(model, [float(v) for v in german.X_test[0]])
+    store = f"sqlite:///{model_dir / 'precompute.sqlite'}"
+
+    async def run():
+        loop = asyncio.get_running_loop()
+        heard: list[str] = []
+        loop.add_signal_handler(signal.SIGTERM, lambda: heard.append("SIGTERM"))
+        try:
+            found = [await loop.run_in_executor(None, certify_within, store, model, query, b) is not None
+                     for b in budgets]
+            await asyncio.sleep(0.3)  # a signal written to the loop's wakeup fd is read by now
+        finally:
+            loop.remove_signal_handler(signal.SIGTERM)
+        return heard, found
+
+    return asyncio.run(run())
+
+
+def test_a_child_stopped_at_its_deadline_never_signals_its_parent(model_dir, german, monkeypatch):
+    """The hybrid mode's enumeration child is terminated at the deadline; the service's event loop, whose
+    wakeup fd the forked child shares, must not take that SIGTERM for its own (it would stop the worker)."""
+    assert main(["precompute", "--model", str(model_dir), "--quiet"]) == 0
+    heard, found = _parent_hears(model_dir, german, (0.0001, 0.001, 0.01, 120))
+    assert heard == [] and found[-1]
+    # the twin: a child that keeps its parent's signal handling is heard by the parent's loop
+    import signal
+
+    import offline_precompute.certify as certify_module
+
+    monkeypatch.setattr(certify_module, "_own_signals",
+                        lambda: signal.pthread_sigmask(signal.SIG_UNBLOCK, certify_module.CHILD_SIGNALS))
+    heard, _ = _parent_hears(model_dir, german, (0.0001, 0.001, 0.01))
+    assert "SIGTERM" in heard

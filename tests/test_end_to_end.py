@@ -255,7 +255,7 @@ def test_a_reader_that_goes_away_gets_no_traceback(fair, proved, tmp_path):
 
     bundle_path, card_path = _files(tmp_path, proved[0].bundle, fair.card)
     prove = [sys.executable, "-m", "prover_service.cli", "prove", "--model", str(fair.workspace.root), "--index", "0",
-             "--out", str(tmp_path / "again.json")]
+             "--out", str(tmp_path / "again.json"), "--radius", "fast"]  # the radius the fixture has keys for
     for command in ([sys.executable, "-m", "verifier_client.cli", bundle_path, "--card", card_path], prove):
         child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         child.stdout.close()  # the reader is gone before the first line

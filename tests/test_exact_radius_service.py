@@ -324,7 +324,7 @@ def test_settings_and_commands_take_the_radius():
     from prover_service.commands.serve import settings_from
     from prover_service.service.settings import Settings
 
-    assert Settings().radius == "fast"
+    assert Settings().radius == "hybrid"  # fast only when asked for (tests/test_radius_defaults.py)
     assert Settings.from_env({"FAIRPROOF_RADIUS": "exact"}).radius == "exact"
     with pytest.raises(ValueError):
         Settings.from_env({"FAIRPROOF_RADIUS": "true"})

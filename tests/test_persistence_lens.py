@@ -36,6 +36,8 @@ def test_card_states_the_lens(bank):
 
 
 def test_bank_bundles_carry_the_plaintext_bounds(bank):
+    """Each bundle states the plaintext bounds of its bucket's slopes: optimised (the LP's) on the buckets a new
+    card sets up, never looser than CROWN's fixed ones and at most the triangle LP's optimum away from it."""
     card, model = bank.card, bank.prover.model
     lens = card.persistence
     for bundle in bank.bundles:
@@ -43,7 +45,12 @@ def test_bank_bundles_carry_the_plaintext_bounds(bank):
         ps = claims.persistence
         assert ps is not None and bundle.persistence == ps.readable()
         assert ps.delta == lens.default_delta
-        assert list(ps.bounds) == proved_bounds(model, bundle.query, lens.favourable_class, lens.columns, ps.delta)
+        alpha_bits = card.bucket(bundle.bucket).shape.alpha_bits
+        assert alpha_bits  # the buckets of a card made today optimise their slopes
+        assert list(ps.bounds) == proved_bounds(model, bundle.query, lens.favourable_class, lens.columns, ps.delta,
+                                                alpha_bits=alpha_bits)
+        crown = proved_bounds(model, bundle.query, lens.favourable_class, lens.columns, ps.delta)
+        assert all(c_lo <= lo <= hi <= c_hi for (lo, hi), (c_lo, c_hi) in zip(ps.bounds, crown))
         assert sum(ps.own) == len(card.sensitive)
         assert verify_bundle(bundle, card).valid
 

@@ -71,10 +71,93 @@ def test_per_slice_still_needs_the_exact_radius():
         Settings.from_env({"FAIRPROOF_PER_SLICE": "true"})  # the default, hybrid, is not split
 
 
-@pytest.mark.parametrize("command", sorted(COMMANDS))
-@pytest.mark.parametrize("budget", ["0", "-3", "inf", "nan", "soon"])
-def test_a_budget_that_is_no_positive_number_of_seconds_is_refused_in_words(command, budget, capsys):
-    with pytest.raises(SystemExit):
-        build_parser().parse_args([*COMMANDS[command], "--exact-budget", budget])
+@pytest.mark.parametrize("command", sorted(set(COMMANDS) - set(SERVICE)))
+@pytest.mark.parametrize("budget", ["0", "-3", "inf", "nan"])
+def test_a_budget_that_is_no_positive_number_of_seconds_is_refused_in_words(command, budget, tmp_path, capsys):
+    """Refused before any work (the model directory is not even read): one line, exit status 1."""
+    from prover_service.cli import main
+
+    argv = [*COMMANDS[command], "--exact-budget", budget]
+    argv = [str(tmp_path / "absent") if a == "m" else a for a in argv]
+    if command == "demo":
+        argv += ["--workdir", str(tmp_path / "demo")]
+    assert main(argv) == 1
     err = capsys.readouterr().err
-    assert "argument --exact-budget" in err and "number of seconds" in err and "Traceback" not in err
+    assert "--exact-budget must be a positive number of seconds" in err and "Traceback" not in err
+    assert not (tmp_path / "demo").exists()
+
+
+@pytest.mark.parametrize("command", SERVICE)
+@pytest.mark.parametrize("budget", ["0", "-3", "inf", "nan"])
+def test_the_service_refuses_such_a_budget_at_start(command, budget):
+    from prover_service.service.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="exact_budget"):
+        settings_from(build_parser().parse_args([*COMMANDS[command], "--exact-budget", budget]))
+
+
+# -- keys: a hybrid model needs the buckets of both statements ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def committed(tmp_path_factory):
+    """A random 20 -> (3, 2) -> 2 network under the German schema, committed and precomputed (no keys)."""
+    import numpy as np
+
+    from fairness.datasets import load_dataset
+    from fairness.errors import DataError
+    from fairness.model import FloatMLP, artifact_from_dataset, save_artifact
+    from prover_service.cli import main
+
+    try:
+        german = load_dataset("german")
+    except (DataError, FileNotFoundError) as exc:  # pragma: no cover - depends on the machine
+        pytest.skip(f"German Credit dataset not available: {exc}")
+    rng = np.random.default_rng(5)
+    sizes = [german.n_features, 3, 2, 2]
+    network = FloatMLP([rng.normal(0, 0.6, (sizes[i + 1], sizes[i])) for i in range(3)],
+                       [rng.normal(0, 0.3, sizes[i + 1]) for i in range(3)])
+    root = tmp_path_factory.mktemp("hybrid-keys") / "model"
+    save_artifact(artifact_from_dataset(network, german), root)
+    assert main(["commit", "--model", str(root), "--no-spread"]) == 0
+    assert main(["precompute", "--model", str(root), "--quiet", "--key-queries", "0"]) == 0
+    return root
+
+
+def _buckets_listed(output: str) -> dict[str, str]:
+    """`precompute`'s closing lines: bucket -> what became of its keys."""
+    return {line.split()[3].rstrip(":"): line.rsplit(", ", 1)[1] for line in output.splitlines()
+            if line.startswith("keys for bucket ")}
+
+
+def test_precompute_finds_both_statements_buckets_for_a_hybrid_model(committed, capsys):
+    from prover_service.cli import main
+
+    capsys.readouterr()
+    assert main(["precompute", "--model", str(committed), "--key-queries", "3", "--quiet"]) == 0
+    hybrid = _buckets_listed(capsys.readouterr().out)
+    assert "k1-f1-bound" in hybrid and any(name.endswith("-exact") for name in hybrid)
+    assert set(hybrid.values()) == {"needs a ceremony"}  # no phase-1 file given: nobody may set them up here
+    # the twins: the fast radius needs fast buckets only, the bound radius its one bucket
+    assert main(["precompute", "--model", str(committed), "--key-queries", "3", "--quiet", "--radius", "fast"]) == 0
+    fast = _buckets_listed(capsys.readouterr().out)
+    assert fast and not any(name.endswith(("-exact", "-bound")) for name in fast)
+    assert main(["precompute", "--model", str(committed), "--key-queries", "3", "--quiet", "--radius", "bound"]) == 0
+    assert list(_buckets_listed(capsys.readouterr().out)) == ["k1-f1-bound"]
+
+
+def test_a_missing_bucket_is_one_line_naming_what_to_set_up(committed, tmp_path, capsys):
+    from prover_service.cli import main
+
+    capsys.readouterr()
+    assert main(["prove", "--model", str(committed), "--index", "0", "--out", str(tmp_path / "b.json")]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) <= 2
+    assert "has no keys yet" in err and "fairproof ceremony init" in err
+    assert "-exact" in err and "k1-f1-bound" in err and "set up both" in err
+    assert not (tmp_path / "b.json").exists()
+    # its twin: a fast prover names its own bucket, and no hybrid note
+    assert main(["prove", "--model", str(committed), "--index", "0", "--out", str(tmp_path / "b.json"),
+                 "--radius", "fast"]) == 1
+    err = capsys.readouterr().err
+    assert "has no keys yet" in err and "set up both" not in err and "-exact" not in err

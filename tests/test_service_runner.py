@@ -43,7 +43,8 @@ class _Registry:
     def get(self, model_id):
         return _Loaded()
 
-    def prover(self, model_id):
+    def prover(self, model_id, radius=None):
+        self.radius = radius
         return _FailingProver(self.error)
 
 
@@ -61,6 +62,15 @@ def _run(ledger, error: Exception):
     job = ledger.submit(CERTIFICATE, "m", {"query": [1, 2]}, decision=0, card_digest="d" * 64)
     outcome = JobRunner(ledger, _Registry(error), "tester").run(job.id)
     return outcome, ledger.get(job.id)
+
+
+def test_the_job_is_proved_in_the_radius_mode_its_request_names(ledger):
+    """A request's mode reaches the registry's prover; a request naming none gets the service's (None here)."""
+    for request, expected in (({"radius": "bound"}, "bound"), ({}, None)):
+        registry = _Registry(DataError("stop here"))
+        job = ledger.submit(CERTIFICATE, "m", {"query": [1, 2], **request}, decision=0, card_digest="d" * 64)
+        assert JobRunner(ledger, registry, "tester").run(job.id) == "failed"
+        assert registry.radius == expected
 
 
 def test_bank_side_failures_reach_the_customer_without_internals(ledger):
@@ -191,7 +201,7 @@ def test_stopping_finishes_the_job_in_flight_and_leaves_the_queue_for_the_next_s
             raise DataError("done")
 
     class _SlowRegistry(_Registry):
-        def prover(self, model_id):
+        def prover(self, model_id, radius=None):
             return _SlowProver()
 
     jobs = [ledger.submit(CERTIFICATE, "m", {"query": [i]}, decision=0, card_digest="d" * 64) for i in range(25)]
@@ -224,7 +234,7 @@ def test_a_proof_still_running_at_the_stop_deadline_is_handed_back_without_count
             raise DataError("too late")
 
     class _StuckRegistry(_Registry):
-        def prover(self, model_id):
+        def prover(self, model_id, radius=None):
             return _StuckProver()
 
     jobs = [ledger.submit(CERTIFICATE, "m", {"query": [i]}, decision=0, card_digest="d" * 64) for i in range(3)]

@@ -400,3 +400,148 @@ def test_designated_row_must_be_distance_covered():
     kinds[d.slot][d.row] = CoverKind.EMPTY_FACET
     labels = rejected(c, None, replace_slice(c.witness, d.slice_index, kinds=tuple(map(tuple, kinds))))
     assert some(labels, "minimality")
+
+
+# (i) ---------------------------------------------------------------- optimised relaxation slopes
+# Statements with `alpha_bits` take every lower relaxation slope alpha = a / 2^t as a private input: any alpha in
+# [0, 1] is sound (relu(z) >= alpha z), anything else is not, and the constraint system must say so; so must it
+# for bounds l, u that cut into a ReLU's input range. Each refusal has its twin: the honest optimised witness.
+
+ALPHA_BITS = 16
+ONE = 1 << ALPHA_BITS
+
+
+def _bound_case(seed: int = 23, hidden=(4, 2)):
+    """A bound-radius statement with optimised slopes, for a query whose slopes are not all CROWN's."""
+    from fairness.bound_radius import bound_certificate
+    from fairness_toy_models import random_model, random_query
+    from statement.adapter import statement_shape
+
+    model = random_model(seed, n_inputs=5, hidden=hidden)
+    shape = statement_shape(model, region_slots=1, farkas_slots=1, eps_bits=16, radius="bound", alpha_bits=ALPHA_BITS)
+    rng = random.Random(seed)
+    while True:
+        cert = bound_certificate(model, random_query(model, rng), alpha_bits=ALPHA_BITS)
+        crown = bound_certificate(model, cert.query, alpha_bits=0)
+        if cert.status == "certified" and cert.eps > crown.eps:  # the optimised slopes prove more than CROWN's
+            public, witness = statement_inputs(model, SALT, cert.certificate(model), shape)
+            return shape, public, witness, (model, crown)
+
+
+def _lens_case(name: str = "two_layer", delta: int = 40):
+    """A region statement with the persistence lens and optimised slopes."""
+    c = case(name)
+    sens = set(c.shape.sensitive_columns)
+    cols = tuple(j for j in range(c.shape.n_inputs) if j not in sens)[:2]
+    shape = dataclasses.replace(c.shape, persistence_columns=cols, favourable_class=1, alpha_bits=ALPHA_BITS)
+    public, witness = statement_inputs(c.model, SALT, c.cert, shape, persistence_delta=delta)
+    return shape, public, witness
+
+
+def _refused(shape, public, witness) -> set[str]:
+    cs = build(shape, public, witness, strict=False)
+    assert not cs.compile(wire_names=False).is_satisfied(cs.witness())
+    from statement_cases import unsatisfied_labels
+
+    return unsatisfied_labels(cs)
+
+
+def _accepted(shape, public, witness) -> bool:
+    cs = build(shape, public, witness, strict=False)
+    return cs.compile(wire_names=False).is_satisfied(cs.witness())
+
+
+def _with_slope(values: tuple[int, ...], index: int, value: int) -> tuple[int, ...]:
+    out = list(values)
+    out[index] = value
+    return tuple(out)
+
+
+def _index_of(values: tuple[int, ...], wanted) -> int:
+    return next(i for i, a in enumerate(values) if wanted(a))
+
+
+def test_i_the_honest_optimised_witnesses_are_accepted():
+    shape, public, witness, (_, crown) = _bound_case()
+    assert _accepted(shape, public, witness) and public.eps > crown.eps
+    assert any(0 < a < ONE for a in witness.radius_slopes)  # slopes strictly inside (0, 1): not CROWN's
+    shape, public, witness = _lens_case()
+    assert _accepted(shape, public, witness)
+    assert any(0 < a < ONE for a in witness.persistence_slopes)
+
+
+@pytest.mark.parametrize("forged", [ONE + 1, 2 * ONE, -1, R - ONE, 1 << 200])
+def test_i_a_bound_radius_slope_outside_zero_one_is_refused(forged):
+    """alpha one step above 1 (rounded up past it), far above, one step below 0 (rounded down past it, as a
+    field element R - 1), a field element near R, and one far beyond the range check's width."""
+    shape, public, witness, _ = _bound_case()
+    at = _index_of(witness.radius_slopes, lambda a: a == ONE) if forged == ONE + 1 else \
+        _index_of(witness.radius_slopes, lambda a: a == 0) if forged == -1 else 0
+    labels = _refused(shape, public, dataclasses.replace(witness, radius_slopes=_with_slope(
+        witness.radius_slopes, at, forged % R)))
+    assert some(labels, "slopes/unit_slope"), labels
+
+
+@pytest.mark.parametrize("forged", [ONE + 1, -1, R - 7])
+def test_i_a_persistence_slope_outside_zero_one_is_refused(forged):
+    shape, public, witness = _lens_case()
+    at = _index_of(witness.persistence_slopes, lambda a: a == ONE) if forged == ONE + 1 else \
+        _index_of(witness.persistence_slopes, lambda a: a == 0) if forged == -1 else 3
+    labels = _refused(shape, public, dataclasses.replace(witness, persistence_slopes=_with_slope(
+        witness.persistence_slopes, at, forged % R)))
+    assert some(labels, "persistence/slopes/unit_slope"), labels
+
+
+def test_i_a_slope_rounded_the_wrong_way_past_one_would_have_proved_more():
+    """Why the range check matters: a slope a hair above 1 where the relaxation is unsound can inflate the
+    bound. The circuit refuses it at the range check alone, whatever the rest of the witness."""
+    shape, public, witness, _ = _bound_case()
+    slopes = tuple(min(a + 1, ONE + 1) if a == ONE else a for a in witness.radius_slopes)  # every 1 rounded up
+    labels = _refused(shape, public, dataclasses.replace(witness, radius_slopes=slopes))
+    assert some(labels, "slopes/unit_slope"), labels
+
+
+def test_i_in_range_slopes_keep_the_bound_sound_but_not_the_published_one():
+    """Any slope in [0, 1] is sound, so other in-range slopes are refused only where they prove less than the
+    public statement says: all-zero slopes cannot carry the optimised eps, nor the lens's optimised bounds;
+    CROWN's slopes (0 or 1) carry CROWN's eps and not the optimised one."""
+    from fairness.alpha_crown import optimise_plans
+
+    shape, public, witness, (model, crown) = _bound_case()
+    zeros = dataclasses.replace(witness, radius_slopes=(0,) * len(witness.radius_slopes))
+    assert some(_refused(shape, public, zeros), "margins")
+    plans = optimise_plans(model, public.query, public.decision, crown.eps, 16, ALPHA_BITS, iterations=0)
+    crowns = dataclasses.replace(witness, radius_slopes=tuple(a for plan in plans for a in plan.flat()))
+    assert set(crowns.radius_slopes) <= {0, ONE}
+    assert _accepted(shape, dataclasses.replace(public, eps=crown.eps), crowns)
+    assert some(_refused(shape, public, crowns), "margins")
+    shape, public, witness = _lens_case()
+    zeros = dataclasses.replace(witness, persistence_slopes=(0,) * len(witness.persistence_slopes))
+    assert some(_refused(shape, public, zeros), "persistence/pair")
+
+
+def test_i_intermediate_bounds_that_cut_into_the_relu_are_refused(monkeypatch):
+    """Bounds l, u narrower than the set's (a neuron claimed stable, or l rounded up) would let a relaxation
+    hold only on part of the neuron's range; with optimised slopes as without, the circuit refuses them."""
+    import statement.bound_radius as circuit
+
+    shape, public, witness, _ = _bound_case()
+    floor = circuit.floor_hint
+    monkeypatch.setattr(circuit, "floor_hint", lambda scale: (lambda v: [floor(scale)(v)[0] + 1]))
+    assert some(_refused(shape, public, witness), "neuron")
+    monkeypatch.undo()
+    honest = circuit.upper_hint
+    for lie in ((lambda l, u: [1, 0, 0]), (lambda l, u: [0, 1, 0])):  # "active" or "dead" whatever its bounds
+        monkeypatch.setattr(circuit, "upper_hint", lie)
+        assert some(_refused(shape, public, witness), "neuron")
+        monkeypatch.undo()
+    monkeypatch.setattr(circuit, "upper_hint", lambda l, u: [*honest(l, u)[:2], max(honest(l, u)[2] - 1, 0)])
+    assert some(_refused(shape, public, witness), "neuron")  # the upper line rounded down: below ReLU at u
+    monkeypatch.undo()
+    assert _accepted(shape, public, witness)
+
+
+def test_i_a_witness_with_too_few_slopes_is_refused_in_plain_words():
+    shape, public, witness, _ = _bound_case()
+    with pytest.raises(Exception, match="optimised slopes"):
+        build(shape, public, dataclasses.replace(witness, radius_slopes=witness.radius_slopes[:-1]), strict=False)

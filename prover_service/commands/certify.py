@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from prover_service.commands.precompute import STORE_HELP
-from prover_service.commands.radius_option import add_exact_budget_argument, add_radius_argument
+from prover_service.commands.radius_option import add_exact_budget_argument, add_radius_argument, check_exact_budget
 from prover_service.commands.json_option import add_json_argument
 
 
@@ -43,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
                                             query_from_record, read_record)
     from offline_precompute.db import open_database, resolve_store_url
 
+    check_exact_budget(args.exact_budget)
     scale = DEFAULT_SCALE_BITS if args.scale_bits is None else args.scale_bits
     artifact, model = load_fixed_point(args.model, scale)
     if args.index is not None:
@@ -61,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"region enumeration gave no exact radius within {args.exact_budget:g} s: the bound radius "
                   "instead", file=sys.stderr)
             return _bound(args, artifact, model, query)
-        print("region enumeration finished within the budget: the exact radius", file=sys.stderr)
+        print("region enumeration finished within the budget: the exact "
+              + ("answer (a flip: eps 0)" if exact.certificate.status == "flip" else "radius"), file=sys.stderr)
         cert, seconds, cached, digest = exact.certificate, exact.seconds, exact.cached_rows, exact.model_digest
         hits, misses, rejected = exact.hits, exact.misses, exact.rejected
     else:

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from .radius_option import (add_bucket_growth_argument, add_exact_budget_argument, add_per_slice_argument,
-                           add_radius_argument)
+                           add_radius_argument, check_exact_budget)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -79,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.customers < 1:
         raise DataError("--customers must be at least 1")
+    check_exact_budget(args.exact_budget)
     hidden = tuple(int(h) for h in args.hidden.split(","))
     workdir = Path(args.workdir)
     model_dir = workdir / f"german-{'x'.join(map(str, hidden))}-{args.variant}"
@@ -232,11 +233,12 @@ def _ceremonies(prover, queries, workdir: Path, backend) -> list[str]:
         return []
     relations = {name: statement_relation(shape) for name, shape in shapes.items()}
     power = max(circuit_power(r) for r in relations.values())
-    for name, shape in _other_modes_shapes(prover, queries).items():  # phase 1 serves them too
-        if name not in relations:
-            power = max(power, circuit_power(statement_relation(shape)))
     ptau = _phase1_path(workdir)
     if not ptau.is_file() or read_ptau(ptau).power < power:
+        # One file for every mode: a later run, or a README command, with another --radius reuses it.
+        power = max([power] + [circuit_power(statement_relation(shape))
+                               for name, shape in _other_modes_shapes(prover, queries).items()
+                               if name not in relations])
         _say(f"[4/7] phase 1: a development powers-of-tau file of 2^{power} (made here, by the auditor in this "
              "story; production uses a public ceremony's file)")
         ptau.parent.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,7 @@ import time
 
 from .key_options import add_key_setup_arguments, key_setup_from_args
 from .radius_option import (add_bucket_growth_argument, add_exact_budget_argument, add_per_slice_argument,
-                           add_radius_argument)
+                           add_radius_argument, check_exact_budget)
 
 STORE_HELP = ("store URL: sqlite:///PATH or postgresql+psycopg://USER@HOST:PORT/DB "
               "(default: $FAIRPROOF_STORE_URL, else sqlite:///MODEL_DIR/precompute.sqlite)")
@@ -70,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.batch < 1:
         raise StoreError("--batch must be at least 1")
+    check_exact_budget(args.exact_budget)
     from pathlib import Path
 
     committed = (Path(args.model) / "card.json").is_file()

@@ -8,7 +8,7 @@ from pathlib import Path
 from .key_options import add_key_setup_arguments, key_setup_from_args
 from .precompute import STORE_HELP
 from .radius_option import (add_bucket_growth_argument, add_exact_budget_argument, add_per_slice_argument,
-                           add_radius_argument)
+                           add_radius_argument, check_exact_budget)
 from prover_service.commands.json_option import add_json_argument
 
 
@@ -51,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from prover_service.proving import Prover
     from prover_service.workspace import ModelWorkspace, write_atomically
 
+    check_exact_budget(args.exact_budget)
     workspace = ModelWorkspace.open(args.model)
     db = open_database(resolve_store_url(args.store, workspace.root))
     try:

@@ -13,7 +13,7 @@ DEFAULT_EXACT_BUDGET = 60.0
 RADIUS_HELP = ("hybrid: the exact radius when region enumeration finishes within --exact-budget seconds, else the "
                "bound radius (keys of both statements' buckets, k<K>-f<F>-exact and k1-f1-bound); "
                "exact: the true radius rounded down to 2^-t, proved minimal by a counterexample (its own circuit "
-               "buckets, k<K>-f<F>-exact, about twice the constraints); "
+               "buckets, k<K>-f<F>-exact); "
                "bound: linear bound propagation (CROWN) of the l2 ball through the network, no region enumeration: "
                "polynomial in the network's size, a lower bound usually below the exact radius (its own circuit "
                "bucket, k1-f1-bound); "
@@ -31,22 +31,21 @@ def add_radius_argument(parser: argparse.ArgumentParser, *, default: str | None 
 def add_exact_budget_argument(parser: argparse.ArgumentParser, *, default: float | None = DEFAULT_EXACT_BUDGET,
                               env: str | None = None) -> None:
     """`--exact-budget S`: how long the hybrid mode lets region enumeration run before it proves the bound
-    radius instead."""
+    radius instead (checked by `check_exact_budget` when the command runs)."""
     where = f"default ${env}, else {DEFAULT_EXACT_BUDGET:g}" if env else f"default {default:g}"
-    parser.add_argument("--exact-budget", type=seconds, default=default, metavar="S",
+    parser.add_argument("--exact-budget", type=float, default=default, metavar="S",
                         help=f"with --radius hybrid: seconds region enumeration may take before the bound radius "
                              f"is used instead ({where})")
 
 
-def seconds(text: str) -> float:
-    """A budget: a positive, finite number of seconds (argparse says so in words for anything else)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
-    return value
+def check_exact_budget(seconds: float) -> float:
+    """A budget is a positive, finite number of seconds; anything else is refused in words (a ModelError:
+    one line, exit status 1), before the command does any work."""
+    from fairness.errors import ModelError
+
+    if not 0 < seconds < float("inf"):
+        raise ModelError(f"--exact-budget must be a positive number of seconds, not {seconds:g}")
+    return seconds
 
 
 BUCKET_GROWTH_CHOICES = (2, 4)
