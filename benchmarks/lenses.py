@@ -55,7 +55,7 @@ from fairness.certificate import certify  # noqa: E402
 from fairness.datasets import load_dataset  # noqa: E402
 from fairness.fixed_point import to_fixed_point  # noqa: E402
 from fairness.persistence_audit import audit_persistence  # noqa: E402
-from fairness.alpha_crown import DEFAULT_ALPHA_BITS  # noqa: E402
+from fairness.slope_plans import DEFAULT_ALPHA_BITS  # noqa: E402
 from fairness.persistence import (INCONCLUSIVE, crown_bounds, exact_bounds, lp_bounds,  # noqa: E402
                                   optimised_bounds, perturbation_box, proved_bounds, single_attribute_flips)
 from fairness.spread import (DEFAULT_BUCKET_WIDTH, SpreadLens, bucket_width_at, default_favourable_class,  # noqa: E402

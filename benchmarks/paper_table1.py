@@ -284,7 +284,8 @@ def prove_phase(root: str, radius: str, indices: list[int], bucket_of: list[str]
                 spread_equal += (proved.decisions, proved.score_buckets) == (plain.decisions, plain.distinct_buckets)
             if card.persistence is not None and verdict:  # the proved bounds against the plaintext CROWN bounds
                 ps = card.persistence
-                plain_bounds = proved_bounds(model, queries[j], ps.favourable_class, ps.columns, ps.default_delta)
+                plain_bounds = proved_bounds(model, queries[j], ps.favourable_class, ps.columns, ps.default_delta,
+                                             alpha_bits=prover.card.bucket(bundle.bucket).shape.alpha_bits)
                 persistence_equal += list(verdict.claims.persistence.bounds) == plain_bounds
             statuses[bundle.status] = statuses.get(bundle.status, 0) + 1
             if snark_checked < n_snarkjs:

@@ -20,71 +20,16 @@ finds the same slopes.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
 import torch
 
 from .fixed_point import FixedPointModel
+from .slope_plans import DEFAULT_ALPHA_BITS, SlicePlan
 
-# Slopes are a / 2^ALPHA_BITS by default: 2^-16 is far below what the bound can feel, and a range check of
-# 18 constraints per slope in the circuit.
-DEFAULT_ALPHA_BITS = 16
 ITERATIONS = 40  # Adam steps per search (tightness levels off well before, benchmarks/bound_radius.py)
 LEARNING_RATE = 0.1
-
-Slopes = tuple[tuple[int, ...], ...]  # one tuple per hidden layer below a quantity, one int per neuron
-
-
-@dataclass(frozen=True)
-class SlicePlan:
-    """The lower slopes of one slice's propagation, alpha = a / 2^bits with 0 <= a <= 2^bits.
-
-    neurons[k - 1][i] = (slopes of the lower bound of z_k[i], slopes of its upper bound), for every hidden
-    layer k >= 1; margins[c] = the slopes of the margin z_y - z_c (those of c = y are unused, all 0). Each
-    `Slopes` has one tuple per hidden layer below the quantity, one slope per neuron of that layer."""
-
-    bits: int
-    neurons: tuple[tuple[tuple[Slopes, Slopes], ...], ...]
-    margins: tuple[Slopes, ...]
-
-    def flat(self) -> list[int]:
-        """Every slope in the circuit's order: layer by layer, neuron by neuron, lower side then upper, each
-        quantity's slopes layer by layer; then the margins class by class."""
-        out: list[int] = []
-        for layer in self.neurons:
-            for sides in layer:
-                for slopes in sides:
-                    out += [a for per_layer in slopes for a in per_layer]
-        for slopes in self.margins:
-            out += [a for per_layer in slopes for a in per_layer]
-        return out
-
-
-def plan_size(hidden_sizes: Sequence[int], n_classes: int) -> int:
-    """How many slopes a `SlicePlan` of this architecture holds."""
-    size = sum(2 * h * sum(hidden_sizes[:k]) for k, h in enumerate(hidden_sizes) if k)
-    return size + n_classes * sum(hidden_sizes)
-
-
-def unflatten(values: Sequence[int], bits: int, hidden_sizes: Sequence[int], n_classes: int) -> SlicePlan:
-    """The `SlicePlan` whose `flat()` is `values`."""
-    at = 0
-
-    def take(top: int) -> Slopes:
-        nonlocal at
-        out = []
-        for h in hidden_sizes[:top]:
-            out.append(tuple(values[at:at + h]))
-            at += h
-        return tuple(out)
-
-    neurons = tuple(tuple((take(k), take(k)) for _ in range(hidden_sizes[k])) for k in range(1, len(hidden_sizes)))
-    margins = tuple(take(len(hidden_sizes)) for _ in range(n_classes))
-    if at != len(values):
-        raise ValueError(f"{len(values)} slopes for a plan of {at}")
-    return SlicePlan(bits, neurons, margins)
 
 
 # ------------------------------------------------------------------------------------ float propagation
@@ -275,12 +220,6 @@ def _plan(best: dict, bits: int, hidden_sizes: Sequence[int], n_classes: int, y:
     return SlicePlan(bits, tuple(neurons), tuple(margins))
 
 
-def model_key(model: FixedPointModel) -> tuple:
-    """What the slopes depend on in a model: the network, the box and each attribute's columns and points
-    (not the names and labels, which a circuit's prover does not know)."""
-    return (model.net, model.box_lower, model.box_upper, tuple((f.columns, f.points) for f in model.sensitive))
-
-
 def optimise_plans(model: FixedPointModel, query: Sequence[int], decision: int, eps: int, eps_bits: int,
                    bits: int = DEFAULT_ALPHA_BITS, warm: Sequence[SlicePlan] | None = None, *,
                    iterations: int = ITERATIONS, learning_rate: float = LEARNING_RATE) -> tuple[SlicePlan, ...]:
@@ -356,7 +295,8 @@ def polish_pair_slopes(weights: Sequence[np.ndarray], biases: Sequence[np.ndarra
     bounds = [[(torch.tensor(l), torch.tensor(u)) for l, u in layers] for _, _, layers in copies]
 
     def value() -> torch.Tensor:
-        a_total, c_total = 0, 0
+        a_total: torch.Tensor | float = 0.0
+        c_total: torch.Tensor | float = 0.0
         for k, copy_sign in enumerate((sign, -sign)):
             rows, consts = copy_sign * row[None], torch.tensor([copy_sign * bias])
             for layer in range(len(W) - 1, -1, -1):  # W: the hidden layers' weights
@@ -383,14 +323,14 @@ def polish_pair_slopes(weights: Sequence[np.ndarray], biases: Sequence[np.ndarra
         best = [[p.detach().clone() for p in copy] for copy in params]
         step = _Adam(flat, learning_rate)
         for _ in range(iterations):
-            v = value()
-            if float(v.detach()) > best_value:
-                best_value, best = float(v.detach()), [[p.detach().clone() for p in copy] for copy in params]
-            (-v).backward()
+            bound = value()
+            if float(bound.detach()) > best_value:
+                best_value, best = float(bound.detach()), [[p.detach().clone() for p in copy] for copy in params]
+            (-bound).backward()
             step()
-        v = float(value().detach())
-        if v > best_value:
-            best_value, best = v, [[p.detach().clone() for p in copy] for copy in params]
+        last = float(value().detach())
+        if last > best_value:
+            best_value, best = last, [[p.detach().clone() for p in copy] for copy in params]
     finally:
         torch.set_num_threads(threads)
     return [[p.tolist() for p in copy] for copy in best], best_value

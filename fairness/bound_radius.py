@@ -44,6 +44,7 @@ are what a proof's witness holds.
 from __future__ import annotations
 
 import math
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from fractions import Fraction
@@ -51,7 +52,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .alpha_crown import DEFAULT_ALPHA_BITS, SlicePlan, Slopes, float_margins, model_key, optimise_plans
+from .slope_plans import DEFAULT_ALPHA_BITS, SlicePlan, Slopes, model_key
 from .certificate import Certificate
 from .errors import CertificationError
 from .fixed_point import FixedPointModel
@@ -321,6 +322,7 @@ class RadiusSearch:
 
 
 _SEARCHES: OrderedDict = OrderedDict()
+_SEARCHES_LOCK = threading.Lock()  # a service may prove in several threads
 _KEPT = 32
 
 
@@ -332,13 +334,15 @@ def radius_search(model: FixedPointModel, query: Sequence[int], eps_bits: int = 
     memory, as the certificate and then its proof ask for the same search)."""
     query = tuple(int(v) for v in query)
     key = (model_key(model), query, eps_bits, alpha_bits)
-    if key in _SEARCHES:
-        _SEARCHES.move_to_end(key)
-        return _SEARCHES[key]
+    with _SEARCHES_LOCK:
+        if key in _SEARCHES:
+            _SEARCHES.move_to_end(key)
+            return _SEARCHES[key]
     found = _search(model, query, eps_bits, alpha_bits)
-    _SEARCHES[key] = found
-    while len(_SEARCHES) > _KEPT:
-        _SEARCHES.popitem(last=False)
+    with _SEARCHES_LOCK:
+        _SEARCHES[key] = found
+        while len(_SEARCHES) > _KEPT:
+            _SEARCHES.popitem(last=False)
     return found
 
 
@@ -399,6 +403,8 @@ def _optimised_radius(model: FixedPointModel, query: Sequence[int], y: int, crow
     until the slopes found there carry it no further. Candidates are checked exactly, largest first; the
     slopes optimised at CROWN's radius start from CROWN's own and keep the best, so they prove it too
     (down to the largest eps they prove exactly, if rounding cost the last step)."""
+
+    from .alpha_crown import float_margins, optimise_plans  # torch: only where slopes are searched
 
     def passes(e: int, plans: Sequence[SlicePlan]) -> bool:
         return all(bool(np.all(m > 0)) for m in float_margins(model, query, y, e / (1 << eps_bits), plans))

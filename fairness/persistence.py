@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Sequence
@@ -458,7 +459,7 @@ def _backward_lower(model: FixedPointModel, net: "_Net", flip: Flip, box: Box, s
     shared = {j: Fraction(0) for j in free}
     constant = Fraction(0)
     for copy, (values, copy_sign) in enumerate(((slices[flip.source], sign), (slices[flip.target], -sign))):
-        own_slopes = None if slopes is None else slopes.copies[copy]
+        own_slopes, bits = (None, 0) if slopes is None else (slopes.copies[copy], slopes.bits)
         x_fixed = [Fraction(v, one) for v in _fixed_input(model, box, values)]
         lo_in = [Fraction(box.lower[j], one) if j in free else x_fixed[j] for j in range(len(x_fixed))]
         hi_in = [Fraction(box.upper[j], one) if j in free else x_fixed[j] for j in range(len(x_fixed))]
@@ -470,7 +471,7 @@ def _backward_lower(model: FixedPointModel, net: "_Net", flip: Flip, box: Box, s
             pre = []
             for neuron, (a, l, u) in enumerate(zip(coef, zl, zh)):
                 if a >= 0 and own_slopes is not None:
-                    pre.append(a * Fraction(own_slopes[layer][neuron], 1 << slopes.bits))
+                    pre.append(a * Fraction(own_slopes[layer][neuron], 1 << bits))
                 elif l >= 0:
                     pre.append(a)
                 elif u <= 0:
@@ -574,8 +575,8 @@ def _polished(model: FixedPointModel, net: "_Net", flip: Flip, box: Box, sign: i
         [(np.array(lo, dtype=float), np.array(hi, dtype=float),
           [(np.array(zl, dtype=float), np.array(zh, dtype=float)) for zl, zh in bounds]) for lo, hi, bounds in copies],
         shared, sign, [[[a / top for a in layer] for layer in copy] for copy in start.copies])
-    slopes = PairSlopes(start.bits, tuple(tuple(tuple(min(top, max(0, round(a * top))) for a in layer)
-                                                for layer in copy) for copy in alphas))
+    own, other = (tuple(tuple(min(top, max(0, round(a * top))) for a in layer) for layer in copy) for copy in alphas)
+    slopes = PairSlopes(start.bits, (own, other))
     return _backward_lower(model, net, flip, box, sign, slope_bits, slopes), slopes
 
 
@@ -600,8 +601,8 @@ def lp_slopes(model: FixedPointModel, favourable_class: int, flip: Flip, box: Bo
         lam, rho = max(float(below[2 * i]), 0.0), max(float(res.lower.marginals[post]), 0.0)
         if lam + rho > 0:
             copies[copy][layer][neuron] = min(top, max(0, round(top * lam / (lam + rho))))
-    slopes = PairSlopes(bits, tuple(tuple(tuple(layer) for layer in copy) for copy in copies))
-    return slopes, float(res.fun) + float(sign * prog.constant)
+    own, other = (tuple(tuple(layer) for layer in copy) for copy in copies)
+    return PairSlopes(bits, (own, other)), float(res.fun) + float(sign * prog.constant)
 
 
 def optimised_bounds(model: FixedPointModel, favourable_class: int, flip: Flip, box: Box, bits: int,
@@ -642,6 +643,7 @@ def proved_slopes(model: FixedPointModel, query: Sequence[int], favourable_class
 
 
 _PROVED: dict = {}
+_PROVED_LOCK = threading.Lock()  # a service may prove in several threads
 _KEPT = 32
 
 
@@ -651,11 +653,12 @@ def _proved(model: FixedPointModel, query: tuple[int, ...], favourable_class: in
     the circuit asks for the slopes (a deterministic computation, so a fresh one gives the same)."""
     if type(delta) is not int or delta < 0:
         raise PersistenceError(f"delta must be a non-negative integer at the input scale, not {delta!r}")
-    from .alpha_crown import model_key
+    from .slope_plans import model_key
 
     key = (model_key(model), query, favourable_class, numeric_columns, delta, slope_bits, alpha_bits)
-    if key in _PROVED:
-        return _PROVED[key]
+    with _PROVED_LOCK:
+        if key in _PROVED:
+            return _PROVED[key]
     box = perturbation_box(model, query, numeric_columns, Fraction(delta, 1 << model.scale_bits))
     slices = model.slices()
     own = model.slice_points(model.query_slice(query))
@@ -670,9 +673,10 @@ def _proved(model: FixedPointModel, query: tuple[int, ...], favourable_class: in
         else:
             b, slopes = crown_bounds(model, favourable_class, flip, box, slope_bits), None
         out.append(((math.floor(b.lower * scale), math.ceil(b.upper * scale)), slopes))
-    if len(_PROVED) >= _KEPT:
-        _PROVED.pop(next(iter(_PROVED)))
-    _PROVED[key] = out
+    with _PROVED_LOCK:
+        if len(_PROVED) >= _KEPT:
+            _PROVED.pop(next(iter(_PROVED)))
+        _PROVED[key] = out
     return out
 
 

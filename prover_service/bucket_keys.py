@@ -37,7 +37,7 @@ from circuits.snarkjs.zkey_file import parse_zkey
 from circuits.snarkjs.json_formats import verifying_key_from_json, verifying_key_to_json
 from circuits.snarkjs.zkey_read import read_zkey
 from commitments.card import CircuitBucket, ContributionRecord, ModelCard, SetupRecord
-from fairness.alpha_crown import DEFAULT_ALPHA_BITS
+from fairness.slope_plans import DEFAULT_ALPHA_BITS
 from fairness.errors import ModelError
 from fairness.fixed_point import FixedPointModel
 from fairness.spread import SpreadLens

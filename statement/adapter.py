@@ -32,7 +32,7 @@ from fairness.fixed_point import FixedPointModel
 from fairness.geocert import DECISION, NEURON
 from fairness.codes import ActivationCode
 from fairness.regions import SliceGeometry, eps_cap, free_part
-from fairness.alpha_crown import DEFAULT_ALPHA_BITS, plan_size
+from fairness.slope_plans import DEFAULT_ALPHA_BITS, plan_size
 from fairness.bound_radius import radius_search
 from fairness.persistence import proved_bounds, proved_slopes
 from fairness.spread import SpreadLens, spread

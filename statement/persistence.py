@@ -294,7 +294,7 @@ def persistence_lens(cs, shape: StatementShape, wd: StatementWidths, weights, bi
         with cs.scope(f"pair{p}"):
             copies[p] = _interval_copy(cs, shape, pw, weights, biases, plus, lower, first_spread, slope_bits,
                                        optimised)
-    passes = {}
+    passes: dict[tuple, tuple] = {}
     if optimised:  # every bound its own slopes, the query's copy included: a backward pass per pair and side
         chosen = _slopes(cs, shape, slopes, slope_bits)
         for p in range(len(shape.persistence_pairs)):

@@ -16,7 +16,7 @@ import statement.bound_radius as circuit
 from circuits.backends import get_backend
 from circuits.builder import ConstraintSystem
 from circuits.groth16 import check_proof, prove, r1cs_digest, setup
-from fairness.alpha_crown import DEFAULT_ALPHA_BITS
+from fairness.slope_plans import DEFAULT_ALPHA_BITS
 from fairness.bound_radius import CERTIFIED, FLIP, bound_certificate, certifies, layer_bounds, _InputSet
 from statement.adapter import model_commitment, statement_inputs, statement_shape
 from statement.circuit import build_statement, statement_relation
@@ -322,3 +322,37 @@ def test_the_page_verifies_bound_certificates_in_the_verifiers_words(bound_bank,
     assert honest["verdict"] == "VALID" and report == printed[:len(report)]
     assert any("bound radius: linear bound propagation" in line for line in report)
     assert tampered["verdict"] == "INVALID" and "proof rejected" in tampered["reason"]
+
+
+def test_a_card_published_before_optimised_slopes_keeps_its_keys(bank, tmp_path_factory, monkeypatch):
+    """A card whose k1-f1-bound bucket has fixed slopes (alpha_bits 0, no such field on its shape) goes on
+    proving CROWN's radius with those keys; the same model committed today gets optimised slopes, whose
+    radius is never smaller. Both verify."""
+    import prover_service.bucket_keys as bucket_keys
+    from bank_fixtures import copy_of_bank_model
+    from offline_precompute.certify import query_from_record
+    from prover_service.bucket_keys import SinglePartyKeySetup
+    from prover_service.proving import Prover
+    from verifier_client.verify import verify_bundle
+
+    eps = {}
+    for name, default in (("before", 0), ("today", DEFAULT_ALPHA_BITS)):
+        root, workspace, db = copy_of_bank_model(bank, tmp_path_factory, f"slopes-{name}")
+        monkeypatch.setattr(bucket_keys, "DEFAULT_ALPHA_BITS", default)
+        prover = Prover(workspace, db, get_backend(), key_setup=SinglePartyKeySetup(), radius="bound")
+        query = query_from_record(workspace.artifact, prover.model, bank.records[0])
+        bundle = prover.prove(query).bundle
+        bucket = prover.card.bucket("k1-f1-bound")
+        assert bucket.shape.alpha_bits == default
+        assert ("alpha_bits" in bucket.shape.model_dump()) == bool(default)  # the old spelling, the old digest
+        assert verify_bundle(bundle, prover.card)
+        if name == "before":  # the card now publishes the fixed bucket: a new prover keeps to it
+            monkeypatch.setattr(bucket_keys, "DEFAULT_ALPHA_BITS", DEFAULT_ALPHA_BITS)
+            again = Prover(workspace, db, get_backend(), key_setup=SinglePartyKeySetup(), radius="bound")
+            assert again.shape_for(1, 1, "bound").alpha_bits == 0
+            repeat = again.prove(query).bundle
+            assert verify_bundle(repeat, again.card) and repeat.eps == bundle.eps
+            assert again.card.bucket("k1-f1-bound") == bucket
+        eps[name] = bundle.eps.numerator
+        db.dispose()
+    assert eps["today"] >= eps["before"]

@@ -13,13 +13,13 @@ import pytest
 
 import fairness.bound_radius as br
 from circuits.builder import ConstraintSystem
-from fairness.alpha_crown import (DEFAULT_ALPHA_BITS, SlicePlan, ball_box_minimiser, optimise_plans, plan_size,
-                                  unflatten)
+from fairness.alpha_crown import ball_box_minimiser, optimise_plans
 from fairness.bound_radius import CERTIFIED, bound_certificate, plans_certify, radius_search
 from fairness.certificate import EXACT, certify
 from fairness.fixed_point import FixedPointModel, SensitiveDomain
 from fairness.multipliers import best_multiplier
 from fairness.regions import LPRegionOracle
+from fairness.slope_plans import DEFAULT_ALPHA_BITS, SlicePlan, plan_size, unflatten
 from statement.adapter import statement_inputs, statement_shape
 from statement.circuit import build_statement
 from statement.relaxation import radius_layout, radius_plan_size

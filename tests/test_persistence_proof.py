@@ -304,3 +304,107 @@ def test_shape_digest_unchanged_without_the_lens_and_changed_with_it():
     assert with_lens.digest() != c.shape.digest()
     assert with_lens.digest() != dataclasses.replace(with_lens, persistence_columns=(1,)).digest()
     assert type(with_lens).from_json(with_lens.to_json()) == with_lens
+
+
+# -- optimised slopes (shapes with alpha_bits) ----------------------------------------------------------
+
+
+def _optimised_shape(c, favourable=1):
+    return dataclasses.replace(_lens_shape(c, favourable), alpha_bits=16)
+
+
+@pytest.mark.parametrize("name", TWO_CLASS)
+@pytest.mark.parametrize("delta", [0, 40])
+def test_statement_proves_the_optimised_bounds(name, delta):
+    """The public bounds are the plaintext ones of the LP's slopes: inside CROWN's, and proved."""
+    c = case(name)
+    shape = _optimised_shape(c)
+    public, witness = statement_inputs(c.model, SALT, c.cert, shape, persistence_delta=delta)
+    assert list(public.persistence_bounds) == proved_bounds(c.model, c.cert.query, 1, shape.persistence_columns,
+                                                            delta, alpha_bits=16)
+    crown = proved_bounds(c.model, c.cert.query, 1, shape.persistence_columns, delta)
+    assert all(c_lo <= lo <= hi <= c_hi for (lo, hi), (c_lo, c_hi) in zip(public.persistence_bounds, crown))
+    assert len(witness.persistence_slopes) == 4 * shape.n_hidden * len(shape.persistence_pairs)
+    cs = build(shape, public, witness)
+    assert cs.compile().is_satisfied(cs.witness())
+
+
+def test_optimised_bounds_are_tighter_somewhere():
+    c = case("three_hidden")
+    shape = _optimised_shape(c)
+    optimised = statement_inputs(c.model, SALT, c.cert, shape, persistence_delta=40)[0].persistence_bounds
+    crown = proved_bounds(c.model, c.cert.query, 1, shape.persistence_columns, 40)
+    assert any(hi - lo < c_hi - c_lo for (lo, hi), (c_lo, c_hi) in zip(optimised, crown))
+
+
+@pytest.mark.parametrize("name", ["two_layer", "flip"])
+def test_every_forged_optimised_bound_is_refused(name):
+    """The public bounds are those of the witness's slopes: one off either way is refused."""
+    c = case(name)
+    shape = _optimised_shape(c)
+    public, witness = statement_inputs(c.model, SALT, c.cert, shape, persistence_delta=20)
+    for p, (lb, ub) in enumerate(public.persistence_bounds):
+        for forged_pair in ((lb - 1, ub), (lb + 1, ub), (lb, ub - 1), (lb, ub + 1)):
+            bounds = list(public.persistence_bounds)
+            bounds[p] = forged_pair
+            labels = _refused_labels(shape, dataclasses.replace(public, persistence_bounds=tuple(bounds)), witness)
+            assert any(label.startswith(f"persistence/pair{p}/bounds") for label in labels), labels
+
+
+@pytest.mark.parametrize("name", ["two_layer"])
+def test_per_slice_statement_proves_the_optimised_bounds_in_every_part(name):
+    c = exact_case(name)
+    shape = dataclasses.replace(_optimised_shape(c), per_slice=True)
+    for si in range(shape.n_slices):
+        public, witness = statement_inputs(c.model, SALT, c.cert, shape, si, persistence_delta=12)
+        cs = build(shape, public, witness)
+        assert cs.compile().is_satisfied(cs.witness())
+
+
+def test_the_optimised_lens_costs_few_constraints():
+    from statement.circuit import statement_relation
+
+    c = case("two_sensitive")
+    fixed, optimised = statement_relation(_lens_shape(c)), statement_relation(_optimised_shape(c))
+    assert fixed.n_constraints < optimised.n_constraints < 1.1 * fixed.n_constraints
+
+
+def test_a_one_hot_attribute_gets_optimised_bounds():
+    """An attribute spread over three inputs (unit points): each counterfactual copy moves all three."""
+    from fairness.bound_radius import bound_certificate
+    from fairness.fixed_point import FixedPointModel, SensitiveDomain
+    from statement.adapter import statement_shape
+
+    base = random_model(11, n_inputs=6, hidden=(4, 3), n_classes=2, scale_bits=6)
+    one = 1 << 6
+    race = SensitiveDomain("race", (0, 1, 2), ((one, 0, 0), (0, one, 0), (0, 0, one)), ("a", "b", "c"))
+    lower, upper = list(base.box_lower), list(base.box_upper)
+    lower[0:3], upper[0:3] = [0] * 3, [one] * 3
+    model = FixedPointModel(base.net, tuple(lower), tuple(upper), (race,))
+    shape = dataclasses.replace(statement_shape(model, region_slots=1, farkas_slots=1, eps_bits=8, radius="bound"),
+                                persistence_columns=(3, 4), favourable_class=1)
+    assert shape.alpha_bits and len(shape.persistence_pairs) == 3
+    query = (0, one, 0, 5, -7, 20)
+    cert = bound_certificate(model, query, eps_bits=8).certificate(model)
+    public, witness = statement_inputs(model, SALT, cert, shape, persistence_delta=16)
+    assert list(public.persistence_bounds) == proved_bounds(model, query, 1, (3, 4), 16, alpha_bits=16)
+    lo, hi = public.persistence_bounds[1]  # the query's own value: g = 0
+    assert lo <= 0 <= hi
+    cs = build(shape, public, witness)
+    assert cs.compile().is_satisfied(cs.witness())
+
+
+def test_alpha_bits_only_where_there_are_slopes():
+    """The field names a circuit only where bound propagation has slopes, and a shape without it keeps its
+    digest (its keys and its cards)."""
+    c = case("two_layer")
+    assert "alpha_bits" not in c.shape.to_json() and "alpha_bits" not in _lens_shape(c).to_json()
+    with pytest.raises(StatementShapeError, match="bound radius and the persistence lens"):
+        dataclasses.replace(c.shape, alpha_bits=16)  # a region statement without the lens has no slopes
+    for bad in (-1, 17, True, 2.0):
+        with pytest.raises(StatementShapeError, match="alpha_bits"):
+            dataclasses.replace(_lens_shape(c), alpha_bits=bad)
+    optimised = _optimised_shape(c)
+    assert optimised.to_json()["alpha_bits"] == 16 and optimised.digest() != _lens_shape(c).digest()
+    assert type(optimised).from_json(optimised.to_json()) == optimised
+    assert optimised.bucket == _lens_shape(c).bucket  # the bucket's name is its sizes and radius

@@ -429,7 +429,9 @@ def test_the_persistence_bounds_name_the_points_and_the_own_value_holds_zero(ban
     model = bank.model
     q = tuple(bank.bundles[0].query)
     assert [(b.lower, b.upper) for b in bounds] == proved_bounds(model, q, 1, bank.card.persistence.columns,
-                                                                bank.bundles[0].persistence.delta)
+                                                                bank.bundles[0].persistence.delta,
+                                                                alpha_bits=bank.card.bucket(bank.bundles[0].bucket)
+                                                                .shape.alpha_bits)
 
 
 def _signals(bundle: CertificateBundle, edit) -> CertificateBundle:
@@ -518,7 +520,7 @@ def test_the_circuit_states_the_plaintext_bounds_of_whole_points_and_refuses_a_f
     delta = card.persistence.default_delta
     public, witness = statement_inputs(bank.model, bank.prover.salt, cert, shape, persistence_delta=delta)
     assert list(public.persistence_bounds) == proved_bounds(bank.model, cert.query, 1, shape.persistence_columns,
-                                                            delta)
+                                                            delta, alpha_bits=shape.alpha_bits)
     cs = build(shape, public, witness)
     assert cs.compile().is_satisfied(cs.witness())
     p = 2  # race a, the last race point in lexicographic order: a value other than the customer's
