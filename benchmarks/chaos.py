@@ -77,7 +77,7 @@ COMPOSE_ENV = {
     "FAIRPROOF_MAX_ATTEMPTS": "3",
     "FAIRPROOF_LOG_LEVEL": "INFO",
     # Every customer of the benchmark comes from 127.0.0.1: the per-client limit (60 a minute) would answer
-    # their retries 429; behind a proxy the README sets it to 0 too.
+    # their retries 429; behind a proxy the operator's guide (docs/guides/operations.md) sets it to 0 too.
     "FAIRPROOF_RATE_LIMIT_PER_MINUTE": "0",
     "FAIRPROOF_SINGLE_PARTY_SETUP": "false",  # compose does not set it; every bucket the customers need has keys
 }

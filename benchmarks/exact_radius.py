@@ -39,6 +39,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from fairness.radius import REGION_RADII, Radius
+
 RESULTS = Path(__file__).resolve().parent / "results"
 JSON_PATH = RESULTS / "exact_radius.json"
 DEFAULT_MODELS = "german:4,2,german:2,4,german:8,2,credit:4,2,credit:2,4,credit:8,2,adult:4,2,adult:2,4,adult:8,2"
@@ -123,7 +125,7 @@ def run_model(job: tuple[str, tuple[int, ...], str, int, int]) -> dict:
     for qi, (row, q) in enumerate(queries):
         rec: dict = {"index": qi, "test_row": row, "decision": model.net.decision(q)}
         certs = {}
-        for mode in ("fast", "exact"):
+        for mode in REGION_RADII:
             t = time.perf_counter()
             try:
                 cert = certify(model, q, oracle, radius=mode)
@@ -194,7 +196,7 @@ def run_model(job: tuple[str, tuple[int, ...], str, int, int]) -> dict:
 
 def anomalies_of(rec: dict) -> list[str]:
     out = []
-    for mode in ("fast", "exact"):
+    for mode in REGION_RADII:
         if f"{mode}_error" in rec:
             out.append(f"{mode} refused: {rec[mode + '_error']}")
         if rec.get(f"{mode}_checked") is False:
@@ -275,10 +277,10 @@ def summarise(records: list[dict]) -> dict:
                                                           "ref_radius_sq", "fast_E", "proj_E")),
         "fallbacks": count(is_fallback),
         "fallback_examples": examples(is_fallback, base + ("exact_E", "exact_kind", "fast_E", "ref_floor")),
-        "refusals": {m: count(lambda r, m=m: f"{m}_error" in r) for m in ("fast", "exact")},
+        "refusals": {m: count(lambda r, m=m: f"{m}_error" in r) for m in REGION_RADII},
         "refusal_examples": examples(lambda r: "fast_error" in r or "exact_error" in r,
                                      base + ("fast_error", "exact_error")),
-        "checker_rejections": {m: count(lambda r, m=m: r.get(f"{m}_checked") is False) for m in ("fast", "exact")},
+        "checker_rejections": {m: count(lambda r, m=m: r.get(f"{m}_checked") is False) for m in REGION_RADII},
         "checker_examples": examples(lambda r: r.get("fast_checked") is False or r.get("exact_checked") is False,
                                      base + ("fast_check_error", "exact_check_error")),
         "reference_errors": count(lambda r: "ref_error" in r),
@@ -288,15 +290,15 @@ def summarise(records: list[dict]) -> dict:
                                                                            "proj_radius", "exact_E", "ref_floor")),
         "fast_above_projection": count(lambda r: "fast_E" in r and "proj_E" in r and r["fast_E"] > r["proj_E"] + 1),
         "median_seconds": {m: median([r.get(f"{m}_s") for r in records])
-                           for m in ("fast", "exact", "ref", "proj")}
-        | {f"{m}_check": median([r.get(f"{m}_check_s") for r in records]) for m in ("fast", "exact")},
+                           for m in (*REGION_RADII, "ref", "proj")}
+        | {f"{m}_check": median([r.get(f"{m}_check_s") for r in records]) for m in REGION_RADII},
         "median_regions": {"fast": median([total_regions(r, "fast") for r in certified]),
                            "exact": median([total_regions(r, "exact") for r in certified]),
                            "reference": median([r.get("ref_regions") for r in certified]),
                            "projection": median([sum(r["proj_regions"]) for r in certified if "proj_regions" in r])},
         "max_regions": {"fast": max([total_regions(r, "fast") or 0 for r in records], default=None),
                         "exact": max([total_regions(r, "exact") or 0 for r in records], default=None)},
-        "median_farkas": {m: median([r.get(f"{m}_farkas") for r in certified]) for m in ("fast", "exact")},
+        "median_farkas": {m: median([r.get(f"{m}_farkas") for r in certified]) for m in REGION_RADII},
         "eps": eps_medians(records),
     }
 
@@ -393,7 +395,7 @@ def plot_histograms(results: list[dict]) -> list[Path]:
             rows = [p for p in pairs if p[0] == dataset and p[2] == seed]
             fig, axes = plt.subplots(len(rows), 2, figsize=(10, 3.2 * len(rows)), squeeze=False)
             for (d, h, s, fair, unfair), ax_row in zip(rows, axes):
-                for ax, mode in zip(ax_row, ("exact", "fast")):
+                for ax, mode in zip(ax_row, (Radius.EXACT, Radius.FAST)):
                     vals = {}
                     for name, res in (("fair", fair), ("unfair", unfair)):
                         if res is not None:

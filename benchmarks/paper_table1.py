@@ -45,10 +45,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from fairness.radius import REGION_RADII
+
 RESULTS = Path(__file__).resolve().parent / "results"
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_MODELS = "german:2x4,german:4x2,credit:4x2,credit:2x4,adult:4x2,adult:8x2"
-RADIUS_MODES = ("fast", "exact")
+RADIUS_MODES = REGION_RADII  # the radii this table certifies by region enumeration and proves
 # FairProof (Yadav et al., ICML 2024), Table 1: online proof generation, minutes; proof size 43.5 KB.
 PAPER_ONLINE_MINUTES = {("german", (4, 2)): 4.90, ("german", (2, 4)): 1.17, ("credit", (4, 2)): 3.52,
                         ("credit", (2, 4)): 2.08, ("adult", (4, 2)): 3.94, ("adult", (8, 2)): 3.94}

@@ -221,7 +221,12 @@ class ConstraintSystem:
         raise CircuitError(f"expected a circuit value or int, got {type(x).__name__}")
 
     def lc(self, x: "LC | int") -> LC:
-        """x as an LC of this system (ints become constants)."""
+        """x as a linear combination of this system: an LC of this system as it is, a bool as one or zero,
+        an int as a constant (reduced mod R). Adds no wire and no constraint.
+
+        The one way for code outside the builder (gadgets, statements) to treat ints and circuit
+        values alike, e.g. to read `.terms` or `.is_constant()` of either. Raises CircuitError for an
+        LC of another system or a value of any other type."""
         return self._lc(x)
 
     def assert_mul(self, a: "LC | int", b: "LC | int", c: "LC | int") -> None:

@@ -3,7 +3,8 @@
 The prover service answers with these models and the verifier client parses
 them, so both sides agree on one definition. Model cards and certificate
 bundles have their own modules (`card`, `bundle`); these are the envelopes
-around them. Depends on pydantic only: the verifier client imports it.
+around them. Depends on pydantic and the radius vocabulary (fairness.radius) only: the verifier client
+imports it.
 
     GET  /v1/models                         -> ModelList
     GET  /v1/models/{model_id}/card         -> ModelCard
@@ -17,6 +18,9 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from fairness.radius import RADIUS_MODES as RADIUS_MODES  # the wire format's modes, for its readers
+from fairness.radius import RADIUS_WORDS
 
 API_PREFIX = "/v1"
 
@@ -58,8 +62,7 @@ class ModelList(_Message):
     models: tuple[ModelSummary, ...]
 
 
-# How a certificate states its radius (a bundle's bucket says which statement proved it).
-RADIUS_MODES = ("hybrid", "exact", "bound", "fast")
+# How a certificate states its radius (a bundle's bucket says which statement proved it): fairness.radius.
 RADIUS_DESCRIPTION = ("how the certificate states its radius: hybrid (the exact radius when region enumeration "
                       "finishes within the service's budget, else the bound radius), exact (the true radius rounded "
                       "down, proved minimal by a counterexample), bound (linear bound propagation: a lower bound) or "
@@ -83,7 +86,7 @@ class DecisionRequest(_Message):
                     "for each counterfactual alike (default: the card's; refused when the card has no such lens)")
     # Any text is read here so that a word that is no mode is refused (400) with the modes named.
     radius: str | None = Field(
-        default=None, json_schema_extra={"enum": [*RADIUS_MODES, None]},
+        default=None, json_schema_extra={"enum": [*RADIUS_WORDS, None]},
         description=RADIUS_DESCRIPTION)
 
 

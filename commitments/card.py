@@ -34,6 +34,7 @@ from typing import Annotated, Any, Final, Literal, TypeAlias
 from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, SerializerFunctionWrapHandler, model_serializer,
                       model_validator)
 
+from fairness.radius import ProvedRadius, Radius
 from fairness.schema import FeatureSchema
 
 from .bundle import G1Json, G2Json
@@ -45,11 +46,11 @@ LEGACY_CARD_MESSAGE: Final = ("model card: card_version 2 is from before card di
                               "the bank re-publishes the same card as version 3 (`fairproof card migrate`)")
 Blake2bHex: TypeAlias = Annotated[str, hex_validator(128, "BLAKE2b-512 hash")]
 
-# Which radius a bucket's statement proves (statement.shape: FAST_RADIUS, EXACT_RADIUS).
-RadiusKind = Literal["fast", "exact", "bound"]
-FAST_RADIUS: RadiusKind = "fast"
-EXACT_RADIUS: RadiusKind = "exact"
-BOUND_RADIUS: RadiusKind = "bound"  # linear bound propagation: a lower bound, no regions (K = F = 1)
+# Which radius a bucket's statement proves (fairness.radius.ProvedRadius), by the names cards and claims use.
+RadiusKind: TypeAlias = ProvedRadius
+FAST_RADIUS: Final = Radius.FAST
+EXACT_RADIUS: Final = Radius.EXACT
+BOUND_RADIUS: Final = Radius.BOUND  # linear bound propagation: a lower bound, no regions (K = F = 1)
 
 
 def bucket_name(region_slots: int, farkas_slots: int, radius: RadiusKind = FAST_RADIUS, per_slice: bool = False) -> str:

@@ -42,6 +42,7 @@ from fairness.errors import CertificationError
 from fairness import farkas as fk
 from fairness.farkas import FarkasCertificate
 from fairness.fixed_point import FixedPointModel, IntVector
+from fairness.radius import REGION_RADII, Radius
 from fairness.geocert import DECISION, DEFAULT_MAX_REGIONS, NEURON, SliceSearch, geocert_slice
 from fairness.codes import ActivationCode
 from fairness.regions import (LPRegionOracle, RationalPoint, Region, RegionOracle, SliceGeometry, class_system,
@@ -73,12 +74,11 @@ COUNTEREXAMPLE = "counterexample"
 COUNTEREXAMPLE_BITS = 48
 ATTAINMENT_KINDS = (CAP, NEURON, DECISION, COUNTEREXAMPLE)
 
-# Radius modes of `certify`: "fast" is GeoCert with projection distances (a
-# lower bound); "exact" keys GeoCert by exact distances and proves E =
-# floor(true radius * 2^t) with a counterexample.
-FAST = "fast"
-EXACT = "exact"
-RADIUS_MODES = (FAST, EXACT)
+# Radius modes of `certify` (fairness.radius.REGION_RADII): FAST is GeoCert with
+# projection distances (a lower bound); EXACT keys GeoCert by exact distances and
+# proves E = floor(true radius * 2^t) with a counterexample.
+FAST = Radius.FAST
+EXACT = Radius.EXACT
 
 CERTIFIED = "certified"
 FLIP = "flip"
@@ -325,7 +325,7 @@ def strict_decision(logits: Sequence[int]) -> int | None:
 
 def certify(model: FixedPointModel, query: Sequence[int], oracle: RegionOracle | None = None, *,
             eps_bits: int = DEFAULT_EPS_BITS, max_regions: int = DEFAULT_MAX_REGIONS,
-            max_retries: int = 8, separate: bool = True, radius: str = FAST) -> Certificate:
+            max_retries: int = 8, separate: bool = True, radius: str = Radius.FAST) -> Certificate:
     """Decision and fairness certificate for `query` (integers at scale 2^s).
 
     `radius` "fast" certifies GeoCert's projection-distance radius (a lower
@@ -338,8 +338,8 @@ def certify(model: FixedPointModel, query: Sequence[int], oracle: RegionOracle |
     query = _check_query(model, query)
     if eps_bits < 0:
         raise CertificationError("eps_bits must be non-negative")
-    if radius not in RADIUS_MODES:
-        raise CertificationError(f"radius must be one of {', '.join(RADIUS_MODES)}, not {radius!r}")
+    if radius not in REGION_RADII:
+        raise CertificationError(f"radius must be one of {', '.join(REGION_RADII)}, not {radius!r}")
     oracle = oracle if oracle is not None else LPRegionOracle(model)
     net = model.net
     y = net.decision(query)

@@ -1,4 +1,4 @@
-"""The network file formats `fairness.model.load_network` reads (a light
+"""The network file formats `fairness.model.import_model` reads (a light
 module, so that command-line parsers can offer them without importing the
 loaders)."""
 

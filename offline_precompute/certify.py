@@ -179,11 +179,12 @@ def _decimal(value: Fraction, digits: int = 6) -> str:
 
 
 def certificate_summary(cert: Certificate, model: FixedPointModel, class_labels: Sequence[str] | None = None) -> list[str]:
-    """Human-readable lines: decision, eps (decimal and exact), covering sizes, traversal, flip."""
+    """Human-readable lines: decision, eps (decimal and its dyadic value), covering sizes, traversal, flip."""
     label = class_labels[cert.decision] if class_labels and cert.decision < len(class_labels) else str(cert.decision)
     lines = [f"decision: class {cert.decision} ({label})"]
     eps = cert.eps_value
-    lines.append(f"eps: {_decimal(eps)} (exact {cert.eps}/2^{cert.eps_bits} = {eps.numerator}/{eps.denominator})"
+    # "exact" names the exact radius only: whatever the radius, eps itself is the dyadic value E/2^t
+    lines.append(f"eps: {_decimal(eps)} (value {cert.eps}/2^{cert.eps_bits} = {eps.numerator}/{eps.denominator})"
                  + (" [cap: the whole box]" if cert.attainment is not None and cert.attainment.kind == "cap" else ""))
     if cert.status == CERTIFIED:
         names = "+".join(f.name for f in model.sensitive)
@@ -276,7 +277,7 @@ def _sendable(exc: Exception) -> Exception:
 
 
 def certify_within(store_url: str, model: FixedPointModel, query: Sequence[int], budget: float, *,
-                   eps_bits: int = DEFAULT_EPS_BITS, radius: str = "exact") -> TimedCertificate | None:
+                   eps_bits: int = DEFAULT_EPS_BITS, radius: str = EXACT) -> TimedCertificate | None:
     """Region enumeration of one query in a child process, stopped at `budget` seconds: the certificate if
     it finished, None past the deadline (or if the child died). The child's error, if it raised one (a
     store URL it cannot open, say), is raised here. For the hybrid mode, which falls back to the bound

@@ -43,7 +43,7 @@ from fairness.fixed_point import FixedPointModel
 from fairness.spread import SpreadLens
 from statement import StatementShape, statement_relation
 from statement.adapter import statement_shape
-from statement.shape import BOUND_RADIUS
+from fairness.radius import Radius
 from statement.group_counts import GroupCountsError, GroupCountsShape, group_counts_relation
 
 from .workspace import write_atomically
@@ -72,12 +72,12 @@ def card_shape(card: ModelCard, model: FixedPointModel, region_slots: int, farka
     # Optimised slopes (bound radius, persistence lens): a bucket the card publishes keeps the slopes its keys
     # were made for; a new one takes the default.
     published = next((b for b in card.circuits if b.bucket == shape.bucket), None)
-    optimisable = shape.radius == BOUND_RADIUS or shape.persistence
+    optimisable = shape.radius == Radius.BOUND or shape.persistence
     alpha_bits = published.shape.alpha_bits if published is not None else DEFAULT_ALPHA_BITS if optimisable else 0
     return dataclasses.replace(shape, alpha_bits=alpha_bits)
 
 
-def parse_bucket(name: str) -> tuple[int, int, str]:
+def parse_bucket(name: str) -> tuple[int, int, Radius]:
     """(K, F, radius) of a bucket name: "k<K>-f<F>" (fast radius), "k<K>-f<F>-exact",
     "k<K>-f<F>-exact-slice" (exact, one slice per proof: `is_per_slice_bucket`) or "k1-f1-bound"."""
     match = re.fullmatch(r"k([1-9][0-9]{0,5})-f([1-9][0-9]{0,5})(-exact(-slice)?|-bound)?", name)
@@ -86,7 +86,8 @@ def parse_bucket(name: str) -> tuple[int, int, str]:
                          "exact-radius statement, k4-f4-exact-slice for its per-slice form, k1-f1-bound for the "
                          "bound radius)")
     suffix = match.group(3) or ""
-    return int(match.group(1)), int(match.group(2)), "bound" if suffix == "-bound" else "exact" if suffix else "fast"
+    radius = Radius.BOUND if suffix == "-bound" else Radius.EXACT if suffix else Radius.FAST
+    return int(match.group(1)), int(match.group(2)), radius
 
 
 def is_per_slice_bucket(name: str) -> bool:

@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from fairness.radius import ProvedRadius
+
 SCHEMA_DIR = Path(__file__).resolve().parents[1] / "docs" / "schemas"
 
 
@@ -20,12 +22,17 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+# What eps is: the radius a statement proves (a lower bound: fast, or bound by linear bound propagation; exact:
+# the true radius rounded down), or an outcome that is no radius of its own: the whole box (cap), or 0 at a
+# counterfactual flip. Not a radius mode: no command or request asks for "cap" or "flip".
+EpsKind = Literal[ProvedRadius, "cap", "flip"]
+
+
 class Radius(_Frozen):
     numerator: int
     scale_bits: int
     decimal: str
-    # What eps is: a lower bound (fast, or bound: by linear bound propagation), the true radius, the whole box.
-    kind: Literal["fast", "exact", "bound", "cap", "flip"]
+    kind: EpsKind
 
 
 class CertifyOutput(_Frozen):

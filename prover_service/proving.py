@@ -45,22 +45,23 @@ from commitments.bundle import (CertificateBundle, CounterfactualSpread, FlipSli
                                 Radius, SlicePart)
 from commitments.claims import ClaimError, bundle_claims
 from commitments.card import BucketShape, CircuitBucket, SetupRecord
-from fairness.certificate import CAP, CERTIFIED, COUNTEREXAMPLE, EXACT, FAST, FLIP, RADIUS_MODES, Certificate
+from fairness.certificate import CAP, CERTIFIED, COUNTEREXAMPLE, FLIP, Certificate
 from fairness.bound_radius import bound_certificate
 from fairness.checker import check_certificate
 from fairness.errors import CertificationError, ModelError
 from fairness.fixed_point import FixedPointModel, IntVector
+from fairness.radius import RADIUS_MODES
+from fairness.radius import Radius as RadiusMode  # commitments.bundle.Radius is eps's value
 from offline_precompute.certify import Certifier, exact_within
 from offline_precompute.db import Database
 from statement import StatementShape, build_statement, statement_relation
 from statement.adapter import (BUCKET_GROWTHS, DEFAULT_BUCKET_GROWTH, bucket_level, bucket_sizes, required_slots,
                                slice_slots, statement_inputs)
 from statement.proof_system import Groth16, RelationKey
-from statement.shape import BOUND_RADIUS as BOUND
 
 from .bucket_keys import (ZKEY_FILE, InstalledKeys, KeySetup, KeysNotReady, NoKeySetup, card_shape, ceremony_shape,
                           keys_from_ceremony, load_keys, save_keys)
-from .commands.radius_option import DEFAULT_EXACT_BUDGET, HYBRID  # the exact radius within a budget, else bound
+from .commands.radius_option import DEFAULT_EXACT_BUDGET
 from .workspace import ModelWorkspace
 
 
@@ -133,7 +134,7 @@ class Prover:
     key_setup: KeySetup = field(default_factory=NoKeySetup)  # for buckets nobody has set up yet
     # "fast", "exact" or "bound": how this model's certificates are certified and proved; "hybrid": exact when
     # region enumeration finishes within `exact_budget` seconds, else bound.
-    radius: str = FAST
+    radius: str = RadiusMode.FAST
     exact_budget: float = DEFAULT_EXACT_BUDGET
     # Bucket keys kept in memory, least recently used dropped first: the largest keys take gigabytes.
     max_hot_keys: int = DEFAULT_MAX_HOT_KEYS
@@ -149,11 +150,12 @@ class Prover:
     def __post_init__(self) -> None:
         if self.max_hot_keys < 1:
             raise ModelError(f"max_hot_keys must be at least 1, not {self.max_hot_keys}")
-        if self.radius not in (*RADIUS_MODES, BOUND, HYBRID):
-            raise ModelError(f"radius must be one of {', '.join((*RADIUS_MODES, BOUND, HYBRID))}, not {self.radius!r}")
+        if self.radius not in RADIUS_MODES:
+            raise ModelError(f"radius must be one of {', '.join(RADIUS_MODES)}, not {self.radius!r}")
+        self.radius = RadiusMode(self.radius)
         if not self.exact_budget > 0:
             raise ModelError("the exact radius's budget must be a positive number of seconds")
-        if self.per_slice is not False and (self.per_slice is not True or self.radius != EXACT):
+        if self.per_slice is not False and (self.per_slice is not True or self.radius != RadiusMode.EXACT):
             raise ModelError("per-slice proofs need the exact radius (--radius exact)")
         if self.bucket_growth not in BUCKET_GROWTHS:
             raise ModelError(f"bucket growth must be one of {BUCKET_GROWTHS}, not {self.bucket_growth!r}")
@@ -184,38 +186,38 @@ class Prover:
 
     def proves_per_slice(self, certificate: Certificate) -> bool:
         """Whether `certificate` is proved slice by slice: per-slice provers do so for every exact one."""
-        return self.per_slice and self.statement_radius(certificate) == EXACT
+        return self.per_slice and self.statement_radius(certificate) == RadiusMode.EXACT
 
     def shape_for_slice(self, certificate: Certificate, slice_index: int) -> StatementShape:
         """The per-slice shape that proves slice `slice_index` of `certificate`: the published per-slice
         bucket with the fewest constraints that holds that slice, else the smallest on the ladder."""
         regions, entries = slice_slots(certificate, slice_index)
-        fitting = [b for b in self.card.circuits if b.shape.per_slice and b.shape.radius == EXACT
+        fitting = [b for b in self.card.circuits if b.shape.per_slice and b.shape.radius == RadiusMode.EXACT
                    and b.shape.region_slots >= regions and b.shape.farkas_slots >= entries]
         if fitting:
             best = min(fitting, key=lambda b: (b.n_constraints, b.bucket))
-            return self.shape_for(best.shape.region_slots, best.shape.farkas_slots, EXACT, per_slice=True)
+            return self.shape_for(best.shape.region_slots, best.shape.farkas_slots, RadiusMode.EXACT, per_slice=True)
         return self.shape_for(bucket_level(regions, self.bucket_growth), bucket_level(entries, self.bucket_growth),
-                              EXACT, per_slice=True)
+                              RadiusMode.EXACT, per_slice=True)
 
     def standing_shapes(self) -> list[StatementShape]:
         """The buckets this prover needs whatever its customers: the bound radius's single bucket for the bound
         and hybrid modes (hybrid proves with it whenever enumeration overruns its budget, and every flip). The
         exact buckets a hybrid prover also needs depend on its customers' covering sets."""
-        return [self.shape_for(1, 1, BOUND)] if self.radius in (BOUND, HYBRID) else []
+        return [self.shape_for(1, 1, RadiusMode.BOUND)] if self.radius in (RadiusMode.BOUND, RadiusMode.HYBRID) else []
 
     def missing_keys_note(self, shape: StatementShape) -> str:
         """What the bank must set up, said beside a bucket nobody has set up: a hybrid model needs the keys of
         both statements, which one certificate alone does not show."""
-        if self.radius != HYBRID:
+        if self.radius != RadiusMode.HYBRID:
             return ""
         return (" (radius hybrid proves exact radii in the exact statement's buckets, k<K>-f<F>-exact, and falls "
-                f"back to the bound statement's bucket {self.shape_for(1, 1, BOUND).bucket}: set up both)")
+                f"back to the bound statement's bucket {self.shape_for(1, 1, RadiusMode.BOUND).bucket}: set up both)")
 
     def shapes_for_certificate(self, certificate: Certificate) -> list[StatementShape]:
         """Every shape that proves `certificate`: one per slice, or the one whole statement."""
-        if self.radius == BOUND or (self.radius == HYBRID and not certificate.slices):
-            return [self.shape_for(1, 1, BOUND)]  # hybrid: the bound certificate, or a flip (no regions)
+        if self.radius == RadiusMode.BOUND or (self.radius == RadiusMode.HYBRID and not certificate.slices):
+            return [self.shape_for(1, 1, RadiusMode.BOUND)]  # hybrid: the bound certificate, or a flip (no regions)
         if self.proves_per_slice(certificate):
             return [self.shape_for_slice(certificate, si) for si in range(len(self.model.slices()))]
         return [self.shape_for_certificate(certificate)]
@@ -225,12 +227,12 @@ class Prover:
         from exact certification (its fallback), which the fast statement proves if the card
         publishes fast buckets; ExactRadiusUnavailable otherwise. Hybrid provers prove the exact
         certificates they keep with the exact statement."""
-        if self.radius == HYBRID:
-            return EXACT
-        if self.radius == FAST or not needs_fast_statement(certificate):
+        if self.radius == RadiusMode.HYBRID:
+            return RadiusMode.EXACT
+        if self.radius == RadiusMode.FAST or not needs_fast_statement(certificate):
             return self.radius
-        if any(b.shape.radius == FAST for b in self.card.circuits):
-            return FAST
+        if any(b.shape.radius == RadiusMode.FAST for b in self.card.circuits):
+            return RadiusMode.FAST
         raise ExactRadiusUnavailable(
             f"model {self.card.model_id} proves exact radii only (its card publishes no fast bucket), and no "
             "counterexample could be exhibited for this query, so its radius is only known as a lower bound")
@@ -381,7 +383,7 @@ class Prover:
 
     # ----------------------------------------------------------------- online
     def certify(self, query: Sequence[int]) -> Certificate:
-        if self.radius == HYBRID:
+        if self.radius == RadiusMode.HYBRID:
             exact = exact_within(self.db.url, self.model, query, self.exact_budget, eps_bits=self.card.eps_scale_bits)
             if exact is not None and exact.certificate.status == CERTIFIED:
                 check_certificate(self.model, exact.certificate)
@@ -390,8 +392,10 @@ class Prover:
                 self.progress(f"region enumeration did not give the exact radius within {self.exact_budget:g} s: "
                               "the bound radius instead")
             # a flip (eps 0) is proved by the bound statement, which needs no regions
-        if self.radius in (BOUND, HYBRID):  # no regions: the bound radius, its eps confirmed in exact integers
-            alpha_bits = self.shape_for(1, 1, BOUND).alpha_bits  # the slopes the card's bound statement takes
+        if self.radius in (RadiusMode.BOUND, RadiusMode.HYBRID):
+            # no regions: the bound radius, its eps confirmed in exact integers, with the slopes the card's bound
+            # statement takes
+            alpha_bits = self.shape_for(1, 1, RadiusMode.BOUND).alpha_bits
             return bound_certificate(self.model, query, eps_bits=self.card.eps_scale_bits,
                                      alpha_bits=alpha_bits).certificate(self.model)
         certificate = self.certifier.certify(query).certificate

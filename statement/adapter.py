@@ -299,22 +299,34 @@ def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate, shape
     if not 0 <= salt < R:
         raise StatementWitnessError("salt must be a field element")
     net = model.net
-    y = cert.decision
     commitment = model_commitment(model, salt, shape)
     u = free_part(model, cert.query)
-    H = shape.n_hidden
+
+    def slopes() -> dict:  # last: the slope search runs once every other check has passed
+        return {"persistence_slopes": persistence_slopes(model, shape, cert.query, persistence_delta)}
+
     if cert.status == FLIP:
         if cert.flip is None:
             raise StatementWitnessError("FLIP certificate without a flip slice")
-        public = StatementPublic(commitment, y, 0, STATUS_FLIP, cert.flip.slice_index, tuple(cert.query), part,
-                                 **spread_inputs(model, shape, cert.query), **lenses)
+        public = StatementPublic(commitment, cert.decision, 0, STATUS_FLIP, cert.flip.slice_index, tuple(cert.query),
+                                 part, **spread_inputs(model, shape, cert.query), **lenses)
         starts = [SliceGeometry(model, shape.slices[si]).code_of(u).bit_ints for si in covered]
-        return public, dataclasses.replace(StatementWitness.flip(shape, net.weights, net.biases, salt, starts),
-                                           persistence_slopes=persistence_slopes(model, shape, cert.query,
-                                                                                 persistence_delta))
+        return public, dataclasses.replace(StatementWitness.flip(shape, net.weights, net.biases, salt, starts), **slopes())
     if cert.status != CERTIFIED:
         raise StatementWitnessError(f"unknown certificate status {cert.status!r}")
+    _check_radius_kind(cert, shape)
+    slices, slot_of = [], {}
+    for si in covered:
+        witness, slot_of[si] = _slice_witness(model, shape, cert, si, u)
+        slices.append(witness)
+    designation = _designation(cert, shape, slot_of, u)
+    public = StatementPublic(commitment, cert.decision, cert.eps, STATUS_CERTIFIED, 0, tuple(cert.query), part,
+                             **spread_inputs(model, shape, cert.query), **lenses)
+    return public, StatementWitness(net.weights, net.biases, salt, tuple(slices), designation, **slopes())
 
+
+def _check_radius_kind(cert: Certificate, shape: StatementShape) -> None:
+    """Refuse a certificate whose radius (fast or exact) is not the statement's."""
     exact_cert = cert.radius_is_exact or any(c is not None and c.kind == CoverKind.FAR_CLASS
                                              for sc in cert.slices for rc in sc.regions for c in rc.classes)
     if exact_cert and not shape.exact:
@@ -324,91 +336,111 @@ def statement_inputs(model: FixedPointModel, salt: int, cert: Certificate, shape
         raise StatementWitnessError("this statement proves the exact radius; a fast certificate (minimality by a "
                                     "projection-distance row) needs the fast statement")
 
-    def other(j: int) -> int:
-        return j if j < y else j - 1
 
-    slices = []
-    slot_of: dict[int, dict[str, int]] = {}
-    for si in covered:
-        sc = cert.slices[si]
-        if len(sc.regions) > shape.region_slots:
-            raise StatementWitnessError(f"slice {si} has {len(sc.regions)} regions; the bucket holds {shape.region_slots}")
-        codes, kinds, pool = [], [], []
-        far_regions: dict[str, FarkasEntry] = {}
-        index: dict[str, int] = {}
-        for rc in sc.regions:
-            bits = ActivationCode.parse(rc.code, shape.hidden_sizes).bit_ints
-            index.setdefault(rc.code, len(codes))
-            codes.append(bits)
-            row_kinds = [CoverKind(c.kind) for c in rc.neurons]
-            row_kinds += [CoverKind(rc.classes[j].kind) for j in range(shape.n_classes) if j != y]
-            kinds.append(tuple(row_kinds))
-            for k, c in enumerate(rc.neurons):
-                if c.kind == CoverKind.FAR_REGION:
-                    nb = _far_region_code(rc.code, k, shape.hidden_sizes)
-                    if nb not in far_regions:  # one entry per neighbouring region, shared by its rows
-                        far_regions[nb] = FarkasEntry(
-                            ActivationCode.parse(nb, shape.hidden_sizes).bit_ints, shape.n_rows,
-                            tuple(c.farkas.multipliers), c.farkas.extra, c.farkas.box)
-                        pool.append(far_regions[nb])
-                elif c.farkas is not None:
-                    pool.append(FarkasEntry(bits, k, tuple(c.farkas.multipliers), c.farkas.extra, c.farkas.box))
-            for j, c in enumerate(rc.classes):
-                if c is not None and c.farkas is not None:
-                    pool.append(FarkasEntry(bits, H + other(j), tuple(c.farkas.multipliers), c.farkas.extra,
-                                            c.farkas.box if c.kind == CoverKind.FAR_CLASS else None))
-        if len(pool) > shape.farkas_slots:
-            raise StatementWitnessError(f"slice {si} needs {len(pool)} Farkas entries; the bucket holds {shape.farkas_slots}")
-        nu_limit = 1 << widths(shape).nu_neuron_bits
+def _other(j: int, y: int) -> int:
+    """The decision row index o of class j != y."""
+    return j if j < y else j - 1
+
+
+def _slice_witness(model: FixedPointModel, shape: StatementShape, cert: Certificate, si: int,
+                   u) -> tuple[SliceWitness, dict[str, int]]:
+    """Slice si's codes (padded by repeating the start region), cover kinds and Farkas pool, and each
+    region code's first slot."""
+    sc = cert.slices[si]
+    if len(sc.regions) > shape.region_slots:
+        raise StatementWitnessError(f"slice {si} has {len(sc.regions)} regions; the bucket holds {shape.region_slots}")
+    codes, kinds, pool = [], [], []
+    far_regions: dict[str, FarkasEntry] = {}
+    index: dict[str, int] = {}
+    for rc in sc.regions:
+        bits = ActivationCode.parse(rc.code, shape.hidden_sizes).bit_ints
+        index.setdefault(rc.code, len(codes))
+        codes.append(bits)
+        row_kinds = [CoverKind(c.kind) for c in rc.neurons]
+        row_kinds += [CoverKind(rc.classes[j].kind) for j in range(shape.n_classes) if j != cert.decision]
+        kinds.append(tuple(row_kinds))
+        pool += _region_entries(shape, rc, bits, far_regions, cert.decision)
+    if len(pool) > shape.farkas_slots:
+        raise StatementWitnessError(f"slice {si} needs {len(pool)} Farkas entries; the bucket holds {shape.farkas_slots}")
+    _check_pool_bits(shape, pool, si)
+    if shape.exact:
+        geometry = SliceGeometry(model, shape.slices[si])
+        pool = [_widened(e, shape) for e in pool]
         for e in pool:
-            lam_bits = shape.lambda_bits if H <= e.row < shape.n_rows else shape.neuron_entry_lambda_bits
-            mu_bits = lam_bits[e.row] if e.row < H else shape.farkas_bits + (1 if e.row < shape.n_rows else 0)
-            if any(not 0 <= v < 1 << b for v, b in zip(e.lambdas, lam_bits)) or abs(e.mu) >= 1 << mu_bits:
-                raise StatementWitnessError(f"slice {si}: a Farkas multiplier of row {e.row} exceeds the shape's "
-                                            f"bits ({', '.join(map(str, sorted(set(lam_bits))))})")
-            if e.box is not None and any(abs(v) >= nu_limit for v in e.box):
-                raise StatementWitnessError(f"slice {si}: a box multiplier exceeds the shape's bound")
-        if shape.exact:
-            geometry = SliceGeometry(model, shape.slices[si])
-            pool = [_widened(e, shape) for e in pool]
-            for e in pool:
-                _check_truncated_separation(e, geometry, shape, y, u, cert.eps, si)
-        start = SliceGeometry(model, shape.slices[si]).code_of(u).bit_ints
-        if codes[0] != start:
-            raise StatementWitnessError(f"slice {si}: the first region of the certificate is not the query's region")
-        pad = shape.region_slots - len(codes)
-        codes += [codes[0]] * pad
-        kinds += [kinds[0]] * pad
-        slices.append(SliceWitness(tuple(codes), tuple(kinds), tuple(pool) + (None,) * (shape.farkas_slots - len(pool))))
-        slot_of[si] = index
+            _check_truncated_separation(e, geometry, shape, cert.decision, u, cert.eps, si)
+    start = SliceGeometry(model, shape.slices[si]).code_of(u).bit_ints
+    if codes[0] != start:
+        raise StatementWitnessError(f"slice {si}: the first region of the certificate is not the query's region")
+    pad = shape.region_slots - len(codes)
+    codes += [codes[0]] * pad
+    kinds += [kinds[0]] * pad
+    farkas = tuple(pool) + (None,) * (shape.farkas_slots - len(pool))
+    return SliceWitness(tuple(codes), tuple(kinds), farkas), index
 
-    designation = None
+
+def _region_entries(shape: StatementShape, rc, bits, far_regions: dict[str, FarkasEntry], y: int) -> list[FarkasEntry]:
+    """One region's pool entries: one per row certificate, and one per neighbouring region first reached
+    by FAR_REGION (`far_regions` holds those already entered, shared by their rows)."""
+    H = shape.n_hidden
+    out = []
+    for k, c in enumerate(rc.neurons):
+        if c.kind == CoverKind.FAR_REGION:
+            nb = _far_region_code(rc.code, k, shape.hidden_sizes)
+            if nb not in far_regions:  # one entry per neighbouring region, shared by its rows
+                far_regions[nb] = FarkasEntry(
+                    ActivationCode.parse(nb, shape.hidden_sizes).bit_ints, shape.n_rows,
+                    tuple(c.farkas.multipliers), c.farkas.extra, c.farkas.box)
+                out.append(far_regions[nb])
+        elif c.farkas is not None:
+            out.append(FarkasEntry(bits, k, tuple(c.farkas.multipliers), c.farkas.extra, c.farkas.box))
+    for j, c in enumerate(rc.classes):
+        if c is not None and c.farkas is not None:
+            out.append(FarkasEntry(bits, H + _other(j, y), tuple(c.farkas.multipliers), c.farkas.extra,
+                                   c.farkas.box if c.kind == CoverKind.FAR_CLASS else None))
+    return out
+
+
+def _check_pool_bits(shape: StatementShape, pool: list[FarkasEntry], si: int) -> None:
+    """Refuse a pool entry whose multipliers exceed the shape's bits."""
+    H = shape.n_hidden
+    nu_limit = 1 << widths(shape).nu_neuron_bits
+    for e in pool:
+        lam_bits = shape.lambda_bits if H <= e.row < shape.n_rows else shape.neuron_entry_lambda_bits
+        mu_bits = lam_bits[e.row] if e.row < H else shape.farkas_bits + (1 if e.row < shape.n_rows else 0)
+        if any(not 0 <= v < 1 << b for v, b in zip(e.lambdas, lam_bits)) or abs(e.mu) >= 1 << mu_bits:
+            raise StatementWitnessError(f"slice {si}: a Farkas multiplier of row {e.row} exceeds the shape's "
+                                        f"bits ({', '.join(map(str, sorted(set(lam_bits))))})")
+        if e.box is not None and any(abs(v) >= nu_limit for v in e.box):
+            raise StatementWitnessError(f"slice {si}: a box multiplier exceeds the shape's bound")
+
+
+def _designation(cert: Certificate, shape: StatementShape, slot_of: dict[int, dict[str, int]],
+                 u) -> Designation | Counterexample | None:
+    """The minimality witness of the certificate's attainment: none at the cap, a designated row (and a
+    decision row's boundary point) in fast statements, a counterexample in exact ones."""
+    H = shape.n_hidden
     a = cert.attainment
     if a is None:
         raise StatementWitnessError("certificate has no attainment")
     if a.kind in (NEURON, DECISION):
         slot = slot_of[a.slice_index][a.code]
         if a.kind == NEURON:
-            designation = Designation(a.slice_index, slot, a.row, tuple(u), 1)
-        else:
-            w = a.witness
-            if w is None:
-                raise StatementWitnessError("decision attainment without a boundary point")
-            if not 1 <= w.denominator <= 1 << shape.boundary_bits:
-                raise StatementWitnessError(f"boundary denominator has {w.denominator.bit_length()} bits; the shape "
-                                            f"allows {shape.boundary_bits} (choose a larger boundary_bits)")
-            designation = Designation(a.slice_index, slot, H + other(a.row), tuple(w.numerators), w.denominator)
-    elif a.kind == COUNTEREXAMPLE:
+            return Designation(a.slice_index, slot, a.row, tuple(u), 1)
+        w = a.witness
+        if w is None:
+            raise StatementWitnessError("decision attainment without a boundary point")
+        if not 1 <= w.denominator <= 1 << shape.boundary_bits:
+            raise StatementWitnessError(f"boundary denominator has {w.denominator.bit_length()} bits; the shape "
+                                        f"allows {shape.boundary_bits} (choose a larger boundary_bits)")
+        return Designation(a.slice_index, slot, H + _other(a.row, cert.decision), tuple(w.numerators), w.denominator)
+    if a.kind == COUNTEREXAMPLE:
         w = a.witness
         if w is None or not 1 <= w.denominator <= 1 << shape.boundary_bits:
             raise StatementWitnessError(f"the counterexample's denominator must lie in [1, 2^{shape.boundary_bits}]")
-        designation = Counterexample(a.slice_index, other(a.row), tuple(w.numerators), w.denominator)
-    elif a.kind != CAP:
+        return Counterexample(a.slice_index, _other(a.row, cert.decision), tuple(w.numerators), w.denominator)
+    if a.kind != CAP:
         raise StatementWitnessError(f"unknown attainment kind {a.kind!r}")
-    public = StatementPublic(commitment, y, cert.eps, STATUS_CERTIFIED, 0, tuple(cert.query), part,
-                             **spread_inputs(model, shape, cert.query), **lenses)
-    return public, StatementWitness(net.weights, net.biases, salt, tuple(slices), designation,
-                                    persistence_slopes=persistence_slopes(model, shape, cert.query, persistence_delta))
+    return None
 
 
 def bound_statement_inputs(model: FixedPointModel, salt: int, cert: Certificate, shape: StatementShape, *,

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 from circuits.errors import CircuitError
 from circuits.field import MAX_SIGNED_BITS, to_signed
@@ -53,11 +53,13 @@ from fairness.multipliers import NORM_BITS, RELAXATION_SLOPE_BITS as SLOPE_BITS,
 
 from .checks import assert_nonnegative
 from .commitment import committed_parameters
-from .persistence import persistence_lens, relu_of, sign_split
-from .public_inputs import declare_public_inputs, query_in_domain
+from .lenses.persistence import add_persistence
+from .lenses.spread import add_spread
+from .persistence import relu_of, sign_split
+from .public_inputs import PublicInputs, declare_public_inputs, query_in_domain
 from .relaxation import private_slopes, radius_layout, radius_plan_size
 from .shape import BOUND_RADIUS, StatementShape
-from .spread import argmax, spread_lens
+from .spread import argmax
 from .widths import StatementWidths, bits, widths as shape_widths
 from .witness import StatementPublic, StatementWitness
 
@@ -327,101 +329,134 @@ def build_bound_statement(cs, shape: StatementShape, public: StatementPublic | N
         public = witness = None
     pub = public.field_elements() if public is not None else [None] * shape.n_public
     wd, widths = shape_widths(shape), bound_widths(shape)
-    S, C, L = shape.n_slices, shape.n_classes, len(shape.hidden_sizes)
 
     inputs = declare_public_inputs(cs, shape, pub)
-    commitment, y, eps, status, flip_index, query = (inputs.commitment, inputs.decision, inputs.eps, inputs.status,
-                                                     inputs.flip_index, inputs.query)
-
-    weights, biases = committed_parameters(cs, shape, commitment, *(
+    weights, biases = committed_parameters(cs, shape, inputs.commitment, *(
         (None, None, None) if witness is None else (witness.weights, witness.biases, witness.salt)))
-
     with cs.scope("query"):
-        own = query_in_domain(cs, shape, query)  # free columns in the box, sensitive values a slice
+        own = query_in_domain(cs, shape, inputs.query)  # free columns in the box, sensitive values a slice
     points = []
     for values in shape.slices:
-        x = list(query)
+        x = list(inputs.query)
         for c, v in zip(shape.sensitive_columns, values):
             x[c] = cs.constant(v)
         points.append(x)
     with cs.scope("logits"):
         logits = [_slice_logits(cs, shape, wd, weights, biases, x) for x in points]
     with cs.scope("decision"):
-        (y_bits) = cs.hint("decision", lambda v: [int(v == c) for c in range(C)], [y], C)
-        for b in y_bits:
-            cs.assert_is_bool(b)
-        cs.assert_equal(cs.sum(y_bits), 1)
-        cs.assert_equal(cs.lin_comb([(c, b) for c, b in enumerate(y_bits)]), y)
-        at_query = [cs.sum([cs.mul(own[s], logits[s][j]) for s in range(S)]) for j in range(C)]
-        chosen, _ = argmax(cs, at_query, wd.decision.value)
-        for a, b in zip(chosen, y_bits):
-            cs.assert_equal(a, b)  # y is the model's decision at the query
+        y_bits = _decision(cs, shape, wd, inputs.decision, own, logits)
     with cs.scope("status"):
-        cs.assert_is_bool(status)
-        assert_nonnegative(cs, eps, shape.eps_cap)
-        assert_nonnegative(cs, shape.eps_cap - eps, shape.eps_cap)
-        cs.assert_equal(cs.mul(status, eps), 0)  # a flip certifies radius 0
-        cs.assert_equal(cs.mul(1 - status, flip_index), 0)
-        f_bits = cs.hint("flip", lambda st, f: [int(st == 1 and f == s) for s in range(S)], [status, flip_index], S)
-        for b in f_bits:
-            cs.assert_is_bool(b)
-        cs.assert_equal(cs.sum(f_bits), status)
-        cs.assert_equal(cs.lin_comb([(s, b) for s, b in enumerate(f_bits)]), flip_index)
-        at_flip = [cs.sum([cs.mul(f_bits[s], logits[s][j]) for s in range(S)]) for j in range(C)]
-        j_bits = cs.hint("flip_class", flip_class_hint, [*y_bits, *at_flip], C)
-        for b in j_bits:
-            cs.assert_is_bool(b)
-        cs.assert_equal(cs.sum(j_bits), 1)
-        cs.assert_equal(cs.sum([cs.mul(a, b) for a, b in zip(j_bits, y_bits)]), 0)  # another class than y
-        tie = cs.sum([cs.mul(b, v) for b, v in zip(j_bits, at_flip)]) - cs.sum([cs.mul(b, v) for b, v in zip(y_bits, at_flip)])
-        assert_nonnegative(cs, tie, wd.decision.value)  # z_j >= z_y at the flip slice (0 >= 0 when certified)
+        _status(cs, shape, wd, inputs, y_bits, logits)
 
     plans = _slopes(cs, shape, witness) if shape.alpha_bits else None
-    eps_float = 0.0 if public is None else (public.eps << shape.scale_bits) / (1 << shape.eps_bits)
-    query_free = None if public is None else [public.query[k] for k in shape.free_columns]
+    ball = _Ball(inputs.query, inputs.eps, 0.0 if public is None else (public.eps << shape.scale_bits) / (1 << shape.eps_bits),
+                 None if public is None else [public.query[k] for k in shape.free_columns])
     # Layer 0's forms are the weights themselves: their free minima are the same on every slice.
     with cs.scope("layer0/free"):
-        first = [[free_minimum(cs, shape, widths.neuron[0], [sign * w for w in weights[0][i]], query, eps, eps_float,
-                               query_free) for sign in (1, -1)] for i in range(shape.hidden_sizes[0])]
-    margin_bound = _minimum_width(shape, widths.margin, widths.box)
+        first = [[ball.minimum(cs, shape, widths.neuron[0], [sign * w for w in weights[0][i]]) for sign in (1, -1)]
+                 for i in range(shape.hidden_sizes[0])]
     for s, x in enumerate(points):
-        layers: list[list[Relaxation]] = []
-        for k in range(L):
-            with cs.scope(f"slice{s}/layer{k}"):
-                form, rels = widths.neuron[k], []
-                for i in range(shape.hidden_sizes[k]):
-                    with cs.scope(f"neuron{i}"):
-                        scaled = []
-                        for n_sign, sign in enumerate((1, -1)):
-                            lower = plans[s][0][k - 1][i][n_sign] if plans is not None and k else None
-                            row, const = back_substitute(cs, shape, form, weights, biases,
-                                                         [sign * w for w in weights[k][i]], sign * biases[k][i], k, layers,
-                                                         lower)
-                            free = first[i][n_sign] if k == 0 else \
-                                free_minimum(cs, shape, form, row, query, eps, eps_float, query_free)
-                            scaled.append(fixed_part(cs, shape, row, const, x) + free)
-                        rels.append(neuron_relaxation(cs, scaled[0], scaled[1], shape.eps_bits + SLOPE_BITS * k,
-                                                      widths.pre_activation[k], plans is not None))
-                layers.append(rels)
+        plan = plans[s] if plans is not None else None
+        layers = _slice_relaxations(cs, shape, widths, weights, biases, ball, first, plan, x, s)
         with cs.scope(f"slice{s}/margins"):
-            for c in range(C):
-                # The margin against class c for the public decision: sum over y of [y = decision] (...).
-                row = [cs.sum([cs.mul(y_bits[d], weights[L][d][j] - weights[L][c][j]) for d in range(C)])
-                       for j in range(shape.hidden_sizes[-1])]
-                const = cs.sum([cs.mul(y_bits[d], biases[L][d] - biases[L][c]) for d in range(C)])
-                row, const = back_substitute(cs, shape, widths.margin, weights, biases, row, const, L, layers,
-                                             plans[s][1][c] if plans is not None else None)
-                low = fixed_part(cs, shape, row, const, x) + \
-                    free_minimum(cs, shape, widths.margin, row, query, eps, eps_float, query_free)
-                # positive, unless c is the decision itself (its margin is 0) or the status is a flip
-                excuse = (margin_bound + 1) * (y_bits[c] + status)
-                assert_nonnegative(cs, low - 1 + excuse, 3 * margin_bound + 3)
+            _margins(cs, shape, widths, weights, biases, ball, plan, x, layers, y_bits, inputs.status)
 
     if shape.spread:
-        with cs.scope("spread"):
-            spread_lens(cs, logits, inputs.spread_decisions, inputs.spread_buckets, favourable_class=shape.favourable_class,
-                        width=shape.spread_width, bound=wd.decision.value)
+        add_spread(cs, shape, wd, inputs, lambda: logits)
     if shape.persistence:
-        with cs.scope("persistence"):
-            persistence_lens(cs, shape, wd, weights, biases, query, inputs.delta, inputs.persistence_bounds,
-                             slopes=None if witness is None else witness.persistence_slopes)
+        add_persistence(cs, shape, wd, weights, biases, inputs, None if witness is None else witness.persistence_slopes)
+
+
+@dataclass(frozen=True)
+class _Ball:
+    """The input set every bound is minimised over: free columns within eps of the query's (and in the box)."""
+
+    query: list  # circuit values
+    eps: Any  # circuit value E
+    eps_float: float  # eps at the input scale, for the multipliers' hint (0 without values)
+    query_free: list[int] | None  # the query's free columns (None without values)
+
+    def minimum(self, cs, shape: StatementShape, form: FormWidths, a):
+        return free_minimum(cs, shape, form, a, self.query, self.eps, self.eps_float, self.query_free)
+
+
+def _decision(cs, shape: StatementShape, wd: StatementWidths, y, own: list, logits: list) -> list:
+    """The decision's one-hot bits, asserted to be the model's decision at the query (its own slice)."""
+    S, C = shape.n_slices, shape.n_classes
+    y_bits = cs.hint("decision", lambda v: [int(v == c) for c in range(C)], [y], C)
+    for b in y_bits:
+        cs.assert_is_bool(b)
+    cs.assert_equal(cs.sum(y_bits), 1)
+    cs.assert_equal(cs.lin_comb([(c, b) for c, b in enumerate(y_bits)]), y)
+    at_query = [cs.sum([cs.mul(own[s], logits[s][j]) for s in range(S)]) for j in range(C)]
+    chosen, _ = argmax(cs, at_query, wd.decision.value)
+    for a, b in zip(chosen, y_bits):
+        cs.assert_equal(a, b)  # y is the model's decision at the query
+    return y_bits
+
+
+def _status(cs, shape: StatementShape, wd: StatementWidths, inputs: PublicInputs, y_bits: list, logits: list) -> None:
+    """0 <= E <= E_cap; status 1 (a flip) has E = 0 and another class at least tying y at the flip slice."""
+    S, C = shape.n_slices, shape.n_classes
+    eps, status, flip_index = inputs.eps, inputs.status, inputs.flip_index
+    cs.assert_is_bool(status)
+    assert_nonnegative(cs, eps, shape.eps_cap)
+    assert_nonnegative(cs, shape.eps_cap - eps, shape.eps_cap)
+    cs.assert_equal(cs.mul(status, eps), 0)  # a flip certifies radius 0
+    cs.assert_equal(cs.mul(1 - status, flip_index), 0)
+    f_bits = cs.hint("flip", lambda st, f: [int(st == 1 and f == s) for s in range(S)], [status, flip_index], S)
+    for b in f_bits:
+        cs.assert_is_bool(b)
+    cs.assert_equal(cs.sum(f_bits), status)
+    cs.assert_equal(cs.lin_comb([(s, b) for s, b in enumerate(f_bits)]), flip_index)
+    at_flip = [cs.sum([cs.mul(f_bits[s], logits[s][j]) for s in range(S)]) for j in range(C)]
+    j_bits = cs.hint("flip_class", flip_class_hint, [*y_bits, *at_flip], C)
+    for b in j_bits:
+        cs.assert_is_bool(b)
+    cs.assert_equal(cs.sum(j_bits), 1)
+    cs.assert_equal(cs.sum([cs.mul(a, b) for a, b in zip(j_bits, y_bits)]), 0)  # another class than y
+    tie = cs.sum([cs.mul(b, v) for b, v in zip(j_bits, at_flip)]) - cs.sum([cs.mul(b, v) for b, v in zip(y_bits, at_flip)])
+    assert_nonnegative(cs, tie, wd.decision.value)  # z_j >= z_y at the flip slice (0 >= 0 when certified)
+
+
+def _slice_relaxations(cs, shape: StatementShape, widths: BoundWidths, weights, biases, ball: _Ball, first: list,
+                       plan, x: list, s: int) -> list[list[Relaxation]]:
+    """Slice s's relaxation of every hidden neuron, layer by layer: each neuron's bounds from the
+    back-substituted bounds of +z and -z on the ball (layer 0's free minima `first` are shared)."""
+    layers: list[list[Relaxation]] = []
+    for k in range(len(shape.hidden_sizes)):
+        with cs.scope(f"slice{s}/layer{k}"):
+            form, rels = widths.neuron[k], []
+            for i in range(shape.hidden_sizes[k]):
+                with cs.scope(f"neuron{i}"):
+                    scaled = []
+                    for n_sign, sign in enumerate((1, -1)):
+                        lower = plan[0][k - 1][i][n_sign] if plan is not None and k else None
+                        row, const = back_substitute(cs, shape, form, weights, biases,
+                                                     [sign * w for w in weights[k][i]], sign * biases[k][i], k, layers,
+                                                     lower)
+                        free = first[i][n_sign] if k == 0 else ball.minimum(cs, shape, form, row)
+                        scaled.append(fixed_part(cs, shape, row, const, x) + free)
+                    rels.append(neuron_relaxation(cs, scaled[0], scaled[1], shape.eps_bits + SLOPE_BITS * k,
+                                                  widths.pre_activation[k], plan is not None))
+            layers.append(rels)
+    return layers
+
+
+def _margins(cs, shape: StatementShape, widths: BoundWidths, weights, biases, ball: _Ball, plan, x: list,
+             layers: list[list[Relaxation]], y_bits: list, status) -> None:
+    """On one slice, every class's margin z_y - z_c has a positive lower bound on the ball (excused for
+    c = y and under status 1)."""
+    C, L = shape.n_classes, len(shape.hidden_sizes)
+    margin_bound = _minimum_width(shape, widths.margin, widths.box)
+    for c in range(C):
+        # The margin against class c for the public decision: sum over y of [y = decision] (...).
+        row = [cs.sum([cs.mul(y_bits[d], weights[L][d][j] - weights[L][c][j]) for d in range(C)])
+               for j in range(shape.hidden_sizes[-1])]
+        const = cs.sum([cs.mul(y_bits[d], biases[L][d] - biases[L][c]) for d in range(C)])
+        row, const = back_substitute(cs, shape, widths.margin, weights, biases, row, const, L, layers,
+                                     plan[1][c] if plan is not None else None)
+        low = fixed_part(cs, shape, row, const, x) + ball.minimum(cs, shape, widths.margin, row)
+        # positive, unless c is the decision itself (its margin is 0) or the status is a flip
+        excuse = (margin_bound + 1) * (y_bits[c] + status)
+        assert_nonnegative(cs, low - 1 + excuse, 3 * margin_bound + 3)

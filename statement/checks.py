@@ -16,11 +16,11 @@ def assert_nonnegative(cs, x, bound: int) -> None:
 
 def assert_product_zero(cs, a, b) -> None:
     """a * b == 0 as one constraint (a gate times a violation)."""
-    a, b = cs._lc(a), cs._lc(b)
+    a, b = cs.lc(a), cs.lc(b)
     if a.is_constant() or b.is_constant():
         cs.assert_equal(cs.mul(a, b), 0)
         return
-    cs._emit(a, b, cs.zero)
+    cs.assert_mul(a, b, 0)
 
 
 def inverse_or_zero(cs, x):

@@ -55,11 +55,12 @@ from dataclasses import asdict, dataclass, field
 from circuits.errors import CircuitError
 from circuits.field import R
 from fairness.multipliers import RELAXATION_SLOPE_BITS, exact_multiplier_bits
+from fairness.radius import PROVED_RADII, Radius
 
-FAST_RADIUS = "fast"
-EXACT_RADIUS = "exact"
-BOUND_RADIUS = "bound"  # linear bound propagation (statement.bound_radius): no regions, K = F = 1
-RADIUS_KINDS = (FAST_RADIUS, EXACT_RADIUS, BOUND_RADIUS)
+# The radii a statement proves (fairness.radius), by the names the statement modules use.
+FAST_RADIUS = Radius.FAST
+EXACT_RADIUS = Radius.EXACT
+BOUND_RADIUS = Radius.BOUND  # linear bound propagation (statement.bound_radius): no regions, K = F = 1
 
 
 class StatementShapeError(CircuitError):
@@ -93,7 +94,7 @@ class StatementShape:
     farkas_slots: int  # F
     farkas_bits: int
     boundary_bits: int
-    radius: str = "fast"
+    radius: str = Radius.FAST  # one of PROVED_RADII (a shape read from JSON holds the plain word)
     per_slice: bool = False
     # The spread lens (fairness.spread): 0 = off; else the bucket width W at the logit scale, and the
     # class whose logit margin is bucketed. Adds the per-slice decisions and the bucket count as inputs.
@@ -154,8 +155,8 @@ class StatementShape:
             raise StatementShapeError("need at least one region slot and one Farkas slot")
         if self.boundary_bits < 1:
             raise StatementShapeError("boundary_bits must be at least 1")
-        if self.radius not in RADIUS_KINDS:
-            raise StatementShapeError(f"radius must be one of {', '.join(RADIUS_KINDS)}, not {self.radius!r}")
+        if self.radius not in PROVED_RADII:
+            raise StatementShapeError(f"radius must be one of {', '.join(PROVED_RADII)}, not {self.radius!r}")
         if type(self.per_slice) is not bool:
             raise StatementShapeError("per_slice must be a bool")
         if self.per_slice and not self.exact:

@@ -94,19 +94,69 @@ def _forward_quantity(name: str) -> bool:
 
 
 def widths(shape: StatementShape, limit_bits: int = MAX_SIGNED_BITS) -> StatementWidths:
-    s, t = shape.scale_bits, shape.eps_bits
+    """Every quantity's bound for `shape` (the module docstring derives them); raises StatementShapeError
+    if one reaches 2^limit_bits."""
     X = tuple(max(abs(lo), abs(hi)) for lo, hi in zip(shape.box_lower, shape.box_upper))
-    WB = [1 << b for b in shape.weight_bits]
-    BB = [1 << b for b in shape.bias_bits]
-    sens, free = shape.sensitive_columns, shape.free_columns
-    nf = shape.n_free
     q: list[tuple[str, int]] = [("input", max(X))]
     for l in range(shape.n_layers):
-        q.append((f"layer {l} weight", WB[l]))
-        q.append((f"layer {l} bias", BB[l]))
+        q.append((f"layer {l} weight", 1 << shape.weight_bits[l]))
+        q.append((f"layer {l} bias", 1 << shape.bias_bits[l]))
+    layers, dec = _layer_widths(shape, X)
+    e2 = (shape.eps_cap + 1) ** 2 << (2 * shape.scale_bits)
 
+    def dist(lw: LayerWidths) -> int:
+        return max((lw.value ** 2) << (2 * shape.eps_bits), e2 * lw.norm_sq)
+
+    for l, lw in enumerate(layers):
+        q += [(f"layer {l} normal entry", lw.normal), (f"layer {l} offset", lw.offset),
+              (f"layer {l} value", lw.value), (f"layer {l} |normal|^2", lw.norm_sq),
+              (f"layer {l} distance comparison", dist(lw))]
+    q += [("decision normal entry", dec.normal), ("decision offset", dec.offset), ("decision value", dec.value),
+          ("decision |normal|^2", dec.norm_sq), ("decision distance comparison", dist(dec)),
+          ("(E_cap+1)^2 2^(2s)", e2)]
+    farkas = _farkas_widths(shape, layers, dec, X)
+    q += farkas.quantities
+    separation = _separation_widths(shape, layers, farkas, X, e2)
+    q += separation.quantities
+
+    den = 1 << shape.boundary_bits
+    point = max(X) * den
+    bval = max(max(lw.value for lw in layers), dec.value) * den
+    q += [("boundary point", point), ("boundary denominator", den), ("boundary row value", bval)]
+    cx_dist = 0
+    if shape.exact:
+        # ||P - D u*||^2 2^(2t) < (E+1)^2 2^(2s) D^2 with P, D u* in the box scaled by D.
+        cx_dist = max((shape.n_free * (2 * max(X) * den) ** 2) << (2 * shape.eps_bits), e2 * den * den)
+        q += [("counterexample distance comparison", cx_dist)]
+    _check_limit(shape, q, limit_bits)
+    return StatementWidths(
+        box=X, layers=tuple(layers), decision=dec, eps_sq_scaled=e2,
+        distance=tuple(dist(lw) for lw in layers), distance_decision=dist(dec),
+        farkas_coef=farkas.coef, farkas_residual=farkas.residual, farkas_offset=farkas.offset,
+        farkas_lower=farkas.lower, nu_bits=separation.nu_bits, nu_neuron_bits=separation.nu_neuron_bits,
+        separation_value=separation.value, separation_comparison=separation.comparison,
+        boundary_point=point, boundary_value=bval, quantities=tuple(q),
+        separation_shift=separation.shift, separation_high=separation.high,
+        separation_residual_high=separation.residual_high, counterexample_distance=cx_dist,
+    )
+
+
+def _check_limit(shape: StatementShape, q: list[tuple[str, int]], limit_bits: int) -> None:
+    # A bound-radius statement uses the forward pass's widths only (statement.bound_radius checks its own).
+    checked = q if shape.radius != BOUND_RADIUS else [(name, b) for name, b in q if _forward_quantity(name)]
+    bad = [(name, b) for name, b in checked if bits(b) >= limit_bits]
+    if bad:
+        listing = "; ".join(f"{name}: {bits(b)} bits" for name, b in bad)
+        raise StatementShapeError(f"shape could wrap around the field (limit {limit_bits} bits): {listing}")
+
+
+def _layer_widths(shape: StatementShape, X: tuple[int, ...]) -> tuple[list[LayerWidths], LayerWidths]:
+    """Normal, offset, value and |normal|^2 bounds per hidden layer (A_l, C_l, V_l), and the decision rows'."""
+    WB = [1 << b for b in shape.weight_bits]
+    BB = [1 << b for b in shape.bias_bits]
+    nf = shape.n_free
     a = WB[0]
-    c = sum(WB[0] * X[j] for j in sens) + BB[0]
+    c = sum(WB[0] * X[j] for j in shape.sensitive_columns) + BB[0]
     v = sum(WB[0] * X[j] for j in range(shape.n_inputs)) + BB[0]
     layers = []
     for l, h in enumerate(shape.hidden_sizes):
@@ -117,19 +167,21 @@ def widths(shape: StatementShape, limit_bits: int = MAX_SIGNED_BITS) -> Statemen
     h_last = shape.hidden_sizes[-1]
     wd, bd = 2 * WB[-1], 2 * BB[-1]
     dec = LayerWidths(h_last * wd * a, h_last * wd * c + bd, h_last * wd * v + bd, nf * (h_last * wd * a) ** 2)
-    e2 = (shape.eps_cap + 1) ** 2 << (2 * s)
+    return layers, dec
 
-    def dist(lw: LayerWidths) -> int:
-        return max((lw.value ** 2) << (2 * t), e2 * lw.norm_sq)
 
-    for l, lw in enumerate(layers):
-        q += [(f"layer {l} normal entry", lw.normal), (f"layer {l} offset", lw.offset),
-              (f"layer {l} value", lw.value), (f"layer {l} |normal|^2", lw.norm_sq),
-              (f"layer {l} distance comparison", dist(lw))]
-    q += [("decision normal entry", dec.normal), ("decision offset", dec.offset), ("decision value", dec.value),
-          ("decision |normal|^2", dec.norm_sq), ("decision distance comparison", dist(dec)),
-          ("(E_cap+1)^2 2^(2s)", e2)]
+@dataclass(frozen=True)
+class _FarkasWidths:
+    coef: int
+    residual: int  # r_j
+    offset: int  # g0
+    lower: int
+    neuron_rows: list[tuple[int, int]]  # (normal, offset) bound of every neuron row
+    quantities: list[tuple[str, int]]
 
+
+def _farkas_widths(shape: StatementShape, layers: list[LayerWidths], dec: LayerWidths,
+                   X: tuple[int, ...]) -> _FarkasWidths:
     # coef_k = lambda_k sigma_k + mu [row = k]: |lambda_k| < 2^lambda_bits[k] on neuron
     # row k (2^farkas_bits on fast statements' neuron-row entries, `neuron_entry_lambda_bits`),
     # and |mu| <= 2^(bits+1) on the single extra row (decision rows: farkas_bits).
@@ -140,17 +192,37 @@ def widths(shape: StatementShape, limit_bits: int = MAX_SIGNED_BITS) -> Statemen
     mu_bits = list(narrow) + [shape.farkas_bits]
     r = sum(x << b for (x, _), b in zip(neuron_rows, lam_bits)) + max(x << (b + 1) for (x, _), b in zip(all_rows, mu_bits))
     g0 = sum(y << b for (_, y), b in zip(neuron_rows, lam_bits)) + max(y << (b + 1) for (_, y), b in zip(all_rows, mu_bits))
-    lower = g0 + sum(r * X[j] for j in free)
-    q += [("Farkas coefficient", coef), ("Farkas residual r_j", r), ("Farkas offset g0", g0),
-          ("Farkas lower bound", lower)]
+    lower = g0 + sum(r * X[j] for j in shape.free_columns)
+    return _FarkasWidths(coef, r, g0, lower, neuron_rows,
+                         [("Farkas coefficient", coef), ("Farkas residual r_j", r), ("Farkas offset g0", g0),
+                          ("Farkas lower bound", lower)])
+
+
+@dataclass(frozen=True)
+class _SeparationWidths:
+    nu_bits: int
+    nu_neuron_bits: int
+    value: int  # h(u*)
+    comparison: int
+    shift: int
+    high: int
+    residual_high: int
+    quantities: list[tuple[str, int]]
+
+
+def _separation_widths(shape: StatementShape, layers: list[LayerWidths], farkas: _FarkasWidths,
+                       X: tuple[int, ...], e2: int) -> _SeparationWidths:
     # Separation form: box multipliers |nu_j| < 2^nu_bits (room for nu = -r),
     # r' = r + nu, h(u*) = r'.u* + g0 - support(nu). Neuron-row entries have
     # |nu_j| < 2^nu_neuron_bits and are the only ones squared.
+    t, nf, free = shape.eps_bits, shape.n_free, shape.free_columns
+    r, g0, neuron_rows = farkas.residual, farkas.offset, farkas.neuron_rows
     nu_bits = bits(r)
     h_all = g0 + sum((r + (2 << nu_bits)) * X[j] for j in free)
-    q += [("separation box multiplier", 1 << nu_bits), ("separation value h(u*)", h_all)]
+    q = [("separation box multiplier", 1 << nu_bits), ("separation value h(u*)", h_all)]
     shift = high = residual_high = 0
     if not shape.exact:
+        narrow = shape.neuron_entry_lambda_bits
         r_n = sum(x << b for (x, _), b in zip(neuron_rows, narrow)) + max(x << (b + 1) for (x, _), b in zip(neuron_rows, narrow))
         g0_n = sum(y << b for (_, y), b in zip(neuron_rows, narrow)) + max(y << (b + 1) for (_, y), b in zip(neuron_rows, narrow))
         nu_neuron_bits = min(bits(r_n) + 1, nu_bits)
@@ -172,29 +244,4 @@ def widths(shape: StatementShape, limit_bits: int = MAX_SIGNED_BITS) -> Statemen
         sep_cmp = max((high ** 2) << (2 * t), e2 * residual_high)
         q += [("separation r'_j", r2), ("separation ||r'||^2", norm_sq), ("separation truncated h", high),
               ("separation truncated ||r'||^2", residual_high), ("separation distance comparison", sep_cmp)]
-
-    den = 1 << shape.boundary_bits
-    point = max(X) * den
-    bval = max(max(lw.value for lw in layers), dec.value) * den
-    q += [("boundary point", point), ("boundary denominator", den), ("boundary row value", bval)]
-    cx_dist = 0
-    if shape.exact:
-        # ||P - D u*||^2 2^(2t) < (E+1)^2 2^(2s) D^2 with P, D u* in the box scaled by D.
-        cx_dist = max((nf * (2 * max(X) * den) ** 2) << (2 * t), e2 * den * den)
-        q += [("counterexample distance comparison", cx_dist)]
-
-    # A bound-radius statement uses the forward pass's widths only (statement.bound_radius checks its own).
-    checked = q if shape.radius != BOUND_RADIUS else [(name, b) for name, b in q if _forward_quantity(name)]
-    bad = [(name, b) for name, b in checked if bits(b) >= limit_bits]
-    if bad:
-        listing = "; ".join(f"{name}: {bits(b)} bits" for name, b in bad)
-        raise StatementShapeError(f"shape could wrap around the field (limit {limit_bits} bits): {listing}")
-    return StatementWidths(
-        box=X, layers=tuple(layers), decision=dec, eps_sq_scaled=e2,
-        distance=tuple(dist(lw) for lw in layers), distance_decision=dist(dec),
-        farkas_coef=coef, farkas_residual=r, farkas_offset=g0, farkas_lower=lower,
-        nu_bits=nu_bits, nu_neuron_bits=nu_neuron_bits, separation_value=h_all, separation_comparison=sep_cmp,
-        boundary_point=point, boundary_value=bval, quantities=tuple(q),
-        separation_shift=shift, separation_high=high, separation_residual_high=residual_high,
-        counterexample_distance=cx_dist,
-    )
+    return _SeparationWidths(nu_bits, nu_neuron_bits, h_all, sep_cmp, shift, high, residual_high, q)

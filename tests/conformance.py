@@ -206,7 +206,7 @@ def registry_family(code: str | None) -> str | None:
 
 
 class RegistryRunner:
-    """The registry of each vector's card (verifier_client/solidity.py), deployed once per card in one py-evm
+    """The registry of each vector's card (verifier_client/solidity/registry.py), deployed once per card in one py-evm
     chain, asked about the vector's certificate as a caller would submit it: verifyCertificate for a
     whole-statement certificate, verifyPerSliceCertificate for one with slice parts or a per-slice bucket,
     verifyGroupCounts for a proof of group counts."""

@@ -1,35 +1,16 @@
-"""Suite-wide settings.
-
-Tests that need an optional peer (the native mcl backend, snarkjs, solc, the
-local PostgreSQL server, Chromium, the py-evm EVM) skip when it is absent on a developer's machine. CI
-installs every one of them, so there a skip for such a reason would hide a
-broken install: with FAIRPROOF_REQUIRE_PEERS=1 those skips become failures.
-"""
+"""Suite-wide settings: the integration tier (tests/tiers.py), skips that must fail in CI
+(tests/required_peers.py) and the fixtures every module shares."""
 from __future__ import annotations
-
-import os
 
 import pytest
 
-# Words that identify a skip caused by a missing peer rather than by design.
-_PEER_SKIP_MARKERS = ("mcl", "snarkjs", "node", "postgres", "PostgreSQL", "chromium", "selenium", "solc", "eth_tester",
-                      "tmux")
+from required_peers import pytest_runtest_makereport  # noqa: F401  (the hook, registered from here)
+from tiers import mark_integration
 
 
-def _peers_required() -> bool:
-    return os.environ.get("FAIRPROOF_REQUIRE_PEERS", "") not in ("", "0", "false")
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    report = outcome.get_result()
-    if not (_peers_required() and report.skipped and isinstance(report.longrepr, tuple)):
-        return
-    reason = str(report.longrepr[2])
-    if any(marker in reason for marker in _PEER_SKIP_MARKERS):
-        report.outcome = "failed"
-        report.longrepr = f"required peer missing (FAIRPROOF_REQUIRE_PEERS=1): {reason}"
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Marks the integration tier (tests/tiers.py) before `-m` selects."""
+    mark_integration(items)
 
 
 @pytest.fixture(autouse=True)

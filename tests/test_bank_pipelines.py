@@ -673,9 +673,9 @@ def test_checking_against_the_outcomes_instead_of_the_decisions_is_refused(bank_
     assert not (tmp_path / "m").exists()
 
 
-def test_the_readme_facts_example_reads_and_a_misspelt_key_is_refused(tmp_path):
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    example = readme.split("```yaml\n", 1)[1].split("```", 1)[0]
+def test_the_bank_guide_facts_example_reads_and_a_misspelt_key_is_refused(tmp_path):
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "guides" / "bank.md").read_text()
+    example = guide.split("```yaml\n", 1)[1].split("```", 1)[0]
     (tmp_path / "facts.yaml").write_text(example)
     loaded = load_facts(tmp_path / "facts.yaml")
     assert loaded.facts.label_column == "default" and loaded.decision_column == "decision"

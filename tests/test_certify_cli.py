@@ -89,6 +89,11 @@ def test_precompute_then_certify_from_warm_store(model_dir, german, tmp_path, ca
     out = capsys.readouterr().out
     assert "decision: class" in out and "eps: " in out and "exact" in out and "covering set" in out
     assert "computed 0 " in out and "store answers 0," not in out  # every answer came from the store
+    assert "exact radius:" in out and "(value " in out  # the hybrid default gives the exact radius here
+    # its twin: a fast radius is never called exact (eps's dyadic value is its "value")
+    assert main(["certify", "--model", str(model_dir), "--index", str(index), "--radius", "fast"]) == 0
+    fast = capsys.readouterr().out
+    assert "eps: " in fast and "(value " in fast and "exact" not in fast
     cert = load_cert(cert_path)
     _, model = fixed(model_dir)
     check_certificate(model, cert)

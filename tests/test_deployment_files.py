@@ -1,10 +1,10 @@
-"""docker-compose.yml, the Dockerfile and the README agree with the service's Settings.
+"""docker-compose.yml, the Dockerfile and the operator's guide agree with the service's Settings.
 
 Docker may not run where the tests run, so the compose file is checked as
 data: every FAIRPROOF_* variable it sets must be a Settings field, the values
 it gives (with compose's ${VAR:-default} resolved) must make valid Settings,
-and every Settings field must be documented in the README's "Running the
-service" section.
+and every Settings field must be documented in the "Settings" section of
+docs/guides/operations.md. The README keeps its first commands.
 """
 from __future__ import annotations
 
@@ -26,10 +26,13 @@ def load_compose() -> dict:
     return yaml.safe_load((REPO / "docker-compose.yml").read_text())
 
 
-def readme_section(title: str) -> str:
-    text = (REPO / "README.md").read_text()
+OPERATIONS = REPO / "docs" / "guides" / "operations.md"
+
+
+def guide_section(title: str) -> str:
+    text = OPERATIONS.read_text()
     match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", text, flags=re.M | re.S)
-    assert match, f"README has no section '## {title}'"
+    assert match, f"{OPERATIONS.name} has no section '## {title}'"
     return match.group(1)
 
 
@@ -132,25 +135,25 @@ def test_prover_and_workers_are_wired_for_scale_out():
         assert compose["services"][name]["depends_on"]["postgres"]["condition"] == "service_healthy"
 
 
-# ------------------------------------------------------------------ README
+# ------------------------------------------------------------------ the operator's guide, the README
 def undocumented(section: str) -> list[str]:
     return sorted(v for v in SETTINGS_VARIABLES if f"`{v}`" not in section)
 
 
 def test_every_settings_field_is_documented():
-    assert undocumented(readme_section("Running the service")) == []
+    assert undocumented(guide_section("Settings")) == []
 
 
 def test_an_undocumented_field_is_caught():
-    section = readme_section("Running the service").replace("`FAIRPROOF_LEASE_SECONDS`", "lease seconds")
+    section = guide_section("Settings").replace("`FAIRPROOF_LEASE_SECONDS`", "lease seconds")
     assert undocumented(section) == ["FAIRPROOF_LEASE_SECONDS"]
 
 
 def test_every_host_variable_of_compose_is_documented():
-    readme = (REPO / "README.md").read_text()
+    guide = OPERATIONS.read_text()
     names = host_variables((REPO / "docker-compose.yml").read_text())
     assert "FAIRPROOF_ADMIN_API_KEY" in names
-    assert sorted(n for n in names if f"`{n}`" not in readme) == []
+    assert sorted(n for n in names if f"`{n}`" not in guide) == []
 
 
 def test_readme_keeps_its_first_commands():

@@ -50,10 +50,12 @@ RULES = (
     ("circuits.gadgets", "circuits.builder", (), ()),
     # fairness needs the scalar field's size (no-wrap bounds), nothing else of circuits
     ("fairness", "circuits", ("circuits.field",), ()),
-    # the statement shares only the cover kinds and the multiplier widths with
-    # fairness; the bank-side adapter from certificates is the one module that
-    # reads fairness's models
-    ("statement", "fairness", ("fairness.covers", "fairness.multipliers"), ("statement.adapter",)),
+    # the statement shares only the cover kinds, the multiplier widths and the
+    # radius vocabulary with fairness; the bank-side adapters from certificates
+    # (networks: statement.adapter; tree ensembles: the padding, shape and
+    # witness of statement.trees) are the modules that read fairness's models
+    ("statement", "fairness", ("fairness.covers", "fairness.multipliers", "fairness.radius"),
+     ("statement.adapter", "statement.trees.padding", "statement.trees.shape", "statement.trees.witness")),
     # the schema is read by the verifier through the card: pydantic and numpy only, nothing of the model
     ("fairness.schema", "fairness", ("fairness.errors",), ()),
     # the customer's verifier: no bank side, no model or training code
@@ -61,7 +63,8 @@ RULES = (
     ("verifier_client", "offline_precompute", (), ()),
     ("verifier_client", "statement.adapter", (), ()),
     ("verifier_client", "commitments.publish", (), ()),
-    ("verifier_client", "fairness", ("fairness.covers", "fairness.multipliers", "fairness.schema"), ()),
+    ("verifier_client", "fairness", ("fairness.covers", "fairness.multipliers", "fairness.radius", "fairness.schema"),
+     ()),
 )
 
 

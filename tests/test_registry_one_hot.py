@@ -1,4 +1,4 @@
-"""The registry (verifier_client/solidity.py, in py-evm) on sensitive attributes spanning several inputs: the
+"""The registry (verifier_client/solidity/registry.py, in py-evm) on sensitive attributes spanning several inputs: the
 cases of tests/page_cases.py `one_hot_cases` (race over three inputs, sex over one with female dropped, region
 over two with north dropped), every certificate with a proof the pairing accepts, so only the registry's checks
 of the claims can refuse one. The registry must give each certificate the verdict `fairproof-verify` gives it,

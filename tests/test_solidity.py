@@ -1,4 +1,4 @@
-"""The EVM verifiers (verifier_client/solidity.py): compiled with solc, run in py-evm (eth-tester).
+"""The EVM verifiers (verifier_client/solidity/): compiled with solc, run in py-evm (eth-tester).
 
 Honest certificates are accepted by the bucket's verifier and by the registry; a dishonest bank's
 variants are refused: a changed signal, a signal given as itself plus r, another proof, a proof under

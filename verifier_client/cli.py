@@ -110,11 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="fairproof-verify",
         description="Verify a FairProof certificate bundle against the bank's public model card, "
                     "or request one from the bank's service and verify it.",
-        usage="%(prog)s BUNDLE --card CARD [--record RECORD] [--attestation FILE] [trust and log options]\n"
-              "       %(prog)s --url URL --model ID --record RECORD [--timeout S] [trust and log options]\n"
-              "       %(prog)s GROUPS --card CARD --dataset AUDIT.json [--attestation FILE] [trust options]",
     )
-    parser.add_argument("bundle", nargs="?", help="certificate bundle (JSON) received with the decision")
+    parser.add_argument("bundle", nargs="?", metavar="BUNDLE",
+                        help="certificate bundle (JSON) received with the decision, or with --dataset a proof of "
+                             "group counts")
     parser.add_argument("--card", help="the model card (JSON) the bank published (with BUNDLE)")
     parser.add_argument("--dataset", metavar="AUDIT.json",
                         help="BUNDLE is a proof of group counts on this public audit dataset (an auditor's check)")
@@ -131,15 +130,15 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a phase-2 contribution hash you trust (repeatable): the card must list it among "
                              "the contributions to the bucket's keys. That list is the bank's word unless an "
                              "auditor you trust attested the card (--trust-auditor), whose audit ties it to the key")
-    parser.add_argument("--pin-file", help=f"pinned cards and logs, trusted auditors and contributors (default "
+    parser.add_argument("--pin-file", metavar="FILE", help=f"pinned cards and logs, trusted auditors and contributors (default "
                                            f"${PIN_FILE_ENV} or ~/.config/fairproof/pins.json)")
     parser.add_argument("--require-lens", action="append", default=[], choices=LENSES, metavar="LENS",
                         help="refuse a certificate whose proof does not cover LENS (radius, spread, persistence); "
                              "repeatable")
     service = parser.add_argument_group("asking the bank's service (instead of BUNDLE)")
     service.add_argument("--url", help="base URL of the bank's FairProof service, e.g. https://bank.example")
-    service.add_argument("--model", help="model id, as the service lists it")
-    service.add_argument("--timeout", type=_positive_seconds, default=None,
+    service.add_argument("--model", metavar="ID", help="model id, as the service lists it")
+    service.add_argument("--timeout", type=_positive_seconds, default=None, metavar="S",
                          help=f"seconds to wait for the certificate (default {DEFAULT_WAIT:g}); "
                               f"each request gives up after at most {DEFAULT_TIMEOUT:g} s")
     parser.add_argument("--delta", type=_delta, default=None, metavar="D",
@@ -166,7 +165,49 @@ def build_parser() -> argparse.ArgumentParser:
     log.add_argument("--require-log", action="store_true",
                      help="with BUNDLE: refuse a bundle that carries no transparency-log evidence "
                           "(always so with --url or --log-key)")
+    parser.usage = usage(parser)
     return parser
+
+
+# The command's three forms (the module docstring): the arguments each requires, and the options it does not
+# take (refused by `_check_mode`, or meaningful with BUNDLE only). Every other option is offered in every form.
+FORMS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (("bundle", "--card"), ("--url", "--model", "--timeout", "--dataset")),
+    (("--url", "--model", "--record"), ("bundle", "--card", "--dataset", "--attestation", "--log-url", "--require-log")),
+    (("bundle", "--card", "--dataset"),
+     ("--url", "--model", "--timeout", "--record", "--delta", "--require-lens", "--log-key", "--log-url")),
+)
+USAGE_WIDTH = 110
+
+
+def usage(parser: argparse.ArgumentParser) -> str:
+    """One usage line per form, made from `parser`'s own arguments as argparse spells them, so that an option
+    added to the parser is shown without anyone writing it down."""
+    formatter = parser._get_formatter()
+    spelled: dict[str, str] = {}
+    for action in parser._actions:
+        name = action.option_strings[0] if action.option_strings else action.dest
+        spelled[name] = formatter._format_actions_usage([action], []).removeprefix("[").removesuffix("]")
+    margin = " " * len("usage: ")  # argparse's prefix of the first line
+    lines = []
+    for required, excluded in FORMS:
+        words = [parser.prog, *(spelled[name] for name in required)]
+        words += [f"[{text}]" for name, text in spelled.items() if name not in required and name not in excluded]
+        lines.append(_wrap(words, margin))
+    return ("\n" + margin).join(lines)
+
+
+def _wrap(words: list[str], margin: str) -> str:
+    """`words` joined by spaces after `margin`, broken between words (never inside one) so that no line is
+    wider than USAGE_WIDTH; continuation lines are indented four more columns."""
+    indent = margin + "    "
+    lines = [margin + words[0]]
+    for word in words[1:]:
+        if len(lines[-1]) + 1 + len(word) > USAGE_WIDTH:
+            lines.append(indent + word)
+        else:
+            lines[-1] += " " + word
+    return "\n".join(lines).removeprefix(margin)
 
 
 def _positive_seconds(text: str) -> float:

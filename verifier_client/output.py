@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict
 from commitments.bundle import CounterfactualSpread, FlipSlice, PersistentBias, Status
 from commitments.card import ModelCard
 from commitments.claims import Claims
+from fairness.radius import ProvedRadius
 
 from .audit import GroupMetrics
 from .verify import CardTrust
@@ -49,7 +50,7 @@ class Radius(_Frozen):
     numerator: int
     scale_bits: int
     value: Rational
-    kind: Literal["fast", "exact", "bound"]  # the verified bucket's statement: a lower bound (fast, bound), or the true radius rounded down
+    kind: ProvedRadius  # the verified bucket's statement: a lower bound (fast, bound), or the true radius rounded down
     capped: bool  # the whole input domain
 
 

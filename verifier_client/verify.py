@@ -34,7 +34,7 @@ from circuits.groth16 import (PreparedVerifyingKey, Proof, VerifyingKey, check_p
 from circuits.snarkjs.json_formats import proof_from_json, verifying_key_from_json
 from commitments.attestation import Attestation, AttestationError, check_attestations
 from commitments.bundle import CertificateBundle, SnarkjsProof
-from commitments.card import AuditCircuit, CircuitBucket, ModelCard, RadiusKind
+from commitments.card import BOUND_RADIUS, AuditCircuit, CircuitBucket, ModelCard, RadiusKind
 from commitments.claims import ClaimError, Claims, bundle_claims, part_signals
 
 from .pins import PinCheck
@@ -271,7 +271,7 @@ def explain(claims: Claims, card: ModelCard) -> str:
             lines.append(f"This eps is exact (the true radius rounded down to 2^-{claims.eps_scale_bits}): the proof "
                          f"also exhibits a change of {sensitive} and of your other features by less than "
                          f"eps + 2^-{claims.eps_scale_bits} at which another decision at least ties yours.")
-        elif claims.radius == "bound":
+        elif claims.radius == BOUND_RADIUS:
             lines.append("This eps is a lower bound (bound radius: linear bound propagation through the network): "
                          "the decision may stay the same for larger changes too.")
         else:

@@ -32,7 +32,7 @@ def to_bits(cs, x, n_bits: int) -> list:
     boolean (this folds the recomposition check into the last bit's constraint).
     """
     _check_width("to_bits", n_bits)
-    x = cs._lc(x)
+    x = cs.lc(x)
     if x.is_constant():
         v = x.terms.get(0, 0)
         if v >> n_bits:
@@ -86,7 +86,7 @@ def from_bits(cs, bits: Sequence) -> "object":
     """sum_i 2^i bits[i]; asserts each bit boolean unless a gadget already did."""
     if len(bits) > MAX_BITS:
         raise CircuitError(f"from_bits: at most {MAX_BITS} bits, got {len(bits)}")
-    lcs = [cs._lc(b) for b in bits]
+    lcs = [cs.lc(b) for b in bits]
     with cs.scope("from_bits"):
         for b in lcs:
             cs._ensure_bool(b)
@@ -106,7 +106,7 @@ def assert_signed_range(cs, x, n_bits: int) -> None:
     """
     _check_width("assert_signed_range", n_bits, MAX_SIGNED_BITS)
     with cs.scope("assert_signed_range"):
-        x = cs._lc(x)
+        x = cs.lc(x)
         v = x.value
         if v is not None and cs.strict and not -(1 << n_bits) <= to_signed(v) < (1 << n_bits):
             raise UnsatisfiedConstraint(
@@ -161,7 +161,7 @@ def pack(cs, xs: Sequence, n_bits: int, signed: bool = True, already_range_check
     out = []
     with cs.scope("pack"):
         for start in range(0, len(xs), k):
-            group = [cs._lc(x) + offset for x in xs[start : start + k]]
+            group = [cs.lc(x) + offset for x in xs[start : start + k]]
             for u in group:
                 if already_range_checked:
                     if cs.strict and u.value is not None and u.value >> n_bits:

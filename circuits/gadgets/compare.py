@@ -25,7 +25,7 @@ from .bits import _check_width, assert_range, assert_signed_range, to_bits
 
 def _precondition(cs, gadget: str, n_bits: int, check_inputs: bool, *xs):
     _check_width(gadget, n_bits, MAX_SIGNED_BITS)
-    lcs = [cs._lc(x) for x in xs]
+    lcs = [cs.lc(x) for x in xs]
     lo, hi = -(1 << n_bits), 1 << n_bits
     for x in lcs:
         v = x.value
@@ -95,7 +95,7 @@ def abs_value(cs, x, n_bits: int):
     """|x| for x in [-2^n, 2^n) (range enforced); result in [0, 2^n]. n+2 constraints."""
     with cs.scope("abs"):
         neg = is_negative(cs, x, n_bits)
-        return cs.select(neg, -cs._lc(x), x)
+        return cs.select(neg, -cs.lc(x), x)
 
 
 def minimum(cs, a, b, n_bits: int, check_inputs: bool = False):

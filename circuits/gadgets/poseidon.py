@@ -117,7 +117,7 @@ def permutation(cs, state: Sequence) -> list[LC]:
     constants, mds = poseidon_parameters(t)
     r_p = n_rounds_partial(t)
     half = N_ROUNDS_F // 2
-    s = [cs._lc(x) for x in state]
+    s = [cs.lc(x) for x in state]
     with cs.scope(f"poseidon_t{t}"):
         # First full rounds; the last one's MDS is folded into the partial forms.
         w: list[LC] = []
@@ -152,7 +152,7 @@ def poseidon(cs, xs: Sequence) -> LC:
     """circomlib's Poseidon(len(xs)) of 1..16 circuit values; equals poseidon_hash."""
     if not 1 <= len(xs) <= MAX_INPUTS:
         raise CircuitError(f"poseidon takes 1 to {MAX_INPUTS} inputs, got {len(xs)}")
-    lcs = [cs._lc(x) for x in xs]
+    lcs = [cs.lc(x) for x in xs]
     if all(x.is_constant() for x in lcs):
         from ..poseidon import poseidon_hash
 

@@ -41,12 +41,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     keygen.set_defaults(handler=run_keygen)
 
     show = actions.add_parser("show", help="check an attestation's signature and print what it states")
-    show.add_argument("attestation", type=Path, metavar="ATTESTATION.json")
+    show.add_argument("attestation", type=Path, metavar="ATTESTATION.json", help="the signed attestation file")
     show.add_argument("--card", type=Path, metavar="CARD.json", help="also check that it covers exactly this card")
     show.set_defaults(handler=run_show)
 
     publish = actions.add_parser("publish", help="hand an attestation to the bank's service (and its log)")
-    publish.add_argument("attestation", type=Path, metavar="ATTESTATION.json")
+    publish.add_argument("attestation", type=Path, metavar="ATTESTATION.json",
+                         help="the signed attestation file")
     publish.add_argument("--url", required=True, help="the bank's service, e.g. https://bank.example")
     publish.add_argument("--model", required=True, help="the model id whose card it attests")
     publish.add_argument("--admin-key", help="the service's admin key, if the auditor is not one it names")

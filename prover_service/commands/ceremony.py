@@ -47,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_init)
 
     p = commands.add_parser("contribute", help="verify the ceremony and add a contribution")
-    p.add_argument("ceremony", type=Path)
+    _ceremony_argument(p)
     p.add_argument("--name", required=True, help="your name, recorded in the transcript")
     p.add_argument("--entropy", default="", help="extra text mixed into the system's randomness")
     p.add_argument("--ptau", type=Path, metavar="FILE", help="also regenerate the initial key from this phase-1 file")
@@ -55,32 +55,38 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_contribute)
 
     p = commands.add_parser("add", help="append a key made with `snarkjs zkey contribute` on the current key")
-    p.add_argument("ceremony", type=Path)
-    p.add_argument("key", type=Path, metavar="KEY.zkey")
+    _ceremony_argument(p)
+    p.add_argument("key", type=Path, metavar="KEY.zkey", help="the contributed key (snarkjs .zkey)")
     _backend_option(p)
     p.set_defaults(handler=_add)
 
     p = commands.add_parser("verify", help="check the circuit, the initial key and every contribution")
-    p.add_argument("ceremony", type=Path)
+    _ceremony_argument(p)
     p.add_argument("--ptau", type=Path, metavar="FILE", help="also regenerate the initial key from this phase-1 file")
     _backend_option(p)
     p.set_defaults(handler=_verify)
 
     p = commands.add_parser("finalize", help="close the ceremony with a public random beacon")
-    p.add_argument("ceremony", type=Path)
+    _ceremony_argument(p)
     p.add_argument("--beacon", required=True, metavar="HEX", help="the beacon value (e.g. a future block hash), hex")
     p.add_argument("--iterations", type=int, default=10, metavar="N", help="2^N hash iterations (default 10)")
-    p.add_argument("--name", default="final beacon")
+    p.add_argument("--name", default="final beacon", help="name of the beacon step in the transcript "
+                                                             "(default: final beacon)")
     _backend_option(p)
     p.set_defaults(handler=_finalize)
 
     p = commands.add_parser("install", help="verify a ceremony and use its final key for the model (the bank)")
-    p.add_argument("ceremony", type=Path)
-    p.add_argument("--model", required=True, type=Path, metavar="DIR")
+    _ceremony_argument(p)
+    p.add_argument("--model", required=True, type=Path, metavar="DIR",
+                   help="committed model directory whose card gets the final key")
     p.add_argument("--ptau", type=Path, metavar="FILE", help="also regenerate the initial key from this phase-1 file")
     p.add_argument("--store", metavar="URL", help="precompute store URL (default: the model's SQLite file)")
     _backend_option(p)
     p.set_defaults(handler=_install)
+
+
+def _ceremony_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("ceremony", type=Path, metavar="CEREMONY", help="ceremony directory (from `ceremony init`)")
 
 
 def _backend_option(p: argparse.ArgumentParser) -> None:

@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+from fairness.radius import Radius
 from prover_service.commands.precompute import STORE_HELP
 from prover_service.commands.radius_option import add_exact_budget_argument, add_radius_argument, check_exact_budget
 from prover_service.commands.json_option import add_json_argument
@@ -52,9 +53,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         query = query_from_record(artifact, model, read_record(args.record))
         source = {"record": str(args.record)}
-    if args.radius == "bound":
+    if args.radius == Radius.BOUND:
         return _bound(args, artifact, model, query)
-    if args.radius == "hybrid":
+    if args.radius == Radius.HYBRID:
         from offline_precompute.certify import exact_within
 
         exact = exact_within(resolve_store_url(args.store, args.model), model, query, args.exact_budget)
@@ -97,14 +98,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"certificate written to {out}", file=sys.stderr)
     if args.json:
         from fairness.certificate import CAP, FLIP
-        from prover_service.outputs import CertifyOutput, Radius, emit
+        from prover_service.outputs import CertifyOutput, emit
+        from prover_service.outputs import Radius as EpsOutput  # eps as --json reports it
 
         kind = ("flip" if cert.status == FLIP else "cap" if cert.attainment is not None and cert.attainment.kind == CAP
-                else "exact" if cert.radius_is_exact else "fast")
+                else Radius.EXACT if cert.radius_is_exact else Radius.FAST)
         labels = artifact.class_labels
         emit(CertifyOutput(decision=cert.decision, decision_label=labels[cert.decision] if labels else str(cert.decision),
                            status=cert.status, query=list(cert.query), seconds=seconds,
-                           radius=Radius(numerator=cert.eps, scale_bits=cert.eps_bits,
+                           radius=EpsOutput(numerator=cert.eps, scale_bits=cert.eps_bits,
                                          decimal=str(float(cert.eps_value)), kind=kind),
                            certificate_file=str(args.out) if args.out else None))
     return 0
@@ -128,12 +130,12 @@ def _bound(args: argparse.Namespace, artifact, model, query) -> int:
         names = ", ".join(f"{f.name}={label}" for f, label in zip(model.sensitive, model.slice_labels(values)))
         print(f"counterfactual flip: with {names} the decision differs (eps 0)", file=human)
     else:
-        print(f"eps: {cert.eps_value:.6g} (exact {cert.eps}/2^{cert.eps_bits}; bound radius: linear bound propagation, "
+        print(f"eps: {cert.eps_value:.6g} (value {cert.eps}/2^{cert.eps_bits}; bound radius: linear bound propagation, "
               f"a lower bound){' [cap: the whole box]' if cert.capped else ''}", file=human)
     print(f"certified in {seconds * 1000:.0f} ms (bound propagation, every slice)", file=human)
     if args.out:
         out = Path(args.out)
-        doc = {"dataset": artifact.dataset, "scale_bits": model.scale_bits, "radius": "bound",
+        doc = {"dataset": artifact.dataset, "scale_bits": model.scale_bits, "radius": Radius.BOUND,
                "certificate": {"query": list(cert.query), "decision": cert.decision, "status": cert.status,
                                "eps": {"E": cert.eps, "t": cert.eps_bits}, "capped": cert.capped,
                                "flip_slice": cert.flip_slice}}
@@ -142,12 +144,13 @@ def _bound(args: argparse.Namespace, artifact, model, query) -> int:
         tmp.replace(out)
         print(f"certificate written to {out}", file=sys.stderr)
     if args.json:
-        from prover_service.outputs import CertifyOutput, Radius, emit
+        from prover_service.outputs import CertifyOutput, emit
+        from prover_service.outputs import Radius as EpsOutput  # eps as --json reports it
 
-        kind = "flip" if cert.status == FLIP else "cap" if cert.capped else "bound"
+        kind = "flip" if cert.status == FLIP else "cap" if cert.capped else Radius.BOUND
         emit(CertifyOutput(decision=cert.decision, decision_label=label,
                            status="flip" if cert.status == FLIP else "certified", query=list(cert.query),
-                           seconds=seconds, radius=Radius(numerator=cert.eps, scale_bits=cert.eps_bits,
+                           seconds=seconds, radius=EpsOutput(numerator=cert.eps, scale_bits=cert.eps_bits,
                                                          decimal=str(cert.eps_value), kind=kind),
                            certificate_file=str(args.out) if args.out else None))
     return 0

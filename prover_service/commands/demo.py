@@ -14,8 +14,8 @@ radius where region enumeration finishes within --exact-budget seconds (it does
 on this small model), the bound radius where it does not.
 
 Phase 1 here is a development powers-of-tau file written on this machine (by
-the auditor, in the story): production uses a public ceremony's file, see the
-README. It is made large enough for every bucket these customers need under
+the auditor, in the story): production uses a public ceremony's file, see
+docs/guides/bank.md. It is made large enough for every bucket these customers need under
 every radius mode (fast, exact and bound: hybrid uses the last two), so that a
 second run with another --radius reuses it.
 """
@@ -40,7 +40,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--workdir", default="var/demo", metavar="DIR", help="where the model, keys and store live")
     p.add_argument("--customers", type=int, default=3, metavar="N", help="test customers to certify (default 3)")
     p.add_argument("--hidden", default="4,2", help="hidden layer sizes (default 4,2)")
-    p.add_argument("--variant", choices=("fair", "unfair"), default="fair")
+    p.add_argument("--variant", choices=("fair", "unfair"), default="fair",
+                   help="fair: trained with the largest L2 penalty that keeps validation accuracy within 1 point "
+                        "of the unpenalised model (default); unfair: no penalty")
     p.add_argument("--data-dir", metavar="DIR", help="dataset directory (default: see README)")
     p.add_argument("--persistence", type=float, default=0.25, metavar="DELTA",
                    help="the persistence lens's box: numeric features moved by up to DELTA standard deviations "
@@ -60,22 +62,10 @@ def _say(message: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import shutil
-
     from circuits.backends import get_backend
     from fairness.errors import DataError
-    from fairness.model import save_artifact
-    from fairness.training import load_or_train
-    from offline_precompute.certify import query_from_index, test_inputs
     from offline_precompute.db import open_database, resolve_store_url
-    from offline_precompute.enumerate import precompute
-    from prover_service.commands.precompute import ProgressPrinter
-    from prover_service.progress import StageBar
-    from prover_service.proving import ExactRadiusUnavailable, Prover
-    from prover_service.publishing import commit_model
-    from prover_service.workspace import ModelWorkspace
-    from verifier_client.verify import (explain, persistence_summary, radius_summary, spread_summary,
-                                        verify_bundle)
+    from prover_service.proving import Prover
 
     if args.customers < 1:
         raise DataError("--customers must be at least 1")
@@ -85,6 +75,34 @@ def run(args: argparse.Namespace) -> int:
     model_dir = workdir / f"german-{'x'.join(map(str, hidden))}-{args.variant}"
 
     backend = get_backend()
+    workspace = _trained_model(args, hidden, workdir, model_dir, backend)
+    _committed(args, workspace, model_dir)
+
+    _say("[3/7] precompute regions")
+    db = open_database(resolve_store_url(args.store, model_dir))
+    try:
+        prover = Prover(workspace, db, backend, progress=_say, radius=args.radius,
+                        bucket_growth=args.bucket_growth, per_slice=args.per_slice,
+                        exact_budget=args.exact_budget)
+        queries = _precomputed_customers(args, db, workspace, prover)
+        auditor_hashes = _ceremonies(prover, queries, workdir, backend)
+        auditor_key, attestation = _auditor_attests(prover.card, workdir, model_dir, backend)
+        failures, verdict = _prove_customers(prover, queries, workspace, workdir, backend,
+                                             auditor_hashes, auditor_key, attestation)
+    finally:
+        db.dispose()
+    print()
+    _print_claims(verdict, prover.card)
+    _print_next_steps(workdir, model_dir, auditor_key, attestation, auditor_hashes)
+    return 1 if failures else 0
+
+
+def _trained_model(args: argparse.Namespace, hidden: tuple[int, ...], workdir: Path, model_dir: Path, backend):
+    """Step 1: the German Credit model, trained (or loaded from its cache) on the first run."""
+    from fairness.model import save_artifact
+    from fairness.training import load_or_train
+    from prover_service.workspace import ModelWorkspace
+
     _say(f"[1/7] model: German Credit {hidden} {args.variant} (curve backend: {backend.name})")
     if not (model_dir / "model.json").is_file():
         artifact = load_or_train("german", hidden, args.variant, cache_dir=workdir / "cache", data_dir=args.data_dir,
@@ -93,68 +111,92 @@ def run(args: argparse.Namespace) -> int:
         save_artifact(artifact, model_dir)
     workspace = ModelWorkspace.open(model_dir)
     _say(f"      test accuracy {workspace.artifact.test_accuracy:.3f}")
+    return workspace
+
+
+def _committed(args: argparse.Namespace, workspace, model_dir: Path) -> None:
+    """Step 2: the model committed (once: a second run keeps its card)."""
+    from prover_service.publishing import commit_model
 
     _say("[2/7] commit")
     card = workspace.card() if workspace.is_committed else commit_model(
         workspace, model_id=model_dir.name, persistence_delta=args.persistence)
     _say(f"      commitment {card.commitment}")
 
-    _say("[3/7] precompute regions")
-    db = open_database(resolve_store_url(args.store, model_dir))
-    try:
-        prover = Prover(workspace, db, backend, progress=_say, radius=args.radius,
-                        bucket_growth=args.bucket_growth, per_slice=args.per_slice,
-                        exact_budget=args.exact_budget)
-        summary = precompute(db, prover.model, progress=ProgressPrinter(interval=2.0))
-        _say(f"      {summary.regions} regions, {summary.facets} facets, {summary.lps} new LPs, "
-             f"{summary.seconds:.1f} s")
 
-        X, _ = test_inputs(workspace.artifact, args.data_dir)
-        queries = [query_from_index(workspace.artifact, prover.model, i, args.data_dir)
-                   for i in range(min(args.customers, len(X)))]
-        auditor_hashes = _ceremonies(prover, queries, workdir, backend)
-        auditor_key, attestation = _auditor_attests(prover.card, workdir, model_dir, backend)
+def _precomputed_customers(args: argparse.Namespace, db, workspace, prover) -> list:
+    """Step 3: the model's regions in the store; the first test customers' queries."""
+    from offline_precompute.certify import query_from_index, test_inputs
+    from offline_precompute.enumerate import precompute
+    from prover_service.commands.precompute import ProgressPrinter
 
-        _say(f"[7/7] certify, prove and verify {len(queries)} customers (trusting the auditor's key)")
-        bundles_dir = workdir / "bundles"
-        bundles_dir.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(workspace.card_path, workdir / "card.json")
-        print(f"{'customer':>8}  {'decision':<10} {'status':<20} {'eps':>12}  {'constraints':>11}  "
-              f"{'online s':>8}  {'prove s':>7}  {'verify ms':>9}  proof")
-        failures = 0
-        verdict = None
-        for index, query in enumerate(queries):
-            try:
-                with StageBar(f"customer {index}") as bar:
-                    result = prover.prove(query, on_stage=bar.stage)
-            except ExactRadiusUnavailable as exc:
-                print(f"{index:>8}  not proved: {exc}", flush=True)
-                continue
-            bundle = result.bundle
-            (bundles_dir / f"customer-{index}.json").write_text(bundle.model_dump_json(indent=1) + "\n")
-            t0 = time.perf_counter()
-            verdict = verify_bundle(bundle, prover.card, backend, trusted_contributors=auditor_hashes,
-                                    trusted_auditors=[auditor_key] if attestation else [],
-                                    attestations=[attestation] if attestation else [])
-            verify_ms = (time.perf_counter() - t0) * 1000
-            failures += not verdict
-            # "=" for an exact radius, ">=" for a lower bound: what the verified bucket's statement proves.
-            relation = "" if not verdict or bundle.status != "certified" else (
-                "= " if verdict.claims.eps_exact and not verdict.claims.capped else ">= ")
-            print(f"{index:>8}  {bundle.decision_label:<10} {bundle.status:<20} {relation + bundle.eps.decimal:>12}  "
-                  f"{result.n_constraints:>11}  {result.timings.online:>8.2f}  {result.timings.prove:>7.2f}  "
-                  f"{verify_ms:>9.1f}  {len(bytes.fromhex(bundle.proof_hex))} B "
-                  + ("VALID" if verdict else "INVALID: " + "; ".join(verdict.reasons)), flush=True)
-        shutil.copyfile(workspace.card_path, workdir / "card.json")
-    finally:
-        db.dispose()
-    print()
-    if verdict:
-        print(radius_summary(verdict.claims))
-        print(explain(verdict.claims, prover.card))
-        for lens in (spread_summary(verdict.claims, prover.card), persistence_summary(verdict.claims, prover.card)):
-            if lens:
-                print(lens)
+    summary = precompute(db, prover.model, progress=ProgressPrinter(interval=2.0))
+    _say(f"      {summary.regions} regions, {summary.facets} facets, {summary.lps} new LPs, "
+         f"{summary.seconds:.1f} s")
+    X, _ = test_inputs(workspace.artifact, args.data_dir)
+    return [query_from_index(workspace.artifact, prover.model, i, args.data_dir)
+            for i in range(min(args.customers, len(X)))]
+
+
+def _prove_customers(prover, queries, workspace, workdir: Path, backend, auditor_hashes, auditor_key, attestation):
+    """Step 7: each customer certified, proved and verified as a customer trusting the auditor would;
+    (failures, the last verdict)."""
+    import shutil
+
+    from prover_service.progress import StageBar
+    from prover_service.proving import ExactRadiusUnavailable
+    from verifier_client.verify import verify_bundle
+
+    _say(f"[7/7] certify, prove and verify {len(queries)} customers (trusting the auditor's key)")
+    bundles_dir = workdir / "bundles"
+    bundles_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(workspace.card_path, workdir / "card.json")
+    print(f"{'customer':>8}  {'decision':<10} {'status':<20} {'eps':>12}  {'constraints':>11}  "
+          f"{'online s':>8}  {'prove s':>7}  {'verify ms':>9}  proof")
+    failures = 0
+    verdict = None
+    for index, query in enumerate(queries):
+        try:
+            with StageBar(f"customer {index}") as bar:
+                result = prover.prove(query, on_stage=bar.stage)
+        except ExactRadiusUnavailable as exc:
+            print(f"{index:>8}  not proved: {exc}", flush=True)
+            continue
+        bundle = result.bundle
+        (bundles_dir / f"customer-{index}.json").write_text(bundle.model_dump_json(indent=1) + "\n")
+        t0 = time.perf_counter()
+        verdict = verify_bundle(bundle, prover.card, backend, trusted_contributors=auditor_hashes,
+                                trusted_auditors=[auditor_key] if attestation else [],
+                                attestations=[attestation] if attestation else [])
+        verify_ms = (time.perf_counter() - t0) * 1000
+        failures += not verdict
+        # "=" for an exact radius, ">=" for a lower bound: what the verified bucket's statement proves.
+        relation = "" if not verdict or bundle.status != "certified" else (
+            "= " if verdict.claims.eps_exact and not verdict.claims.capped else ">= ")
+        print(f"{index:>8}  {bundle.decision_label:<10} {bundle.status:<20} {relation + bundle.eps.decimal:>12}  "
+              f"{result.n_constraints:>11}  {result.timings.online:>8.2f}  {result.timings.prove:>7.2f}  "
+              f"{verify_ms:>9.1f}  {len(bytes.fromhex(bundle.proof_hex))} B "
+              + ("VALID" if verdict else "INVALID: " + "; ".join(verdict.reasons)), flush=True)
+    shutil.copyfile(workspace.card_path, workdir / "card.json")
+    return failures, verdict
+
+
+def _print_claims(verdict, card) -> None:
+    """What the last valid certificate says, as its customer reads it."""
+    from verifier_client.verify import explain, persistence_summary, radius_summary, spread_summary
+
+    if not verdict:
+        return
+    print(radius_summary(verdict.claims))
+    print(explain(verdict.claims, card))
+    for lens in (spread_summary(verdict.claims, card), persistence_summary(verdict.claims, card)):
+        if lens:
+            print(lens)
+
+
+def _print_next_steps(workdir: Path, model_dir: Path, auditor_key, attestation, auditor_hashes) -> None:
+    """The commands that check a bundle as a customer and audit the keys as the auditor did."""
+    bundles_dir = workdir / "bundles"
     trust = (f"--trust-auditor {auditor_key} --attestation {_attestation_path(workdir)}" if attestation
              else " ".join(f"--trust-contributor {h}" for h in auditor_hashes))
     print(f"\nbundles in {bundles_dir}/, card in {workdir / 'card.json'}; check one as a customer who trusts the "
@@ -162,7 +204,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"audit every key of the card and attest it, as the auditor did:\n  fairproof audit-keys --card "
           f"{workdir / 'card.json'} --ptau {_phase1_path(workdir)} --keys {model_dir / 'keys'} "
           f"--attest ATTESTATION.json --signing-key {_auditor_key_path(workdir)}")
-    return 1 if failures else 0
 
 
 AUDITOR = "Consumer Credit Association (auditor)"
@@ -235,7 +276,7 @@ def _ceremonies(prover, queries, workdir: Path, backend) -> list[str]:
     power = max(circuit_power(r) for r in relations.values())
     ptau = _phase1_path(workdir)
     if not ptau.is_file() or read_ptau(ptau).power < power:
-        # One file for every mode: a later run, or a README command, with another --radius reuses it.
+        # One file for every mode: a later run, or a guide's command, with another --radius reuses it.
         power = max([power] + [circuit_power(statement_relation(shape))
                                for name, shape in _other_modes_shapes(prover, queries).items()
                                if name not in relations])
@@ -295,14 +336,14 @@ def _needed_shapes(prover, queries) -> dict:
 
 def _other_modes_shapes(prover, queries) -> dict:
     """The buckets these customers need under the radius modes this run does not use (fast, exact, bound):
-    the phase-1 file is sized for them as well, so a later run or a README command with another --radius
+    the phase-1 file is sized for them as well, so a later run or a guide's command with another --radius
     finds it large enough."""
     import dataclasses
 
-    from prover_service.proving import BOUND, EXACT, FAST
+    from fairness.radius import PROVED_RADII
 
     shapes = {}
-    for mode in (FAST, EXACT, BOUND):
+    for mode in PROVED_RADII:
         if mode == prover.radius:
             continue
         other = dataclasses.replace(prover, radius=mode, per_slice=False, progress=lambda _: None)

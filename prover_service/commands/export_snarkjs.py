@@ -15,8 +15,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "by slice gets one directory per slice (OUTDIR/slice-N), each to be verified. A proof of group "
                     "counts (`audit prove-groups`) needs --dataset, and is exported only if it verifies.",
     )
-    p.add_argument("bundle", metavar="BUNDLE.json")
-    p.add_argument("outdir", metavar="OUTDIR")
+    p.add_argument("bundle", metavar="BUNDLE.json", help="the certificate bundle (or proof of group counts) to export")
+    p.add_argument("outdir", metavar="OUTDIR", help="directory for the three files (created)")
     p.add_argument("--card", required=True, metavar="CARD.json", help="the model card the bundle was issued under")
     p.add_argument("--dataset", metavar="AUDIT.json", help="BUNDLE is a proof of group counts on this audit dataset")
     p.set_defaults(handler=run)

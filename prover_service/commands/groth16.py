@@ -44,28 +44,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("circuit", type=Path, help="constraint system (.r1cs, circom/snarkjs format)")
     p.add_argument("keydir", type=Path, help="directory to write the keys into (created)")
     p.add_argument("--seed", help="derive the secrets from this seed: TESTS ONLY, the key is forgeable by anyone who knows it")
-    p.add_argument("--backend", choices=("mcl", "reference"), help="curve backend (default: mcl if it loads)")
+    _backend_option(p)
     add_json_argument(p)
     p.set_defaults(handler=_setup)
 
     p = commands.add_parser("contribute", help="add a phase-2 contribution (re-randomises delta)")
-    p.add_argument("keydir", type=Path)
+    p.add_argument("keydir", type=Path, help="key directory (from `groth16 setup`)")
     p.add_argument("--name", default="", help="contributor's name, recorded in the transcript")
-    p.add_argument("--backend", choices=("mcl", "reference"))
+    _backend_option(p)
     add_json_argument(p)
     p.set_defaults(handler=_contribute)
 
     p = commands.add_parser("verify-contributions", help="check the phase-2 transcript against the keys")
-    p.add_argument("keydir", type=Path)
-    p.add_argument("--backend", choices=("mcl", "reference"))
+    p.add_argument("keydir", type=Path, help="key directory (from `groth16 setup`)")
+    _backend_option(p)
     add_json_argument(p)
     p.set_defaults(handler=_verify_contributions)
 
     p = commands.add_parser("prove", help="prove a witness (.wtns) for the key's circuit")
-    p.add_argument("keydir", type=Path)
+    p.add_argument("keydir", type=Path, help="key directory (from `groth16 setup`)")
     p.add_argument("witness", type=Path, help="witness file (.wtns, snarkjs format)")
     p.add_argument("outdir", type=Path, help="directory for proof.json and public.json (created)")
-    p.add_argument("--backend", choices=("mcl", "reference"))
+    _backend_option(p)
     p.add_argument("--check-key-points", action="store_true",
                    help="also check every key point on its curve (by default only the files' SHA-256 against the "
                         "key's header: proving with one's own key)")
@@ -76,7 +76,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("vk", type=Path, help="verification_key.json")
     p.add_argument("proof", type=Path, help="proof.json")
     p.add_argument("public", type=Path, help="public.json")
-    p.add_argument("--backend", choices=("mcl", "reference"))
+    _backend_option(p)
     add_json_argument(p)
     p.set_defaults(handler=_verify)
 
@@ -84,7 +84,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("ptau", type=Path, help="powers-of-tau file (snarkjs .ptau, bn128)")
     p.add_argument("--check-power", type=int, metavar="P",
                    help="check the Lagrange points only for a 2^P domain (and 2^(P+1) for H), not for every power")
-    p.add_argument("--backend", choices=("mcl", "reference"))
+    _backend_option(p)
     add_json_argument(p)
     p.set_defaults(handler=_import_ptau)
 
@@ -92,9 +92,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("power", metavar="POWER", help="the file serves circuits of up to 2^POWER rows")
     p.add_argument("out", type=Path, metavar="OUT.ptau", help="file to write (prepared for phase 2; must not exist)")
     p.add_argument("--name", help="contribution name recorded in the file (default: development phase 1)")
-    p.add_argument("--backend", choices=("mcl", "reference"))
+    _backend_option(p)
     add_json_argument(p)
     p.set_defaults(handler=_dev_ptau)
+
+
+def _backend_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", choices=("mcl", "reference"), help="curve backend (default: mcl if it loads)")
 
 
 def add_json_argument(parser) -> None:

@@ -69,7 +69,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--tie-tolerance", type=float, default=None, help="logit margin treated as a near tie (default 1e-3)")
     p.add_argument("--seed", type=int, default=0, help="with --dataset: train/test split seed")
     p.add_argument("--scale-bits", type=int, default=None, help="fixed-point scale the check quantises at (default 16)")
-    p.add_argument("--data-dir", default=None)
+    p.add_argument("--data-dir", default=None,
+                   help="with --dataset: dataset directory (default: $FAIRPROOF_DATA_DIR, ./data, ../shared/datasets)")
     p.add_argument("--out", required=True, help="artifact directory to write")
     p.set_defaults(handler=run)
 

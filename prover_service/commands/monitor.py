@@ -5,7 +5,7 @@
 Each run checks the newest checkpoint against the one kept from the last run
 (rollback, fork, consistency), downloads only the new entries, checks that
 they hash to the signed root, audits every card, decision, certificate and
-attestation in them, and prints a table per model (verifier_client/monitor.py
+attestation in them, and prints a table per model (verifier_client/monitor/
 says what is checked). The state lives in DIR (default
 ~/.local/state/fairproof/monitor/<service>, one per service URL:
 localhost and 127.0.0.1 are one service), with report.json and, after a

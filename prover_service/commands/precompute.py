@@ -32,7 +32,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "hybrid or bound (default 20; 0 skips key setup)")
     p.add_argument("--data-dir", metavar="DIR", help="dataset directory (for --key-queries)")
     p.add_argument("--data", metavar="FILE.csv", dest="data_dir",
-                   help="an imported model's data (rows read through its schema), for --index")
+                   help="an imported model's data (rows read through its schema): its first rows are the test "
+                        "customers of --key-queries")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     add_radius_argument(p)
     add_exact_budget_argument(p)

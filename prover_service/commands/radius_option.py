@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-HYBRID, EXACT, BOUND, FAST = "hybrid", "exact", "bound", "fast"
+from fairness.radius import DEFAULT_RADIUS, RADIUS_MODES, RADIUS_WORDS, Radius
+
 # Every mode, the default first: the exact radius where it can be had, the bound radius where it cannot; the
 # fast (projection) radius only when asked, as it can lie far below the true one.
-RADIUS_CHOICES = (HYBRID, EXACT, BOUND, FAST)
-DEFAULT_RADIUS = HYBRID
+RADIUS_CHOICES = RADIUS_MODES
 DEFAULT_EXACT_BUDGET = 60.0
 RADIUS_HELP = ("hybrid: the exact radius when region enumeration finishes within --exact-budget seconds, else the "
                "bound radius (keys of both statements' buckets, k<K>-f<F>-exact and k1-f1-bound); "
@@ -21,11 +21,12 @@ RADIUS_HELP = ("hybrid: the exact radius when region enumeration finishes within
                "(buckets k<K>-f<F>)")
 
 
-def add_radius_argument(parser: argparse.ArgumentParser, *, default: str | None = DEFAULT_RADIUS,
+def add_radius_argument(parser: argparse.ArgumentParser, *, default: Radius | None = DEFAULT_RADIUS,
                         env: str | None = None) -> None:
     """`--radius` with every mode; `env`: the variable that gives the default instead (the service's)."""
     where = f"default ${env}, else {DEFAULT_RADIUS}" if env else f"default {default}"
-    parser.add_argument("--radius", choices=RADIUS_CHOICES, default=default, help=f"{RADIUS_HELP} ({where})")
+    parser.add_argument("--radius", choices=RADIUS_WORDS, default=default,
+                        help=f"{RADIUS_HELP} ({where})")
 
 
 def add_exact_budget_argument(parser: argparse.ArgumentParser, *, default: float | None = DEFAULT_EXACT_BUDGET,

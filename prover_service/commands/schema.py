@@ -15,7 +15,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--dataset", required=True, help="german, adult, credit or compas")
     p.add_argument("--sensitive", default=None, help="comma-separated sensitive features (default: the paper's)")
     p.add_argument("--seed", type=int, default=0, help="train/test split seed (the standardisation uses the training split)")
-    p.add_argument("--data-dir", default=None)
+    p.add_argument("--data-dir", default=None, help="dataset directory (default: $FAIRPROOF_DATA_DIR, ./data, ../shared/datasets)")
     p.add_argument("--out", required=True, help="the schema file to write")
     p.set_defaults(handler=run)
 

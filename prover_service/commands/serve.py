@@ -6,8 +6,8 @@ import argparse
 from .radius_option import (add_bucket_growth_argument, add_exact_budget_argument, add_per_slice_argument,
                            add_radius_argument)
 
-SETTINGS_HELP = ("Configuration comes from FAIRPROOF_* environment variables (see the README, 'Running the "
-                 "service'); options given here override them. The admin API key is read from "
+SETTINGS_HELP = ("Configuration comes from FAIRPROOF_* environment variables (see docs/guides/operations.md, "
+                 "'Settings'); options given here override them. The admin API key is read from "
                  "FAIRPROOF_ADMIN_API_KEY only, never from the command line.")
 
 

@@ -30,9 +30,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--weight-decay", type=float, default=None,
                    help="train with this explicit weight decay instead (read as mean CE + wd/(2N) * sum ||W||^2; "
                         "the paper's values are German 10, Adult 0.2, Credit 2.5)")
-    p.add_argument("--epochs", type=int, default=None)
-    p.add_argument("--lr", type=float, default=None)
-    p.add_argument("--batch-size", type=int, default=None)
+    p.add_argument("--epochs", type=int, default=None,
+                   help="passes over the training rows (default: the dataset's schedule, e.g. 50 for german)")
+    p.add_argument("--lr", type=float, default=None,
+                   help="SGD learning rate (default: the dataset's schedule, 0.1)")
+    p.add_argument("--batch-size", type=int, default=None,
+                   help="rows per SGD step (default: the dataset's schedule, e.g. 32 for german)")
     p.add_argument("--seed", type=int, default=0, help="seed of the initial weights and batch order")
     p.add_argument("--sensitive", default=None, help="comma-separated sensitive features (default: the paper's)")
     p.add_argument("--scale-bits", type=int, default=None, help="fixed-point scale for the report (default 16)")

@@ -22,8 +22,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run)
 
     p = subparsers.add_parser("worker-alive", help="exit 0 if a worker's heartbeat file is fresh (a healthcheck)")
-    p.add_argument("heartbeat_file", metavar="PATH")
-    p.add_argument("--max-age", type=float, default=60.0, metavar="SECONDS")
+    p.add_argument("heartbeat_file", metavar="PATH", help="the worker's --heartbeat-file")
+    p.add_argument("--max-age", type=float, default=60.0, metavar="SECONDS",
+                   help="fresh: touched within this many seconds (default 60)")
     p.set_defaults(handler=alive)
 
 

@@ -18,7 +18,7 @@ from typing import Any, Callable, Coroutine, Mapping
 from fastapi import FastAPI, Request, Response
 from fastapi.routing import APIRoute, iter_route_contexts
 
-from commitments.api import ADMIN_KEY_HEADER, RADIUS_DESCRIPTION, RADIUS_MODES, ErrorBody
+from commitments.api import ADMIN_KEY_HEADER, RADIUS_DESCRIPTION, RADIUS_WORDS, ErrorBody
 from commitments.card import ModelCard
 
 from .errors import (BadRequest, MalformedBody, ServiceError, TooLarge, TooManyRequests, Unavailable)
@@ -214,6 +214,6 @@ def decision_request_schema(card: ModelCard) -> dict[str, Any]:
                                               "standard deviations (null: the card's default)"}
     else:
         properties["delta"] = {"type": "null", "description": "this model proves no persistence lens: no delta"}
-    properties["radius"] = {"enum": [*RADIUS_MODES, None], "description": RADIUS_DESCRIPTION}
+    properties["radius"] = {"enum": [*RADIUS_WORDS, None], "description": RADIUS_DESCRIPTION}
     return {"title": f"Decision request for model {card.model_id}", "type": "object", "properties": properties,
             "required": ["record"], "additionalProperties": False}

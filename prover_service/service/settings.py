@@ -2,7 +2,7 @@
 
 `Settings` is a pydantic-settings `BaseSettings`: each field is read from
 FAIRPROOF_<FIELD NAME> (empty values ignored), validated and frozen.
-Every variable is documented in the README ("Running the service"); the
+Every variable is documented in docs/guides/operations.md ("Settings"); the
 docker-compose file sets the same names.
 """
 from __future__ import annotations
@@ -14,7 +14,8 @@ from pydantic import BeforeValidator, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from commitments.attestation import AttestationError, parse_auditor_key
-from prover_service.commands.radius_option import DEFAULT_EXACT_BUDGET, DEFAULT_RADIUS
+from fairness.radius import DEFAULT_RADIUS, Radius
+from prover_service.commands.radius_option import DEFAULT_EXACT_BUDGET
 
 ENV_PREFIX = "FAIRPROOF_"
 DEFAULT_DATABASE_FILE = "service.sqlite"
@@ -51,7 +52,7 @@ class Settings(BaseSettings):
     # radius; the exact and the bound statements' buckets), "exact" (the true radius rounded down to 2^-t,
     # proved minimal by a counterexample), "bound" (linear bound propagation, no regions: a lower bound) or
     # "fast" (GeoCert's projection radius, a lower bound that can lie far below the true one).
-    radius: Literal["hybrid", "exact", "bound", "fast"] = DEFAULT_RADIUS
+    radius: Radius = DEFAULT_RADIUS
     # Hybrid: how long region enumeration may run for one certificate before the bound radius is proved.
     exact_budget: float = Field(default=DEFAULT_EXACT_BUDGET, gt=0, le=24 * 3600)
     # Bucket ladder for buckets the card does not publish yet: each size 2 or 4 times the last (a proof
@@ -111,7 +112,7 @@ class Settings(BaseSettings):
     def _consistent(self) -> "Settings":
         if self.admin_api_key is not None and len(self.admin_api_key.get_secret_value()) < 16:
             raise ValueError("FAIRPROOF_ADMIN_API_KEY must be at least 16 characters (use a random token)")
-        if self.per_slice and self.radius != "exact":
+        if self.per_slice and self.radius != Radius.EXACT:
             raise ValueError("FAIRPROOF_PER_SLICE needs FAIRPROOF_RADIUS=exact (fast statements are never split)")
         if self.ptau is not None and self.single_party_setup:
             raise ValueError("FAIRPROOF_PTAU and FAIRPROOF_SINGLE_PARTY_SETUP exclude each other")

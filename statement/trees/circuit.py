@@ -1,0 +1,206 @@
+"""The tree-ensemble bound certificate as a constraint system (`fairness.trees.radius` is its plaintext twin).
+
+Public inputs, in order: the commitment C, the decision y, E (eps = E / 2^t), the query x (n_inputs).
+Private: the salt, per padded tree a one-hot feature selector and a threshold per internal node, a value
+per leaf, the base, the query's path per tree, and per slice and tree the prover's lowest and highest
+reachable leaf (value and index). The circuit proves, for the ensemble committed in C:
+
+1. commitment: Poseidon(tag, shape digest, salt, base, per tree (feature, threshold)*, values*) = C, each
+   feature the index named by a checked one-hot selector, thresholds and values range-checked;
+2. inference: at every level the path turns right exactly when x[f] >= threshold at the node it reached;
+   the reached leaves' values plus the base decide y strictly (binary: score != 0 with y = [score > 0];
+   multiclass: score_y > score_c for every c != y);
+3. the radius: 1 <= E <= eps_cap, and in every slice, for every leaf of every tree (all 2^D, derived
+   from the committed path, no prover choice), reachable = [the leaf meets the domain box] and [the
+   slice's sensitive values lie in its box] and [d2 2^(2t) < E^2 2^(2s)], with d2 the squared distance
+   from x over the free columns; the prover's lowest and highest values are reachable leaves' values
+   bounding every reachable leaf; and base + the worst leaves keep y strictly (radius.margin_bounds).
+
+Every point closer than eps (in the box, sensitive columns at a slice) reaches one reachable leaf per
+tree, so its scores are bounded by step 3's sums: y is its strict decision.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from .commitment import commit_in_circuit
+from .gadgets import (WorstChoice, box_distance2, feature_selector, free_nonempty, holds_slice, is_close,
+                      leaf_boxes, max_over_reachable, select_feature)
+from .shape import TreeShape
+from .witness import TreePublic, TreeWitness
+
+
+def build_tree_statement(cs, shape: TreeShape, public: TreePublic | None = None,
+                         witness: TreeWitness | None = None) -> None:
+    """Build the statement's constraints (and, with values, its witness) into cs."""
+    if cs.with_values and (public is None or witness is None):
+        raise ValueError("building with values needs the public inputs and the witness")
+    pub = public if cs.with_values else None
+    wit = witness if cs.with_values else None
+    commitment = cs.public_input("commitment", None if pub is None else pub.commitment)
+    decision = cs.public_input("decision", None if pub is None else pub.decision)
+    eps = cs.public_input("eps", None if pub is None else pub.eps)
+    x = cs.public_inputs("query", shape.n_inputs, None if pub is None else pub.query)
+    W = shape.coordinate_bits
+
+    with cs.scope("domain"):
+        cs.assert_range(eps - 1, shape.eps_value_bits)
+        cs.assert_range(shape.eps_cap - eps, shape.eps_value_bits)
+        query_in_domain(cs, shape, x)
+
+    selectors, thresholds, values, base = committed_ensemble(cs, shape, commitment, wit)
+
+    with cs.scope("inference"):
+        reached = [leaf_reached(cs, shape, i, selectors[i], thresholds[i], values[i], x,
+                                None if wit is None else wit.paths[i]) for i in range(shape.n_trees)]
+        scores = score_sums(cs, shape, base, reached)
+        keeps_decision(cs, shape, decision, scores, scores)
+
+    domain = ([cs.constant(v) for v in shape.box_lower], [cs.constant(v + 1) for v in shape.box_upper])
+    eps_sq_scaled = cs.square(eps) * (1 << (2 * shape.scale_bits))
+    boxes, near = [], []
+    for i in range(shape.n_trees):
+        with cs.scope(f"tree[{i}]/leaves"):
+            tree_boxes = leaf_boxes(cs, selectors[i], thresholds[i], domain, W)
+            boxes.append(tree_boxes)
+            near.append([near_query(cs, shape, b, x, eps_sq_scaled) for b in tree_boxes])
+
+    for s, slice_values in enumerate(shape.slices):
+        with cs.scope(f"slice[{s}]"):
+            lowest, highest = [], []
+            for i in range(shape.n_trees):
+                with cs.scope(f"tree[{i}]"):
+                    reach = [reachable(cs, j, n, holds_slice(cs, b, shape.sensitive_columns, slice_values, W))
+                             for j, (n, b) in enumerate(zip(near[i], boxes[i]))]
+                    worst = None if wit is None else wit.worst[s][i]
+                    low = worst_choice(cs, shape, f"slice[{s}]/tree[{i}]/lowest",
+                                       None if worst is None else (worst.lowest_value, worst.lowest_index))
+                    high = worst_choice(cs, shape, f"slice[{s}]/tree[{i}]/highest",
+                                        None if worst is None else (worst.highest_value, worst.highest_index))
+                    lowest.append(max_over_reachable(cs, values[i], reach, low, shape.value_range_bits, lowest=True))
+                    highest.append(max_over_reachable(cs, values[i], reach, high, shape.value_range_bits))
+            with cs.scope("margin"):
+                keeps_decision(cs, shape, decision, score_sums(cs, shape, base, lowest),
+                               score_sums(cs, shape, base, highest))
+
+
+def near_query(cs, shape: TreeShape, box, x, eps_sq_scaled):
+    """1 if the leaf's box meets the domain box and lies closer than eps to x over the free columns
+    (the slice-independent part of reachability), else 0."""
+    W = shape.coordinate_bits
+    d2 = box_distance2(cs, box, x, shape.free_columns, shape.box_upper, W)
+    return cs.and_(free_nonempty(cs, box, shape.free_columns, W),
+                   is_close(cs, d2, eps_sq_scaled, shape.eps_bits, shape.reach_bits))
+
+
+def reachable(cs, j: int, near, in_slice):
+    """Leaf j's reachable bit in a slice: near (in the box, closer than eps) and holding the slice's values."""
+    with cs.scope(f"leaf[{j}]"):
+        return cs.and_(near, in_slice)
+
+
+def query_in_domain(cs, shape: TreeShape, x: Sequence) -> None:
+    """Every query value inside the domain box; its sensitive values one of the slices."""
+    for j, (lo, hi) in enumerate(zip(shape.box_lower, shape.box_upper)):
+        cs.assert_range(x[j] - lo, (hi - lo).bit_length())
+        cs.assert_range(hi - x[j], (hi - lo).bit_length())
+    matches = []
+    for slice_values in shape.slices:
+        match = cs.one
+        for c, v in zip(shape.sensitive_columns, slice_values):
+            match = cs.and_(match, cs.is_equal(x[c], v))
+        matches.append(match)
+    cs.assert_equal(cs.sum(matches), 1)
+
+
+def committed_ensemble(cs, shape: TreeShape, commitment, wit: TreeWitness | None):
+    """Declare the private ensemble (selectors, thresholds, leaf values, base, salt), check each against
+    the shape's widths, and assert that its commitment is C. Returns (selectors, thresholds, values, base)."""
+    selectors, thresholds, values, features = [], [], [], []
+    with cs.scope("ensemble"):
+        for i in range(shape.n_trees):
+            tree = None if wit is None else wit.trees[i]
+            sel, thr, fs = [], [], []
+            for k in range(shape.n_nodes):
+                with cs.scope(f"tree[{i}]/node[{k}]"):
+                    one_hot = None if tree is None else [int(f == tree.feature[k]) for f in range(shape.n_inputs)]
+                    bits = cs.private_inputs(f"tree[{i}]/selector[{k}]", shape.n_inputs, one_hot)
+                    fs.append(feature_selector(cs, bits))
+                    t = cs.private_input(f"tree[{i}]/threshold[{k}]", None if tree is None else tree.threshold[k])
+                    cs.assert_signed_range(t, shape.threshold_bits)
+                sel.append(bits)
+                thr.append(t)
+            vs = cs.private_inputs(f"tree[{i}]/value", shape.n_leaves, None if tree is None else tree.value)
+            with cs.scope(f"tree[{i}]/values"):
+                for v in vs:
+                    cs.assert_signed_range(v, shape.value_range_bits)
+            selectors.append(sel)
+            thresholds.append(thr)
+            values.append(vs)
+            features.append(fs)
+        base = cs.private_inputs("base", shape.n_scores, None if wit is None else wit.base)
+        with cs.scope("base"):
+            for b in base:
+                cs.assert_signed_range(b, shape.value_range_bits)
+        salt = cs.private_input("salt", None if wit is None else wit.salt)
+    digest = commit_in_circuit(cs, salt, features, thresholds, values, base, shape)
+    with cs.scope("commitment_check"):
+        cs.assert_equal(digest, commitment)
+    return selectors, thresholds, values, base
+
+
+def private_bits(cs, name: str, value: int | None, n: int) -> list:
+    """n private boolean inputs, little-endian bits of value."""
+    bits = cs.private_inputs(name, n, None if value is None else [(value >> b) & 1 for b in range(n)])
+    with cs.scope(name):
+        for b in bits:
+            cs.assert_is_bool(b)
+    return bits
+
+
+def leaf_reached(cs, shape: TreeShape, i: int, selectors, thresholds, values, x, path: int | None):
+    """The value of the leaf the query reaches in tree i. The prover names the leaf (its index's bits,
+    the turns from the root); at level k the circuit takes the node those turns reach (a mux over the
+    level's nodes) and requires the turn to be right exactly when x[f] >= threshold there."""
+    D = shape.depth
+    bits = private_bits(cs, f"tree[{i}]/path", path, D)  # bit D-1-k: the turn at level k (1 = right)
+    with cs.scope(f"tree[{i}]"):
+        chosen = [select_feature(cs, s, x) for s in selectors]
+        for k in range(D):
+            with cs.scope(f"level[{k}]"):
+                turns = bits[D - k:]  # the turns above level k, little-endian: the node's index in its level
+                level = range((1 << k) - 1, (1 << (k + 1)) - 1)
+                xf = cs.mux(turns, [chosen[n] for n in level])
+                t = cs.mux(turns, [thresholds[n] for n in level])
+                cs.assert_equal(bits[D - 1 - k], 1 - cs.is_less(xf, t, shape.coordinate_bits))
+        with cs.scope("leaf"):
+            return cs.mux(bits, values)
+
+
+def worst_choice(cs, shape: TreeShape, name: str, claim: tuple[int, int] | None) -> WorstChoice:
+    value = cs.private_input(f"{name}/value", None if claim is None else claim[0])
+    bits = private_bits(cs, f"{name}/index", None if claim is None else claim[1], shape.depth)
+    return WorstChoice(value, bits)
+
+
+def score_sums(cs, shape: TreeShape, base: Sequence, per_tree: Sequence) -> list:
+    """Per score k: base_k + the sum of tree i's term over the trees of score k (i % n_scores == k)."""
+    n = shape.n_scores
+    return [cs.sum([base[k], *(per_tree[i] for i in range(k, shape.n_trees, n))]) for k in range(n)]
+
+
+def keeps_decision(cs, shape: TreeShape, decision, low: Sequence, high: Sequence) -> None:
+    """Scores bounded below by `low` and above by `high` decide `decision` strictly: binary, the score
+    signed towards y is >= 1 (y = 1: low > 0; y = 0: high < 0); multiclass, low_y > high_c for every c != y."""
+    width = shape.score_bits + 2  # |low_y - high_c - 1| < 2^(score_bits + 2)
+    with cs.scope("decides"):
+        if shape.n_scores == 1:
+            if not decision.boolean:
+                cs.assert_is_bool(decision)
+            cs.assert_range(cs.select(decision, low[0], -high[0]) - 1, width)
+            return
+        one_hot = [cs.is_equal(decision, c) for c in range(shape.n_scores)]
+        cs.assert_equal(cs.sum(one_hot), 1)
+        low_y = cs.inner_product(one_hot, list(low))
+        for c in range(shape.n_scores):
+            cs.assert_range(cs.mul(1 - one_hot[c], low_y - high[c] - 1), width)

@@ -1,0 +1,309 @@
+"""The tree-ensemble statement (statement/trees) against its plaintext twin, fairness.trees.radius.
+
+Small random integer ensembles (3-6 trees, depth 2-3, 4-6 inputs, the last one sensitive): the honest
+witness satisfies the constraint system at the plaintext certificate's E and the same witness at E + 1 does
+not (the circuit proves exactly the plaintext bound); a single tree, whose bound is exact, gets no E + 1.
+Every dishonest witness is refused by the constraint named: another feature selector or threshold or leaf
+value (the commitment), a selector that is not one-hot, another path, a leaf box or a reachable bit that is
+not the one its path gives, a worst value that is not the worst.
+"""
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import pytest
+
+from circuits.backends import get_backend
+from circuits.builder import ConstraintSystem
+from circuits.field import R
+from circuits.groth16 import check_proof, prove, r1cs_digest, setup
+from fairness.fixed_point import SensitiveDomain
+from fairness.trees.ensemble import LEAF, Tree, TreeEnsemble, TreeModel
+from fairness.trees.exact import exact_radius
+from fairness.trees.radius import CERTIFIED, certifies, certify_trees
+from statement.trees import (TreeShapeError, build_tree_statement, pad_tree, tree_shape, tree_statement_inputs)
+from statement.trees.witness import TreePublic, TreeWitness, reach_bits
+from statement_cases import unsatisfied_labels
+
+S = 8  # inputs at 2^8, eps at 2^8
+ONE = 1 << S
+SALT = 0x7EE5
+
+
+# --------------------------------------------------------------------------- random ensembles
+
+
+def random_tree(rng: random.Random, depth: int, n_inputs: int) -> Tree:
+    """A random tree of depth <= `depth`; the sensitive (last) column is split on rarely, at its middle."""
+    feature: list[int] = []
+    threshold: list[int] = []
+    left: list[int] = []
+    right: list[int] = []
+    value: list[int] = []
+
+    def add(d: int) -> int:
+        i = len(feature)
+        for a in (feature, threshold, left, right, value):
+            a.append(0)
+        if d == 0 or rng.random() < 0.2:
+            feature[i], value[i], left[i], right[i] = LEAF, rng.randint(-100, 100), -1, -1
+            return i
+        f = rng.randrange(n_inputs)
+        if f == n_inputs - 1 and rng.random() < 0.7:
+            f = rng.randrange(n_inputs - 1)
+        feature[i] = f
+        threshold[i] = ONE // 2 if f == n_inputs - 1 else rng.randint(-2 * ONE, 2 * ONE)
+        left[i] = add(d - 1)
+        right[i] = add(d - 1)
+        return i
+
+    add(depth)
+    return Tree(tuple(feature), tuple(threshold), tuple(left), tuple(right), tuple(value))
+
+
+def random_model(seed: int, trees: int, depth: int, n_inputs: int, classes: int = 2) -> TreeModel:
+    """`trees` trees per score (3 classes: 3 x trees); free inputs in [-2, 2]; the last input a sensitive
+    code in {0, 1} (binary) or {0, 1/2, 1} (3 classes: three slices)."""
+    rng = random.Random(seed)
+    scores = 1 if classes == 2 else classes
+    ens = TreeEnsemble(n_inputs, classes, S, 8, tuple(random_tree(rng, depth, n_inputs) for _ in range(trees * scores)),
+                       tuple(rng.randint(-30, 30) for _ in range(scores)))
+    codes = (0, ONE) if classes == 2 else (0, ONE // 2, ONE)
+    lower = (-2 * ONE,) * (n_inputs - 1) + (0,)
+    upper = (2 * ONE,) * (n_inputs - 1) + (ONE,)
+    group = SensitiveDomain.scalar("group", n_inputs - 1, codes, tuple(f"g{c}" for c in codes))
+    return TreeModel(ens, lower, upper, (group,))
+
+
+def certified_case(seed: int, trees: int, depth: int, n_inputs: int, classes: int = 2):
+    """(model, query, E) of the first seed from `seed` on with a certified, uncapped query of E >= 1."""
+    for attempt in range(seed, seed + 50):
+        model = random_model(attempt, trees, depth, n_inputs, classes)
+        rng = random.Random(attempt)
+        for _ in range(60):
+            codes = model.sensitive[0].points
+            q = tuple(rng.randint(-2 * ONE, 2 * ONE) for _ in range(n_inputs - 1)) + rng.choice(codes)
+            cert = certify_trees(model, q, eps_bits=S)
+            if cert.status == CERTIFIED and cert.eps > 0 and not cert.capped:
+                return model, q, cert.eps
+    raise AssertionError(f"no certified query near seed {seed}")
+
+
+def build(model: TreeModel, depth: int, public: TreePublic, witness: TreeWitness) -> ConstraintSystem:
+    cs = ConstraintSystem(with_values=True, strict=False)
+    build_tree_statement(cs, tree_shape(model, depth, eps_bits=S), public, witness)
+    return cs
+
+
+def satisfied(cs: ConstraintSystem) -> bool:
+    return cs.compile(wire_names=False).is_satisfied(cs.witness())
+
+
+def inputs(model: TreeModel, depth: int, query, eps: int) -> tuple[TreePublic, TreeWitness]:
+    return tree_statement_inputs(model, tree_shape(model, depth, eps_bits=S), query, eps, SALT)
+
+
+# --------------------------------------------------------------------------- padding
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_padding_keeps_every_score_and_the_bound_radius(seed):
+    model, query, eps = certified_case(seed, 4, 2, 5)
+    padded = dataclasses.replace(model.ensemble, trees=tuple(pad_tree(t, 3).as_tree() for t in model.ensemble.trees))
+    rng = random.Random(seed)
+    for _ in range(200):
+        x = tuple(rng.randint(-2 * ONE, 2 * ONE) for _ in range(4)) + (rng.choice((0, ONE)),)
+        assert padded.scores(x) == model.ensemble.scores(x)
+    assert certify_trees(dataclasses.replace(model, ensemble=padded), query, eps_bits=S).eps == eps
+
+
+def test_a_tree_deeper_than_the_shape_is_refused():
+    deep = Tree((0, 1, LEAF, LEAF, LEAF), (0, 0, 0, 0, 0), (1, 2, -1, -1, -1), (4, 3, -1, -1, -1), (0, 0, 1, 2, 3))
+    assert pad_tree(deep, 2).value == (1, 2, 3, 3)
+    with pytest.raises(ValueError, match="deeper"):
+        pad_tree(deep, 1)
+
+
+# --------------------------------------------------------------------------- honest witnesses
+
+
+@pytest.mark.parametrize("seed, trees, depth, n_inputs, classes", [
+    (11, 3, 2, 4, 2), (12, 5, 3, 5, 2), (13, 6, 3, 6, 2), (14, 1, 2, 4, 3), (15, 2, 3, 5, 3),
+])
+def test_the_circuit_proves_exactly_the_plaintext_bound(seed, trees, depth, n_inputs, classes):
+    model, query, eps = certified_case(seed, trees, depth, n_inputs, classes)
+    public, witness = inputs(model, depth, query, eps)
+    cs = build(model, depth, public, witness)
+    assert satisfied(cs) and cs.unconstrained_wires() == []
+    setup_cs = ConstraintSystem(with_values=False)
+    build_tree_statement(setup_cs, tree_shape(model, depth, eps_bits=S))
+    assert r1cs_digest(setup_cs.compile(wire_names=False)) == r1cs_digest(cs.compile(wire_names=False))
+    # E + 1: the bound fails there, so no witness satisfies the system, the honest prover's included
+    assert not certifies(model, query, eps + 1, S)
+    assert not satisfied(build(model, depth, *inputs(model, depth, query, eps + 1)))
+
+
+@pytest.mark.parametrize("seed", [40, 41, 42])
+def test_a_single_tree_is_tight_and_gets_no_more(seed):
+    """One tree: the bound is the exact radius, and E + 1 (beyond it) is not provable."""
+    model, query, eps = certified_case(seed, 1, 3, 4)
+    assert exact_radius(model, query, eps_bits=S).eps == eps
+    assert satisfied(build(model, 3, *inputs(model, 3, query, eps)))
+    assert not satisfied(build(model, 3, *inputs(model, 3, query, eps + 1)))
+
+
+def test_widths_below_the_models_needs_are_refused():
+    model, _, _ = certified_case(21, 3, 3, 4)
+    with pytest.raises(TreeShapeError, match="threshold"):
+        tree_shape(model, 3, eps_bits=S, threshold_bits=2)
+    with pytest.raises(TreeShapeError, match="leaf value"):
+        tree_shape(model, 3, eps_bits=S, value_range_bits=3)
+    assert tree_shape(model, 3, eps_bits=S, threshold_bits=20).threshold_bits == 20
+
+
+# --------------------------------------------------------------------------- dishonest witnesses
+
+
+@pytest.fixture(scope="module")
+def small():
+    """A 3-tree depth-2 binary ensemble, a certified query and its honest inputs."""
+    model, query, eps = certified_case(31, 3, 2, 4)
+    public, witness = inputs(model, 2, query, eps)
+    assert satisfied(build(model, 2, public, witness))
+    return model, public, witness
+
+
+def refused(model, public, witness, where: str) -> set[str]:
+    cs = build(model, 2, public, witness)
+    labels = unsatisfied_labels(cs)
+    assert labels and any(where in label for label in labels), labels
+    return labels
+
+
+def replace_tree(witness: TreeWitness, i: int, **changes) -> TreeWitness:
+    trees = list(witness.trees)
+    trees[i] = dataclasses.replace(trees[i], **changes)
+    return dataclasses.replace(witness, trees=tuple(trees))
+
+
+def test_another_feature_threshold_or_leaf_value_breaks_the_commitment(small):
+    model, public, witness = small
+    tree = witness.trees[0]
+    other = (tree.feature[0] + 1) % model.ensemble.n_inputs
+    refused(model, public, replace_tree(witness, 0, feature=(other, *tree.feature[1:])), "commitment_check")
+    refused(model, public, replace_tree(witness, 0, threshold=(tree.threshold[0] + 1, *tree.threshold[1:])),
+            "commitment_check")
+    refused(model, public, replace_tree(witness, 1, value=tuple(v + 1 for v in witness.trees[1].value)),
+            "commitment_check")
+    refused(model, public, dataclasses.replace(witness, salt=witness.salt + 1), "commitment_check")
+
+
+def test_a_selector_that_is_not_one_hot_is_refused(small):
+    """Selecting feature 0 besides the committed f != 0 keeps the committed index (0 + f) but steers the
+    comparison to x[0] + x[f]: the one-hot check refuses it, whatever the commitment says."""
+    model, public, witness = small
+    i, k = next((i, k) for i, t in enumerate(witness.trees) for k, f in enumerate(t.feature) if f != 0)
+    cs = build(model, 2, public, witness)
+    labels = tampered(cs, f"ensemble/tree[{i}]/node[{k}]/tree[{i}]/selector[{k}][0]", 1)
+    assert f"ensemble/tree[{i}]/node[{k}]/one_hot" in labels, labels
+    assert not any("commitment" in label for label in labels), labels
+
+
+def test_another_path_is_refused(small):
+    model, public, witness = small
+    paths = list(witness.paths)
+    paths[0] ^= 1  # the other leaf under the same last node
+    refused(model, public, dataclasses.replace(witness, paths=tuple(paths)), "inference/tree[0]/level[1]")
+    paths[0] ^= 3  # the first turn changed
+    refused(model, public, dataclasses.replace(witness, paths=tuple(paths)), "inference/tree[0]/level[0]")
+
+
+def _spread_tree(model: TreeModel, public: TreePublic, witness: TreeWitness):
+    """(slice, tree, reachable bits) of a tree whose reachable leaves hold at least two values."""
+    for s, slice_values in enumerate(tree_shape(model, 2, eps_bits=S).slices):
+        for i, tree in enumerate(witness.trees):
+            reach = reach_bits(model, tree, public.query, slice_values, public.eps, S)
+            if len({tree.value[j] for j, r in enumerate(reach) if r}) > 1:
+                return s, i, reach
+    raise AssertionError("no tree with two reachable values")
+
+
+def test_a_worst_value_that_is_not_the_worst_is_refused(small):
+    model, public, witness = small
+    s, i, reach = _spread_tree(model, public, witness)
+    tree = witness.trees[i]
+    honest = witness.worst[s][i]
+    second = max((j for j, r in enumerate(reach) if r and tree.value[j] < honest.highest_value),
+                 key=lambda j: tree.value[j])
+    unreachable = [j for j, r in enumerate(reach) if not r]
+
+    def claim(**changes):
+        worst = [list(row) for row in witness.worst]
+        worst[s][i] = dataclasses.replace(honest, **changes)
+        return dataclasses.replace(witness, worst=tuple(tuple(row) for row in worst))
+
+    where = f"slice[{s}]/tree[{i}]"
+    refused(model, public, claim(highest_index=second, highest_value=tree.value[second]),
+            f"{where}/max_over_reachable/dominates")
+    refused(model, public, claim(lowest_value=honest.lowest_value - 1), f"{where}/min_over_reachable/chosen")
+    if unreachable:  # an unreachable leaf is no worst case, even with its true value
+        j = unreachable[0]
+        refused(model, public, claim(highest_index=j, highest_value=tree.value[j]), f"{where}/max_over_reachable/chosen")
+
+
+def tampered(cs: ConstraintSystem, wire_name: str, delta: int) -> set[str]:
+    """The constraints the witness fails after adding delta to one named wire."""
+    r1cs = cs.compile(wire_names=False)
+    w = cs.witness()
+    wire = cs.r1cs_wire(wire_name)
+    w[wire] = (w[wire] + delta) % R
+    bad = set()
+    for k, c in enumerate(r1cs.constraints):
+        a = sum(w[x] * v for x, v in c.a) % R
+        b = sum(w[x] * v for x, v in c.b) % R
+        if (a * b - sum(w[x] * v for x, v in c.c)) % R:
+            bad.add(cs.constraint_label(k))
+    return bad
+
+
+def test_a_leaf_box_or_a_reachable_bit_other_than_its_path_gives_is_refused(small):
+    model, public, witness = small
+    cs = build(model, 2, public, witness)
+    assert satisfied(cs)
+    f = witness.trees[0].feature[0]
+    box_wire = f"tree[0]/leaves/node[0]/right/x[{f}]/max/select/out"  # the right child's lower bound on f
+    labels = tampered(cs, box_wire, -1)
+    assert any(label.startswith(f"tree[0]/leaves/node[0]/right/x[{f}]/max") for label in labels), labels
+    reach_wire = "slice[0]/tree[0]/leaf[0]/mul"
+    labels = tampered(cs, reach_wire, 1)
+    assert "slice[0]/tree[0]/leaf[0]" in labels, labels
+    assert tampered(cs, reach_wire, 0) == set()  # the untouched witness passes: the check can tell
+
+
+def test_a_lying_decision_or_eps_beyond_the_cap_is_refused(small):
+    model, public, witness = small
+    refused(model, dataclasses.replace(public, decision=1 - public.decision), witness, "inference/decides")
+    cap = tree_shape(model, 2, eps_bits=S).eps_cap
+    refused(model, dataclasses.replace(public, eps=cap + 1), witness, "domain")
+    refused(model, dataclasses.replace(public, eps=0), witness, "domain")
+
+
+def test_a_groth16_proof_verifies_and_another_eps_or_decision_does_not(small):
+    """One proof end to end for the 3-tree depth-2 ensemble (about 6.3k constraints): the key comes from the
+    shape alone (no values), the proof from the honest witness."""
+    model, public, witness = small
+    shape = tree_shape(model, 2, eps_bits=S)
+    backend = get_backend()
+    setup_cs = ConstraintSystem(with_values=False)
+    build_tree_statement(setup_cs, shape)
+    relation = setup_cs.compile(wire_names=False)
+    pk, vk = setup(relation, backend)
+    cs = ConstraintSystem(with_values=True)
+    build_tree_statement(cs, shape, public, witness)
+    proof = prove(pk, relation, cs.witness(), backend)
+    signals = [public.commitment, public.decision, public.eps, *(v % R for v in public.query)]
+    assert cs.public_values() == signals
+    assert check_proof(vk, signals, proof, backend).ok
+    assert not check_proof(vk, [*signals[:2], signals[2] + 1, *signals[3:]], proof, backend).ok
+    assert not check_proof(vk, [signals[0], 1 - signals[1], *signals[2:]], proof, backend).ok
