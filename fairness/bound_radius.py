@@ -56,6 +56,7 @@ from .slope_plans import DEFAULT_ALPHA_BITS, SlicePlan, Slopes, model_key
 from .certificate import Certificate
 from .errors import CertificationError
 from .fixed_point import FixedPointModel
+from .radius import largest_passing
 from .multipliers import NORM_BITS, RELAXATION_SLOPE_BITS, best_multiplier, box_multipliers
 from .regions import eps_cap
 
@@ -298,15 +299,6 @@ class _FloatNet:
 # ------------------------------------------------------------------------------------ the radius
 
 
-def _largest(passes: Callable[[int], bool], low: int, high: int) -> int:
-    """The largest E in [low, high] with passes(E), given passes(low) (monotone)."""
-    while low < high:
-        mid = (low + high + 1) // 2
-        if passes(mid):
-            low = mid
-        else:
-            high = mid - 1
-    return low
 
 
 @dataclass(frozen=True)
@@ -379,11 +371,11 @@ def _search(model: FixedPointModel, query: tuple[int, ...], eps_bits: int, alpha
     def exact_passes(e: int) -> bool:
         return plans_certify(model, query, y, e, eps_bits, None)
 
-    guess = cap if float_passes(cap) else _largest(float_passes, 0, cap)
+    guess = cap if float_passes(cap) else largest_passing(float_passes, 0, cap)
     if exact_passes(guess):
         eps = guess
     else:  # float was optimistic: the exact bound decides, by bisection below the guess
-        eps = _largest(exact_passes, 0, guess - 1) if guess > 0 else 0
+        eps = largest_passing(exact_passes, 0, guess - 1) if guess > 0 else 0
     if not alpha_bits:
         return RadiusSearch(y, eps, CERTIFIED)
     eps, plans = _optimised_radius(model, query, y, eps, eps_bits, alpha_bits, cap)
@@ -414,7 +406,7 @@ def _optimised_radius(model: FixedPointModel, query: Sequence[int], y: int, crow
     for round in range(SEARCH_ROUNDS):
         if not passes(e, plans):
             break
-        reach = cap if passes(cap, plans) else _largest(lambda v: passes(v, plans), e, cap)
+        reach = cap if passes(cap, plans) else largest_passing(lambda v: passes(v, plans), e, cap)
         if reach <= e:
             break
         candidates.append((e, reach, plans))  # from where the slopes were found to the largest eps they prove
@@ -427,7 +419,7 @@ def _optimised_radius(model: FixedPointModel, query: Sequence[int], y: int, crow
     own = lambda v: plans_certify(model, query, y, v, eps_bits, first)  # noqa: E731  (monotone in eps)
     if own(crown_eps):
         return crown_eps, first
-    return (_largest(own, 0, crown_eps - 1) if crown_eps > 0 else 0), first
+    return (largest_passing(own, 0, crown_eps - 1) if crown_eps > 0 else 0), first
 
 
 def _largest_below(passes: Callable[[int], bool], low: int, high: int) -> int | None:
@@ -441,4 +433,4 @@ def _largest_below(passes: Callable[[int], bool], low: int, high: int) -> int | 
             return None
         probe = max(low, high - step)
         step *= 2
-    return _largest(passes, probe, failed - 1)
+    return largest_passing(passes, probe, failed - 1)

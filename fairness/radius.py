@@ -16,7 +16,7 @@ the wire format spell a mode exactly as the plain word did.
 from __future__ import annotations
 
 import enum
-from typing import Literal, TypeAlias
+from typing import Callable, Literal, TypeAlias
 
 
 class Radius(enum.StrEnum):
@@ -47,3 +47,15 @@ def parse_radius(word: str, allowed: tuple[Radius, ...] = RADIUS_MODES) -> Radiu
         return Radius(word)
     shown = word if len(word) <= 32 else word[:32] + "..."
     raise ValueError(f"{shown!r} is not a radius mode here; the modes are {', '.join(allowed)}")
+
+
+def largest_passing(passes: Callable[[int], bool], low: int, high: int) -> int:
+    """The largest numerator E in [low, high] with passes(E), given passes(low) and passes monotone (true up to
+    some E, false above): the bisection every bound-style radius (networks' and tree ensembles') ends with."""
+    while low < high:
+        mid = (low + high + 1) // 2
+        if passes(mid):
+            low = mid
+        else:
+            high = mid - 1
+    return low

@@ -27,10 +27,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Callable, Sequence
+from typing import Sequence
 
 from fairness.certificate import DEFAULT_EPS_BITS
 from fairness.errors import CertificationError
+from fairness.radius import largest_passing
 
 from .ensemble import Tree, TreeModel, strict_decision_of
 
@@ -165,7 +166,7 @@ def certify_trees(model: TreeModel, query: Sequence[int], *, eps_bits: int = DEF
         return e == 0 or all(m > 0 for tables in slices for m in margin_bounds(model, tables, y, e, eps_bits).values())
 
     cap = eps_cap(model, eps_bits)
-    e = _largest(passes, 0, cap)
+    e = largest_passing(passes, 0, cap)
     return TreeCertificate(q, y, e, eps_bits, CERTIFIED, capped=e == cap)
 
 
@@ -182,12 +183,3 @@ def certifies(model: TreeModel, query: Sequence[int], eps: int, eps_bits: int) -
                                       y, eps, eps_bits).values())
 
 
-def _largest(passes: Callable[[int], bool], low: int, high: int) -> int:
-    """The largest E in [low, high] with passes(E), given passes(low) (monotone)."""
-    while low < high:
-        mid = (low + high + 1) // 2
-        if passes(mid):
-            low = mid
-        else:
-            high = mid - 1
-    return low
