@@ -48,12 +48,13 @@ test records reuse records in turn.
     # smoke check: --levels 2 --customers 2
 
 Needs the PostgreSQL server of the tests (FAIRPROOF_TEST_PG_URL). Writes
-benchmarks/results/service_load.json and prints a table.
+benchmarks/results/service_load.json and prints a table. The customers over
+HTTP are in benchmarks/_service_load_customers.py, the CPU meter, percentiles
+and tables in benchmarks/_service_load_measure.py.
 """
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import platform
@@ -61,109 +62,20 @@ import sys
 import tempfile
 import time
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from verifier_client.service_client import DEFAULT_POLL_INTERVAL  # noqa: E402  (after the path)
+from _service_load_customers import JOB_TIMEOUT, customers_burst, verify_burst  # noqa: E402
+from _service_load_measure import (CpuMeter, levels_table, load_average, log, percentiles,  # noqa: E402
+                                   pg_backends, table)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CONFIGS = ("procrastinate", "inprocess")
 SERVICE_WORKERS = 2
-JOB_TIMEOUT = 600.0
 WARMUP_POOL = 40  # records after the measured ones, to pick warm-up customers from
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def load_average() -> float:
-    return round(os.getloadavg()[0], 2)
-
-
-class CpuMeter:
-    """CPU used over a phase, in cores: by the whole machine, and by this run's own processes.
-
-    This run's processes are this one (the customers, or the direct prover),
-    the service and worker processes, and the PostgreSQL backends serving its
-    database. The difference is what other work on the machine took meanwhile
-    (the load average cannot tell, since this run's own workers raise it too).
-    The proving side is everything but the customers: for the service, its
-    processes and its database backends.
-    """
-
-    TICK = os.sysconf("SC_CLK_TCK")
-
-    def __init__(self, pids: list[int], more_pids: Callable[[], list[int]] = lambda: [], *,
-                 self_proves: bool = False):
-        self.pids, self.more_pids, self.self_proves = [os.getpid(), *pids], more_pids, self_proves
-
-    @staticmethod
-    def _machine_busy() -> int:
-        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
-        idle = fields[3] + fields[4]  # idle + iowait
-        return sum(fields[:8]) - idle
-
-    def _ticks(self) -> dict[int, int]:
-        ticks = {}
-        for pid in set(self.pids) | set(self.more_pids()):
-            try:
-                stat = Path(f"/proc/{pid}/stat").read_text()
-            except OSError:
-                continue
-            fields = stat.rsplit(")", 1)[1].split()
-            ticks[pid] = int(fields[11]) + int(fields[12])  # utime + stime of the process (all its threads)
-        return ticks
-
-    def __enter__(self) -> "CpuMeter":
-        self.t0, self.busy0, self.ticks0 = time.perf_counter(), self._machine_busy(), self._ticks()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        wall = time.perf_counter() - self.t0
-        busy = (self._machine_busy() - self.busy0) / self.TICK / wall
-        # A process first seen at the end (a new database connection) counts from its start.
-        spent = {pid: t - self.ticks0.get(pid, 0) for pid, t in self._ticks().items()}
-        used = sum(spent.values())
-        customers = 0 if self.self_proves else spent.get(os.getpid(), 0)
-        ours = used / self.TICK / wall
-        self.result = {"machine_cores": round(busy, 2), "this_run_cores": round(ours, 2),
-                       "other_work_cores": round(max(0.0, busy - ours), 2),
-                       "this_run_cpu_seconds": round(used / self.TICK, 2),
-                       "customers_cpu_seconds": round(customers / self.TICK, 2),
-                       "proving_side_cpu_seconds": round((used - customers) / self.TICK, 2)}
-
-
-def pg_backends(database_url: str) -> Callable[[], list[int]]:
-    """The pids of the PostgreSQL backends connected to this database (the server runs on this machine)."""
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
-
-    from tests.store_fixtures import PG_URL
-
-    if make_url(database_url).get_backend_name() != "postgresql":
-        return lambda: []
-    name = make_url(database_url).database
-    engine = create_engine(PG_URL, isolation_level="AUTOCOMMIT", pool_size=1)
-
-    def pids() -> list[int]:
-        with engine.connect() as conn:
-            return list(conn.scalars(text("SELECT pid FROM pg_stat_activity WHERE datname = :d"), {"d": name}))
-
-    return pids
-
-
-def percentiles(values: list[float], scale: float = 1.0) -> dict[str, float | None]:
-    import numpy as np
-
-    if not values:
-        return {"p50": None, "p90": None, "p95": None, "p99": None, "max": None}
-    arr = np.asarray(values) * scale
-    return ({f"p{q}": round(float(np.percentile(arr, q)), 4) for q in (50, 90, 95, 99)}
-            | {"max": round(float(arr.max()), 4)})
 
 
 # ------------------------------------------------------------------ the model
@@ -314,136 +226,6 @@ def direct_parallel(models: Path, records: list[dict], warmup: list[dict], proce
             "load_average": {"before": load_before, "after": load_average()}, "cpu": cpu.result}
 
 
-# ------------------------------------------------------------------ customers over HTTP
-@dataclass
-class Burst:
-    """What N customers saw: one entry per customer, one latency per HTTP request."""
-
-    started: float = 0.0
-    ready_at: list[float] = field(default_factory=list)
-    latency: list[float] = field(default_factory=list)  # first submit -> certificate ready (429 waits included)
-    post_seconds: list[float] = field(default_factory=list)  # every POST decisions, whatever its answer
-    posts_429: int = 0  # POST decisions answered 429 with Retry-After: backpressure, the customer came back
-    get_job_seconds: list[float] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    bundles: list[tuple[int, str]] = field(default_factory=list)  # (announced decision, bundle JSON)
-    retried_jobs: int = 0  # certificates whose job needed more than one attempt (a worker lost its lease)
-    timeout: float = JOB_TIMEOUT  # a customer gives up this long after its first submit
-
-
-def _retry_after(response) -> float | None:
-    value = response.headers.get("retry-after", "").strip()
-    return float(value) if value.isdigit() else None
-
-
-async def _submit(client, url: str, model_id: str, record: dict, burst: Burst, deadline: float):
-    """POST decisions until accepted: a 429 with Retry-After is waited out and retried, as the customer
-    client does (verifier_client.service_client.ServiceClient.submit); any other non-2xx is an error."""
-    while True:
-        t = time.perf_counter()
-        r = await client.post(f"{url}/v1/models/{model_id}/decisions", json={"record": record})
-        burst.post_seconds.append(time.perf_counter() - t)
-        wait = _retry_after(r) if r.status_code == 429 else None
-        if wait is None:
-            return r
-        burst.posts_429 += 1
-        if time.perf_counter() + wait > deadline:
-            return r
-        await asyncio.sleep(wait)
-
-
-async def _customer(client, url: str, model_id: str, record: dict, burst: Burst, poll: float,
-                    gate: asyncio.Semaphore, done: list[int], total: int, label: str) -> None:
-    async with gate:
-        t0 = time.perf_counter()
-        deadline = t0 + burst.timeout
-        step = "POST decisions"
-        try:
-            r = await _submit(client, url, model_id, record, burst, deadline)
-            if r.status_code not in (200, 202):
-                burst.errors.append(f"POST decisions: HTTP {r.status_code}: {r.text[:200]}")
-                return
-            accepted = r.json()
-            while True:
-                await asyncio.sleep(poll)
-                t = time.perf_counter()
-                step = "GET job"
-                r = await client.get(f"{url}{accepted['job_url']}", headers={"X-Job-Token": accepted["job_token"]})
-                burst.get_job_seconds.append(time.perf_counter() - t)
-                if r.status_code != 200:
-                    burst.errors.append(f"GET job: HTTP {r.status_code}: {r.text[:200]}")
-                    return
-                job = r.json()
-                if job["status"] == "succeeded":
-                    ready = time.perf_counter()
-                    break
-                if job["status"] == "failed":
-                    burst.errors.append(f"job {job['job_id']} failed: {job['error']}")
-                    return
-                if t > deadline:
-                    burst.errors.append(f"job {job['job_id']} not finished after {burst.timeout:.0f} s")
-                    return
-            burst.ready_at.append(ready)
-            burst.latency.append(ready - t0)
-            burst.retried_jobs += job["attempts"] > 1
-            step = "GET certificate"
-            r = await client.get(f"{url}{job['certificate_url']}", headers={"X-Job-Token": accepted["job_token"]})
-            if r.status_code != 200:
-                burst.errors.append(f"GET certificate: HTTP {r.status_code}: {r.text[:200]}")
-                return
-            burst.bundles.append((accepted["decision"], r.text))
-        except Exception as exc:  # a refused connection or a timeout is an error of the run, not a crash
-            burst.errors.append(f"{step}: {type(exc).__name__}: {exc!r}")
-        finally:
-            done[0] += 1
-            if total <= 20 or done[0] % 10 == 0 or done[0] == total:
-                log(f"  {label}: {done[0]}/{total} customers done, {len(burst.errors)} errors, "
-                    f"{burst.posts_429} POSTs answered 429 ({time.perf_counter() - burst.started:.1f} s)")
-
-
-async def _burst(url: str, model_id: str, records: list[dict], concurrency: int, poll: float, label: str) -> Burst:
-    import httpx
-
-    # The last of N customers waits for the whole queue ahead of it: about a second a certificate.
-    burst = Burst(started=time.perf_counter(), timeout=max(JOB_TIMEOUT, 6.0 * len(records)))
-    gate = asyncio.Semaphore(concurrency)
-    done = [0]
-    # Idle connections are dropped after 1 s, well before uvicorn's 5 s keep-alive timeout: a pooled
-    # connection reused just as the server closes it fails with a ReadError that says nothing of the service.
-    limits = httpx.Limits(max_connections=max(10, concurrency), max_keepalive_connections=max(10, concurrency),
-                          keepalive_expiry=1.0)
-    async with httpx.AsyncClient(timeout=60.0, limits=limits) as client:
-        await asyncio.gather(*(_customer(client, url, model_id, rec, burst, poll, gate, done, len(records), label)
-                               for rec in records))
-    return burst
-
-
-def customers_burst(url: str, records: list[dict], concurrency: int, poll: float, label: str) -> Burst:
-    from tests.service_fixtures import MODEL_DIRECTORY
-
-    return asyncio.run(_burst(url, MODEL_DIRECTORY, records, concurrency, poll, label))
-
-
-def verify_burst(url: str, burst: Burst) -> int:
-    """Every bundle checked as a customer checks it: the card and the bundle only."""
-    import httpx
-
-    from commitments.bundle import CertificateBundle
-    from commitments.card import ModelCard
-    from tests.service_fixtures import MODEL_DIRECTORY
-    from verifier_client.verify import verify_bundle
-
-    card = ModelCard.from_json(httpx.get(f"{url}/v1/models/{MODEL_DIRECTORY}/card", timeout=30).text)
-    refused = 0
-    for decision, text in burst.bundles:
-        bundle = CertificateBundle.model_validate_json(text)
-        verdict = verify_bundle(bundle, card)
-        if not verdict.valid or bundle.decision != decision:
-            refused += 1
-            burst.errors.append(f"bundle {bundle.certificate_id} refused: {verdict.reasons or 'decision differs'}")
-    return refused
-
-
 # ------------------------------------------------------------------ the service configurations
 @contextmanager
 def service_database(kind: str, workdir: Path, config: str) -> Iterator[str]:
@@ -512,59 +294,6 @@ def run_service(config: str, models: Path, records: list[dict], warmup: list[lis
         "load_average": {"before": load_before, "after": load_after}, "cpu": cpu.result,
     }
 
-
-# ------------------------------------------------------------------ report
-def _cpu(phase: dict) -> str:
-    return f"{phase['cpu']['this_run_cores']:.2f} ({phase['cpu']['other_work_cores']:.2f})"
-
-
-def per_cpu_second(phase: dict) -> float:
-    """Certificates per CPU-second of the proving side: a figure other work on the machine barely moves."""
-    return phase["certificates"] / max(1e-9, phase["cpu"]["proving_side_cpu_seconds"])
-
-
-def table(result: dict) -> str:
-    direct, parallel = result["direct"], result["direct_parallel"]
-    fmt = lambda d, k, f: "-" if d[k] is None else format(d[k], f)  # noqa: E731
-    rows = ["| configuration | certificates | errors | throughput (cert/s) | / direct sequential | / direct parallel "
-            "| cert per CPU-s (proving side) | submit -> ready p50 / p95 / p99 (s) | POST decisions p50 / p99 (ms) "
-            "| GET job p50 / p99 (ms) | CPU cores: this run (other work) |",
-            "|---|---|---|---|---|---|---|---|---|---|---|"]
-    p = direct["prove_seconds"]
-    ratio = parallel["throughput"] / direct["throughput"]
-    rows.append(f"| direct Prover.prove, sequential | {direct['certificates']} | {direct['errors']} | "
-                f"{direct['throughput']:.3f} | 1.00 | {1 / ratio:.2f} | {per_cpu_second(direct):.3f} | "
-                f"{p['p50']:.2f} / {p['p95']:.2f} / {p['p99']:.2f} (one proof) | - | - | {_cpu(direct)} |")
-    rows.append(f"| direct, {parallel['processes']} prover processes | {parallel['certificates']} | "
-                f"{parallel['errors']} | {parallel['throughput']:.3f} | {ratio:.2f} | 1.00 | "
-                f"{per_cpu_second(parallel):.3f} | - | - | - | {_cpu(parallel)} |")
-    for name, r in result["service"].items():
-        lat, post, get = r["latency_seconds"], r["post_decisions_ms"], r["get_job_ms"]
-        rows.append(f"| service, {name} ({r['database']}, {r['workers']} workers) | {r['certificates']} | "
-                    f"{r['errors']} | {r['throughput']:.3f} | {r['ratio_to_direct']:.2f} | "
-                    f"{r['ratio_to_direct_parallel']:.2f} | {per_cpu_second(r):.3f} | "
-                    f"{fmt(lat, 'p50', '.2f')} / {fmt(lat, 'p95', '.2f')} / {fmt(lat, 'p99', '.2f')} | "
-                    f"{fmt(post, 'p50', '.1f')} / {fmt(post, 'p99', '.1f')} | "
-                    f"{fmt(get, 'p50', '.1f')} / {fmt(get, 'p99', '.1f')} | {_cpu(r)} |")
-    return "\n".join(rows)
-
-
-def levels_table(result: dict) -> str:
-    """One row per database and level: latency percentiles, certificates/s, and the share of POSTs answered 429."""
-    def trio(d: dict, scale: str) -> str:
-        return " / ".join("-" if d[k] is None else format(d[k], scale) for k in ("p50", "p95", "p99"))
-
-    rows = ["| database | concurrent customers | customers | certificates | errors | certificates/s "
-            "| submit -> ready p50 / p95 / p99 (s) | POSTs | answered 429 | POST decisions p50 / p95 / p99 (ms) "
-            "| jobs retried | CPU cores: this run (other work) |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for database, levels in result["levels"].items():
-        for level, r in levels.items():
-            rows.append(f"| {database} | {level} | {r['customers']} | {r['certificates']} | {r['errors']} | "
-                        f"{r['throughput']:.3f} | {trio(r['latency_seconds'], '.2f')} | {r['post_requests']} | "
-                        f"{r['posts_429']} ({100 * r['share_429']:.1f} %) | {trio(r['post_decisions_ms'], '.0f')} | "
-                        f"{r['retried_jobs']} | {_cpu(r)} |")
-    return "\n".join(rows)
 
 
 def _int_list(text: str) -> list[int]:

@@ -19,6 +19,10 @@ statement, and a verifier labels eps from it alone. Fast buckets are written
 without the field, so cards made before exact statements keep their digests.
 
 This module depends on pydantic only: the verifier client imports it.
+The card's parts are defined beside it: the model's (sensitive features,
+architecture, encodings, lenses) in commitments/card_model.py, the circuits'
+(buckets, verifying keys, key setups, audit circuits) in
+commitments/card_circuits.py; this module re-exports them.
 """
 from __future__ import annotations
 
@@ -26,304 +30,31 @@ import copy
 import hashlib
 import itertools
 import json
-import math
-from fractions import Fraction
 from collections.abc import Mapping
-from typing import Annotated, Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal
 
-from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, SerializerFunctionWrapHandler, model_serializer,
-                      model_validator)
+from pydantic import Field, PrivateAttr, model_validator
 
-from fairness.radius import ProvedRadius, Radius
 from fairness.schema import FeatureSchema
 
-from .bundle import G1Json, G2Json
-from .canonical import I_JSON_MAX, DecimalInt, FrDecimal, NonCanonical, Sha256Hex, canonical_bytes, hex_validator
+from .canonical import I_JSON_MAX, FrDecimal, NonCanonical, canonical_bytes
+from .card_circuits import (BOUND_RADIUS, EXACT_RADIUS, FAST_RADIUS, AuditCircuit, Blake2bHex, BucketShape,
+                            CircuitBucket, ContributionRecord, RadiusKind, SetupRecord, VerifyingKeyJson,
+                            audit_circuit_name, bucket_name)
+from .card_model import (ArchitectureCard, FeatureEncoding, PersistenceLensCard, SensitiveFeatureCard, SpreadLensCard,
+                         _Frozen, scaled_delta)
+
+__all__ = [
+    "ArchitectureCard", "AuditCircuit", "BOUND_RADIUS", "Blake2bHex", "BucketShape", "CARD_VERSION", "CircuitBucket",
+    "ContributionRecord", "EXACT_RADIUS", "FAST_RADIUS", "FeatureEncoding", "LEGACY_CARD_MESSAGE",
+    "LEGACY_CARD_VERSION", "ModelCard", "PersistenceLensCard", "RadiusKind", "SensitiveFeatureCard", "SetupRecord",
+    "SpreadLensCard", "VerifyingKeyJson", "audit_circuit_name", "bucket_name", "scaled_delta",
+]
 
 CARD_VERSION: Final = 3  # Final: its type is Literal[3], the field's
 LEGACY_CARD_VERSION: Final = 2  # digests over Python's JSON of the filled-in card (commitments.card_migration)
 LEGACY_CARD_MESSAGE: Final = ("model card: card_version 2 is from before card digests were RFC 8785 canonical JSON; "
                               "the bank re-publishes the same card as version 3 (`fairproof card migrate`)")
-Blake2bHex: TypeAlias = Annotated[str, hex_validator(128, "BLAKE2b-512 hash")]
-
-# Which radius a bucket's statement proves (fairness.radius.ProvedRadius), by the names cards and claims use.
-RadiusKind: TypeAlias = ProvedRadius
-FAST_RADIUS: Final = Radius.FAST
-EXACT_RADIUS: Final = Radius.EXACT
-BOUND_RADIUS: Final = Radius.BOUND  # linear bound propagation: a lower bound, no regions (K = F = 1)
-
-
-def bucket_name(region_slots: int, farkas_slots: int, radius: RadiusKind = FAST_RADIUS, per_slice: bool = False) -> str:
-    """A bucket's name: k<K>-f<F>, with -exact for an exact-radius statement and -slice for a per-slice
-    one (as statement.StatementShape.bucket)."""
-    return (f"k{region_slots}-f{farkas_slots}" + ("-exact" if radius == EXACT_RADIUS else "")
-            + ("-bound" if radius == BOUND_RADIUS else "") + ("-slice" if per_slice else ""))
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class SensitiveFeatureCard(_Frozen):
-    """A sensitive attribute: the input column(s) it occupies and, per value, the integers (at scale
-    2^scale_bits) those columns hold, with readable labels.
-
-    One column: `column` and one integer per value (the form every card had before attributes could
-    span several inputs, kept for them so their digests do not change). Several (e.g. one-hot):
-    `columns` and per value a list of one integer per column. Exactly one of the two is written."""
-
-    name: str
-    column: int | None = Field(default=None, ge=0, exclude_if=lambda v: v is None)
-    columns: tuple[Annotated[int, Field(ge=0)], ...] | None = Field(default=None, exclude_if=lambda v: v is None)
-    # Domain values as integers at scale 2^scale_bits (one per value, or one list per value), with labels.
-    values: tuple[int | tuple[int, ...], ...]
-    labels: tuple[str, ...]
-
-    @model_validator(mode="after")
-    def _labels_match(self) -> "SensitiveFeatureCard":
-        if (self.column is None) == (self.columns is None):
-            raise ValueError(f"sensitive feature {self.name!r}: give either column (one input) or columns "
-                             "(several), not both nor neither")
-        if not self.values or len(self.values) != len(self.labels):
-            raise ValueError(f"sensitive feature {self.name!r}: one label per domain value")
-        if self.columns is not None:
-            if not self.columns or len(set(self.columns)) != len(self.columns):
-                raise ValueError(f"sensitive feature {self.name!r}: its columns must be distinct (at least one)")
-            for label, value in zip(self.labels, self.values):
-                if not isinstance(value, tuple) or len(value) != len(self.columns):
-                    raise ValueError(f"sensitive feature {self.name!r}: value {label!r} must be a list of "
-                                     f"{len(self.columns)} integers, one per column {list(self.columns)}")
-        elif any(isinstance(v, tuple) for v in self.values):
-            raise ValueError(f"sensitive feature {self.name!r}: a one-column attribute's values are integers")
-        if len(set(self.values)) != len(self.values):
-            raise ValueError(f"sensitive feature {self.name!r}: two values are the same")
-        return self
-
-    @property
-    def input_columns(self) -> tuple[int, ...]:
-        """The input columns the attribute occupies, in the order of its points' coordinates."""
-        if self.columns is not None:
-            return self.columns
-        assert self.column is not None  # the validator admits exactly one of the two
-        return (self.column,)
-
-    @property
-    def points(self) -> tuple[tuple[int, ...], ...]:
-        """Each value as the integers its columns hold (1-tuples for a one-column attribute)."""
-        return tuple(v if isinstance(v, tuple) else (v,) for v in self.values)
-
-    def point_of(self, query: tuple[int, ...]) -> tuple[int, ...]:
-        """The attribute's columns of a query."""
-        return tuple(query[c] for c in self.input_columns)
-
-    def label_of(self, point: tuple[int, ...]) -> str:
-        """The label of one of the attribute's points."""
-        return self.labels[self.points.index(tuple(point))]
-
-    def written(self, point: tuple[int, ...]) -> int | tuple[int, ...]:
-        """A point as the card writes a value: an integer for a one-column attribute, a list otherwise."""
-        return point[0] if self.columns is None else tuple(point)
-
-
-class ArchitectureCard(_Frozen):
-    n_inputs: int = Field(gt=0)
-    hidden_sizes: tuple[int, ...]
-    n_classes: int = Field(ge=2)
-    class_labels: tuple[str, ...]
-
-    @model_validator(mode="after")
-    def _labels_match(self) -> "ArchitectureCard":
-        if len(self.class_labels) != self.n_classes:
-            raise ValueError("one class label per class")
-        if any(h <= 0 for h in self.hidden_sizes):
-            raise ValueError("hidden layer sizes must be positive")
-        return self
-
-
-class FeatureEncoding(_Frozen):
-    """How one raw attribute becomes one model input (public preprocessing)."""
-
-    # A mean or std of inf or NaN is refused (naming the field), never printed as "+-inf" nor crashed on.
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
-    name: str
-    kind: str  # "numeric", "categorical" or "sensitive"
-    categories: tuple[str, ...] = ()  # label encoding order, for categorical and sensitive
-    mean: float = 0.0
-    std: float = 1.0
-
-
-class VerifyingKeyJson(_Frozen):
-    """snarkjs's verification_key.json, affine (z = 1): the point at infinity cannot be written."""
-
-    protocol: Literal["groth16"]
-    curve: Literal["bn128"]
-    nPublic: int = Field(ge=0)
-    vk_alpha_1: G1Json
-    vk_beta_2: G2Json
-    vk_gamma_2: G2Json
-    vk_delta_2: G2Json
-    IC: tuple[G1Json, ...]
-
-    @model_validator(mode="after")
-    def _ic_length(self) -> "VerifyingKeyJson":
-        if len(self.IC) != self.nPublic + 1:
-            raise ValueError(f"IC has {len(self.IC)} points, nPublic + 1 = {self.nPublic + 1} expected")
-        return self
-
-
-class BucketShape(_Frozen):
-    """What a bucket's circuit adds to the model's public shape (statement/shape.py)."""
-
-    region_slots: int = Field(ge=1)  # K
-    farkas_slots: int = Field(ge=1)  # F
-    eps_cap: int = Field(ge=0)  # E never exceeds it; E == cap means "the whole box"
-    farkas_bits: int = Field(ge=1, le=128)
-    boundary_bits: int = Field(ge=1, le=250)
-    weight_bits: tuple[int, ...]
-    bias_bits: tuple[int, ...]
-    radius: RadiusKind = FAST_RADIUS  # the minimality the statement proves: what eps is (see the module docstring)
-    # The statement covers one slice, named by its last public input; a certificate is one proof per slice.
-    per_slice: bool = False
-    # Optimised lower relaxation slopes a / 2^alpha_bits (statement.relaxation) in the bound radius and the
-    # persistence lens; 0: the fixed ones.
-    alpha_bits: int = Field(default=0, ge=0, le=16)
-
-    @model_validator(mode="after")
-    def _per_slice_exact(self) -> "BucketShape":
-        if self.per_slice and self.radius != EXACT_RADIUS:
-            raise ValueError("per-slice statements prove the exact radius only")
-        return self
-
-    @model_serializer(mode="wrap")
-    def _fast_unwritten(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        if self.radius == FAST_RADIUS:
-            data.pop("radius", None)  # fast shapes keep the spelling (and digests) they had before exact ones
-        if not self.per_slice:
-            data.pop("per_slice", None)  # and whole ones the spelling they had before per-slice ones
-        if not self.alpha_bits:
-            data.pop("alpha_bits", None)  # and fixed slopes the spelling they had before optimised ones
-        return data
-
-
-class SpreadLensCard(_Frozen):
-    """The counterfactual spread lens (fairness.spread), proved by every bucket of a card that has it:
-    each slice's decision at the query and the number of distinct buckets of the favourable class's
-    logit margin, buckets `bucket_width` wide at the logit scale 2^(scale_bits (hidden layers + 2))."""
-
-    favourable_class: int = Field(ge=0)
-    bucket_width: Annotated[int, DecimalInt(1, 1 << 200, "spread bucket width")]  # beyond 2^53: a decimal string
-
-
-def scaled_delta(delta: float, scale_bits: int) -> int:
-    """delta (standard deviations) at the input scale 2^scale_bits, rounded up: the box a proof covers then
-    contains the one asked for. ValueError for a negative or non-finite delta."""
-    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not math.isfinite(delta) or delta < 0:
-        raise ValueError(f"delta must be a non-negative number of standard deviations, not {delta!r}")
-    return math.ceil(Fraction(delta) * (1 << scale_bits))
-
-
-class PersistenceLensCard(_Frozen):
-    """The persistent-bias lens (fairness.persistence), proved by every bucket of a card that has it: for
-    each value of each sensitive attribute, bounds on the gap between the favourable class's logit margin
-    at the customer and at that counterfactual, with the SAME inputs moved within delta on `columns` (a box
-    at the input scale 2^scale_bits). The customer's request names delta; `default_delta` otherwise."""
-
-    favourable_class: int = Field(ge=0)
-    columns: tuple[int, ...] = Field(min_length=1)
-    default_delta: int = Field(ge=0)
-
-
-class ContributionRecord(_Frozen):
-    """One phase-2 contribution to a bucket's key, as the ceremony transcript records it."""
-
-    name: str = Field(max_length=256)
-    hash: Blake2bHex  # the contribution hash printed to its contributor
-    kind: Literal["contribution", "beacon"] = "contribution"
-
-
-class SetupRecord(_Frozen):
-    """Where a bucket's key came from.
-
-    "ceremony": phase 1 from a powers-of-tau file, phase 2 from the listed
-    contributions (a key whose transcript holds one honest contributor hides
-    its toxic waste from everyone). "single-party": the bank drew every
-    secret itself; whoever ran it can forge proofs, so customers who name a
-    trusted contributor refuse such keys.
-    """
-
-    method: Literal["ceremony", "single-party"]
-    phase1_digest: Sha256Hex | None = None  # SHA-256 of the .ptau file
-    phase1_power: int | None = Field(default=None, ge=1, le=28)
-    circuit_hash: Blake2bHex | None = None  # snarkjs's csHash of the initial key
-    contributions: tuple[ContributionRecord, ...] = ()
-    transcript_digest: Sha256Hex | None = None  # SHA-256 of the final key's contribution section
-
-    @model_validator(mode="after")
-    def _complete(self) -> "SetupRecord":
-        if self.method == "ceremony":
-            missing = [n for n in ("phase1_digest", "phase1_power", "circuit_hash", "transcript_digest")
-                       if getattr(self, n) is None]
-            if missing or not self.contributions:
-                raise ValueError("a ceremony setup names its phase 1, circuit hash, transcript and contributions")
-        elif self.contributions or self.circuit_hash is not None:
-            raise ValueError("a single-party setup has no contributions")
-        return self
-
-
-class CircuitBucket(_Frozen):
-    """One circuit shape, its constraint system's digest, its verifying key and where the key came from."""
-
-    bucket: str = Field(pattern=r"^k[0-9]{1,6}-f[0-9]{1,6}(-exact(-slice)?|-bound)?$")  # k<K>-f<F>[-exact[-slice]|-bound]
-    shape: BucketShape
-    n_constraints: int = Field(ge=0)
-    n_public: int = Field(ge=0)
-    r1cs_digest: Sha256Hex  # circuits.groth16.r1cs_digest of the statement for this shape
-    verifying_key_digest: Sha256Hex
-    verifying_key: VerifyingKeyJson
-    setup: SetupRecord
-
-    @model_validator(mode="after")
-    def _named_by_shape(self) -> "CircuitBucket":
-        named = bucket_name(self.shape.region_slots, self.shape.farkas_slots, self.shape.radius, self.shape.per_slice)
-        if self.bucket != named:
-            raise ValueError(f"bucket {self.bucket!r} does not name its shape ({named})")
-        if self.verifying_key.nPublic != self.n_public:
-            raise ValueError("the verifying key's nPublic differs from the bucket's n_public")
-        return self
-
-
-class AuditCircuit(_Frozen):
-    """The keys of the group-counts statement (statement.group_counts) over audit datasets of `n_rows`
-    rows: the committed model's decision counts per slice, with `favourable_class` as the selected one.
-    One circuit serves every dataset of that many rows; its shape is the card's model part and the fields
-    here (`ModelCard.group_counts_shape_json`)."""
-
-    name: str = Field(pattern=r"^groups-n[0-9]{1,7}-c[0-9]{1,4}$")  # "groups-n<N>-c<favourable class>"
-    n_rows: int = Field(ge=1, le=1 << 20)
-    favourable_class: int = Field(ge=0)
-    weight_bits: tuple[int, ...]
-    bias_bits: tuple[int, ...]
-    n_constraints: int = Field(ge=0)
-    n_public: int = Field(ge=0)
-    r1cs_digest: Sha256Hex
-    verifying_key_digest: Sha256Hex
-    verifying_key: VerifyingKeyJson
-    setup: SetupRecord
-
-    @model_validator(mode="after")
-    def _named_by_shape(self) -> "AuditCircuit":
-        if self.name != audit_circuit_name(self.n_rows, self.favourable_class):
-            raise ValueError(f"audit circuit {self.name!r} does not name its rows and favourable class")
-        if self.verifying_key.nPublic != self.n_public:
-            raise ValueError("the verifying key's nPublic differs from the audit circuit's n_public")
-        return self
-
-
-def audit_circuit_name(n_rows: int, favourable_class: int) -> str:
-    return f"groups-n{n_rows}-c{favourable_class}"
-
 
 class ModelCard(_Frozen):
     """The bank's public statement about its model (see the module docstring).

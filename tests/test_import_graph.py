@@ -46,8 +46,10 @@ def _within(module: str, prefix: str) -> bool:
 # under one of `exempt`, may import modules under `imported` only if they are
 # under one of `allowed` (empty: none at all).
 RULES = (
-    # gadgets are proof machinery below the builder that offers them
+    # gadgets are proof machinery below the builder that offers them (and its operations and output)
     ("circuits.gadgets", "circuits.builder", (), ()),
+    ("circuits.gadgets", "circuits.builder_ops", (), ()),
+    ("circuits.gadgets", "circuits.builder_output", (), ()),
     # fairness needs the scalar field's size (no-wrap bounds), nothing else of circuits
     ("fairness", "circuits", ("circuits.field",), ()),
     # the statement shares only the cover kinds, the multiplier widths and the
@@ -58,6 +60,8 @@ RULES = (
      ("statement.adapter", "statement.trees.padding", "statement.trees.shape", "statement.trees.witness")),
     # the schema is read by the verifier through the card: pydantic and numpy only, nothing of the model
     ("fairness.schema", "fairness", ("fairness.errors",), ()),
+    # the bank reads its CSV through the schema: nothing of fairness beyond the schema and its errors
+    ("fairness.schema_csv", "fairness", ("fairness.errors", "fairness.schema"), ()),
     # the customer's verifier: no bank side, no model or training code
     ("verifier_client", "prover_service", (), ()),
     ("verifier_client", "offline_precompute", (), ()),
