@@ -83,8 +83,8 @@ from typing import Sequence
 
 from fairness import farkas as fk
 from fairness.farkas import FarkasCertificate
-from fairness.certificate import (CAP, CERTIFIED, COUNTEREXAMPLE, DISTANCE, EMPTY_FACET, FAR_CLASS, FAR_FACET,
-                                  FAR_REGION, FLIP, NEIGHBOR, NO_CLASS, VERSION, Certificate, strict_decision)
+from fairness.certificate_data import (CAP, CERTIFIED, COUNTEREXAMPLE, DISTANCE, EMPTY_FACET, FAR_CLASS, FAR_FACET,
+                                       FAR_REGION, FLIP, NEIGHBOR, NO_CLASS, VERSION, Certificate, strict_decision)
 from fairness.errors import CertificationError
 from fairness.fixed_point import FixedPointModel
 from fairness.geocert import DECISION, NEURON

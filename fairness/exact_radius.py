@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fairness import farkas as fk
-from fairness.certificate import CERTIFIED, Certificate
+from fairness.certificate_data import CERTIFIED, Certificate
 from fairness.fixed_point import FixedPointModel
 from fairness.codes import ActivationCode
 from fairness.regions import SliceGeometry, class_system, free_box, free_part

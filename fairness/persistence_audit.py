@@ -28,8 +28,8 @@ from fractions import Fraction
 from typing import Callable, Sequence
 
 from .fixed_point import FixedPointModel
-from .persistence import (DISFAVOURED, FAVOURED, Extreme, PersistenceError, exact_extremes, lp_bounds,
-                          perturbation_box, single_attribute_flips)
+from .persistence_box import DISFAVOURED, FAVOURED, PersistenceError, perturbation_box, single_attribute_flips
+from .persistence_lp import Extreme, exact_extremes, lp_bounds
 
 OBSERVED, FLIPPED = "observed", "flipped"
 NEITHER, UNRESOLVED = "neither", "unresolved"

@@ -66,7 +66,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from fairness.errors import ModelError
-from fairness.model import FloatMLP, ModelArtifact, artifact_from_dataset, load_artifact, save_artifact
+from fairness.model import ModelArtifact, artifact_from_dataset, load_artifact, save_artifact
+from fairness.network import FloatMLP
 
 # (epoch, mean training loss, training accuracy) after each epoch.
 ProgressCallback = Callable[[int, float, float], None]

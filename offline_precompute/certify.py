@@ -117,7 +117,8 @@ def test_inputs(artifact, data_dir: str | os.PathLike[str] | None = None):
     file its import was checked on), every row in order, through the schema.
     """
     from fairness.datasets import load_dataset
-    from fairness.schema import FeatureSchema, read_csv
+    from fairness.schema import FeatureSchema
+    from fairness.schema_csv import read_csv
 
     if isinstance(artifact.preprocessor, FeatureSchema):
         source = data_dir or (artifact.training or {}).get("data")

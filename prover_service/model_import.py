@@ -29,7 +29,8 @@ import numpy as np
 from fairness.errors import DataError, ModelError
 from fairness.fixed_point import DEFAULT_SCALE_BITS, quantise_mlp, quantise_vector
 from fairness.model import FloatMLP
-from fairness.schema import FeatureSchema, NumericFeature, SchemaTable
+from fairness.schema import FeatureSchema, NumericFeature
+from fairness.schema_csv import SchemaTable
 from prover_service.importers import BankModel
 
 DEFAULT_TIE_TOLERANCE = 1e-3

@@ -22,7 +22,7 @@ import pytest
 import synthetic_credit as book
 from commitments.record import NOT_A_RECORD
 from fairness.fixed_point import quantise_query, quantise_value
-from fairness.schema import read_csv
+from fairness.schema_csv import read_csv
 from fairness.spread import SpreadLens, spread
 from prover_service.cli import main as fairproof
 from prover_service.workspace import ModelWorkspace

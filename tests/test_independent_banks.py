@@ -55,7 +55,7 @@ def _committed_decisions(model_dir, data) -> list[str]:
     """Each CSV row read through the imported schema (as a customer's record is), quantised, and decided
     by the fixed-point model that will be committed: the raw class value."""
     from fairness.fixed_point import quantise_query
-    from fairness.schema import read_csv
+    from fairness.schema_csv import read_csv
     from offline_precompute.certify import load_fixed_point
 
     artifact, model = load_fixed_point(model_dir)

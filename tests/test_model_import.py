@@ -323,7 +323,8 @@ def test_a_compas_model_with_a_binary_race_attribute_is_trained_imported_and_cer
     import csv
 
     from fairness.datasets import resolve_data_dir, verified_bytes
-    from fairness.schema import FeatureSchema, read_csv
+    from fairness.schema import FeatureSchema
+    from fairness.schema_csv import read_csv
 
     try:
         data_dir = resolve_data_dir()

@@ -12,7 +12,8 @@ import synthetic_credit as book
 from commitments import record as card_record
 from fairness.errors import DataError
 from fairness.schema import (FeatureSchema, InvalidValueError, MissingFieldError, NonFiniteValueError, OutOfBoxError,
-                             RecordError, UnknownCategoryError, UnknownFieldError, read_csv)
+                             RecordError, UnknownCategoryError, UnknownFieldError)
+from fairness.schema_csv import read_csv
 
 GOOD = {"age": 30, "income": "45.5", "purpose": "car", "housing": "own", "duration": 12, "sex": "F", "region": "east"}
 

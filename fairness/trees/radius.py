@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Sequence
 
-from fairness.certificate import DEFAULT_EPS_BITS
+from fairness.certificate_data import DEFAULT_EPS_BITS
 from fairness.errors import CertificationError
 from fairness.radius import largest_passing
 

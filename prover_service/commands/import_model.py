@@ -129,7 +129,7 @@ def _import_bank_model(args: argparse.Namespace) -> int:
     from fairness.errors import DataError, ModelError
     from fairness.fixed_point import DEFAULT_SCALE_BITS
     from fairness.model import artifact_from_schema
-    from fairness.schema import csv_header, read_csv
+    from fairness.schema_csv import csv_header, read_csv
     from prover_service.importers.detect import detect_format
     from prover_service.model_import import DEFAULT_TIE_TOLERANCE, check_import, recorded_decisions
 

@@ -54,7 +54,8 @@ def audit_rows(args: argparse.Namespace, workspace, *, labels: bool = False, spl
     when `labels`. Otherwise a shipped dataset's test split (`splits="all"`: training then test split);
     an imported model has no such split and is refused with a sentence saying to pass --data."""
     from fairness.errors import DataError
-    from fairness.schema import FeatureSchema, csv_header, read_csv
+    from fairness.schema import FeatureSchema
+    from fairness.schema_csv import csv_header, read_csv
 
     artifact = workspace.artifact
     data = getattr(args, "data", None)
