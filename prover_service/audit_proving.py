@@ -35,7 +35,7 @@ from statement.proof_system import Groth16, RelationKey
 from .bucket_keys import (ZKEY_FILE, InstalledKeys, audit_ceremony_metadata, ceremony_group_shape, load_keys, save_keys,
                           setup_record)
 from .progress import StageBar
-from .proving import exclusive_lock
+from .key_store import exclusive_lock
 from .workspace import ModelWorkspace
 
 Progress = Callable[[str], None]

@@ -211,16 +211,16 @@ def test_a_published_bucket_loads_from_its_saved_relation_only_when_it_hashes_to
     from circuits.groth16 import r1cs_digest
     from circuits.relation_arrays import ArrayR1CS
     from offline_precompute.certify import query_from_index
-    from prover_service import proving
+    from prover_service import key_store, proving
     from prover_service.bucket_keys import SinglePartyKeySetup
 
     shape = fair.shape_for_certificate(proved[0].certificate)
-    saved = fair.bucket_dir(shape) / proving.RELATION_FILE
+    saved = fair.bucket_dir(shape) / key_store.RELATION_FILE
     published = fair.card.bucket(shape.bucket)
     assert saved.is_file() and r1cs_digest(ArrayR1CS.load(saved, published.r1cs_digest)) == published.r1cs_digest
     rebuilt = []
-    build = proving.statement_relation
-    monkeypatch.setattr(proving, "statement_relation", lambda s: rebuilt.append(s) or build(s))
+    build = key_store.statement_relation
+    monkeypatch.setattr(key_store, "statement_relation", lambda s: rebuilt.append(s) or build(s))
     query = query_from_index(fair.workspace.artifact, fair.model, 0)
 
     def fresh_proof():

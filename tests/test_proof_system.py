@@ -47,3 +47,28 @@ def test_statement_proof_through_the_seam(system):
     assert system.verify(prepared, public, proof)
     tampered = dataclasses.replace(c.public, eps=c.public.eps + 1).field_elements()
     assert not system.verify(prepared, tampered, proof)
+
+
+def test_the_verifier_refuses_through_the_seam_with_its_reason(system):
+    """`check` is `verify` with the refusal's reason, which the customer's verdict reports."""
+    relation = cubic()
+    proving_key, verifying_key = system.setup(relation, seed="proof-system-check")
+    prepared = system.prepare(verifying_key)
+    witness = cubic_witness(2)
+    proof = system.prove(proving_key, witness[1:2], witness)
+    assert system.check(prepared, witness[1:2], proof).ok
+    refused = system.check(prepared, [(witness[1] + 1) % R], proof)
+    assert not refused.ok and refused.reason == "pairing check failed"
+    short = system.check(prepared, [], proof)
+    assert not short.ok and "public" in short.reason
+
+
+def test_the_customers_verifier_checks_proofs_through_the_seam():
+    """No verifier of ours calls the Groth16 check directly: every one goes through `Groth16`."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "verifier_client"
+    direct = [str(p) for p in root.rglob("*.py") if "check_prepared_proof(" in p.read_text()
+              or "prepare_verifying_key(" in p.read_text()]
+    assert direct == []
+    assert any("Groth16(backend).check(" in p.read_text() for p in root.rglob("*.py"))

@@ -122,22 +122,27 @@ def test_a_missing_bucket_fails_the_customers_job_with_a_retry_hint_and_queues_o
     assert [j.id for j in (ledger.get(i) for i in ledger.resumable()) if j.kind == KEY_SETUP] == [setups[0].id]
 
 
-def test_a_prover_keeps_at_most_its_hot_keys_least_recently_used_first(tmp_path):
+def test_a_prover_keeps_at_most_its_hot_keys_least_recently_used_first():
     from types import SimpleNamespace
 
-    from prover_service.proving import BucketKeys, Prover
+    from prover_service.key_store import BucketKeys, HotKeys
 
-    prover = Prover.__new__(Prover)  # only the key cache is under test
-    object.__setattr__(prover, "max_hot_keys", 2)
-    from collections import OrderedDict
-
-    prover._keys = OrderedDict()
+    hot = HotKeys(2)  # a prover's key store holds its bucket keys in one of these
     keys = {name: BucketKeys(SimpleNamespace(bucket=name), None, None, None) for name in ("k4-f4", "k16-f4", "k16-f16")}
-    prover._remember(keys["k4-f4"])
-    prover._remember(keys["k16-f4"])
-    prover._keys.move_to_end("k4-f4")  # k4-f4 used again
-    prover._remember(keys["k16-f16"])
-    assert list(prover._keys) == ["k4-f4", "k16-f16"]  # k16-f4, the least recently used, was dropped
+    hot.put(keys["k4-f4"])
+    hot.put(keys["k16-f4"])
+    assert hot.get("k4-f4") is keys["k4-f4"]  # k4-f4 used again
+    hot.put(keys["k16-f16"])
+    assert hot.buckets() == ["k4-f4", "k16-f16"]  # k16-f4, the least recently used, was dropped
+    assert hot.get("k16-f4") is None
+
+
+def test_a_key_cache_of_no_keys_is_refused():
+    from fairness.errors import ModelError
+    from prover_service.key_store import HotKeys
+
+    with pytest.raises(ModelError, match="at least 1"):
+        HotKeys(0)
 
 
 # --- restarts and shutdown --------------------------------------------------------------------------

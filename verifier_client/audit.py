@@ -26,7 +26,8 @@ from typing import Iterable, Sequence
 
 from circuits.backends import CurveBackend, get_backend
 from circuits.errors import MalformedArtifact
-from circuits.groth16 import check_prepared_proof, prepare_verifying_key, vk_digest
+from circuits.groth16 import vk_digest
+from circuits.groth16.system import Groth16
 from circuits.snarkjs.json_formats import verifying_key_from_json
 from commitments.attestation import Attestation
 from commitments.audit import AuditDataset, GroupCountsBundle
@@ -177,14 +178,14 @@ def verify_group_counts(bundle: GroupCountsBundle, card: ModelCard, dataset: Aud
         vk = verifying_key_from_json(circuit.verifying_key.model_dump(mode="json"), what=what, backend=backend)
         if vk.n_public != circuit.n_public or vk_digest(vk) != circuit.verifying_key_digest:
             return _refuse(f"the {what} does not match its digest or size on the card", "key.invalid")
-        prepared = prepare_verifying_key(vk, backend)
+        prepared = Groth16(backend).prepare(vk)
     except MalformedArtifact as exc:
         return _refuse(str(exc), "key.invalid")
     try:
         proof = read_proof(bundle.proof, bundle.proof_hex)
     except MalformedArtifact as exc:
         return _refuse(str(exc), "proof.malformed")
-    result = check_prepared_proof(prepared, signals, proof, backend)
+    result = Groth16(backend).check(prepared, signals, proof)
     if not result.ok:
         return _refuse(f"proof rejected: {result.reason}", proof_code(result.reason))
     return AuditVerdict(True, metrics=group_metrics(card, counts))

@@ -29,8 +29,8 @@ from pydantic import BaseModel
 
 from circuits.backends import CurveBackend, get_backend
 from circuits.errors import MalformedArtifact
-from circuits.groth16 import (PreparedVerifyingKey, Proof, VerifyingKey, check_prepared_proof, prepare_verifying_key,
-                              proof_to_bytes, vk_digest)
+from circuits.groth16 import PreparedVerifyingKey, Proof, VerifyingKey, proof_to_bytes, vk_digest
+from circuits.groth16.system import Groth16
 from circuits.snarkjs.json_formats import proof_from_json, verifying_key_from_json
 from commitments.attestation import Attestation, AttestationError, check_attestations
 from commitments.bundle import CertificateBundle, SnarkjsProof
@@ -114,7 +114,7 @@ def verify_bundle(bundle: CertificateBundle, card: ModelCard, backend: CurveBack
             proof = read_proof(proof_json, proof_hex)
         except MalformedArtifact as exc:
             return _refuse(f"{exc}{whose}", "proof.malformed")
-        result = check_prepared_proof(pvk, [int(s) for s in signals], proof, backend)
+        result = Groth16(backend).check(pvk, [int(s) for s in signals], proof)
         if not result.ok:  # a point outside its group is a malformed proof (K2); only the equation is K3
             return _refuse(f"proof rejected{whose}: {result.reason}", proof_code(result.reason))
     return Verdict(True, claims=claims, auditors=attested)
@@ -206,7 +206,7 @@ def bucket_prepared_key(bucket: CircuitBucket, backend: CurveBackend | None = No
         return cached
     what = f"verifying key of bucket {bucket.bucket}"
     vk = verifying_key_from_json(bucket.verifying_key.model_dump(mode="json"), what=what, backend=backend)
-    prepared = prepare_verifying_key(vk, backend)  # check_verifying_key's refusals (degenerate keys) raise here
+    prepared = Groth16(backend).prepare(vk)  # check_verifying_key's refusals (degenerate keys) raise here
     if vk.n_public != bucket.n_public:
         raise MalformedArtifact(f"{what}: {vk.n_public} public inputs, the bucket declares {bucket.n_public}")
     if vk_digest(vk) != bucket.verifying_key_digest:

@@ -173,7 +173,8 @@ def check_card_keys(card: ModelCard, backend: Any = None) -> None:
     outside the subgroup), does not match its digest on the card, or whose public inputs are not its
     statement's: a registry deployed with such a key would accept proofs of anything."""
     from circuits.errors import MalformedArtifact
-    from circuits.groth16 import prepare_verifying_key, vk_digest
+    from circuits.groth16 import vk_digest
+    from circuits.groth16.system import Groth16
     from circuits.snarkjs.json_formats import verifying_key_from_json
 
     from ..verify import bucket_verifying_key
@@ -192,7 +193,7 @@ def check_card_keys(card: ModelCard, backend: Any = None) -> None:
         what = f"verifying key of audit circuit {circuit.name}"
         try:
             vk = verifying_key_from_json(circuit.verifying_key.model_dump(mode="json"), what=what, backend=backend)
-            prepare_verifying_key(vk, backend)  # check_verifying_key's refusals raise here
+            Groth16(backend).prepare(vk)  # check_verifying_key's refusals raise here
         except MalformedArtifact as exc:
             raise KeyRefused(f"audit circuit {circuit.name}: {exc}") from None
         if vk.n_public != circuit.n_public or vk_digest(vk) != circuit.verifying_key_digest:
