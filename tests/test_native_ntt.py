@@ -227,3 +227,22 @@ def test_required_kernels_that_cannot_load_are_an_error_not_a_silent_fallback(mo
     monkeypatch.setattr(kernels.library, "failed", False)
     with pytest.raises(build.NativeBuildError, match="required .* but unavailable"):
         kernels.load()
+
+
+def test_a_source_is_identified_with_the_files_it_includes(monkeypatch, tmp_path):
+    """msm.c includes its group code (msm_group.h): editing that file must give a new library, editing a file
+    the source does not include must not."""
+    for name, text in {"main.c": '#include <stdint.h>\n#include "part.h"\nint f(void) { return PART; }\n',
+                       "part.h": "#define PART 1\n", "other.h": "#define OTHER 1\n"}.items():
+        (tmp_path / name).write_text(text)
+    monkeypatch.setattr(build, "HERE", tmp_path)
+    first = build.source_bytes("main.c")
+    assert b"#define PART 1" in first and b"OTHER" not in first
+    (tmp_path / "other.h").write_text("#define OTHER 2\n")
+    assert build.source_bytes("main.c") == first
+    (tmp_path / "part.h").write_text("#define PART 2\n")
+    assert build.source_bytes("main.c") != first
+
+
+def test_the_shipped_msm_source_includes_its_group_code():
+    assert b"G(jac_dbl)" in build.source_bytes("msm.c")

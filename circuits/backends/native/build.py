@@ -1,9 +1,9 @@
 """Compile native/*.c into a shared library cached per source and compiler.
 
 The library lands in $FAIRPROOF_NATIVE_DIR or ~/.cache/fairproof/native under
-<sha256 of source, compiler version and flags>.so, so an edited source or a
-new compiler gets a new file and a stale one is never loaded. It is written
-to a temporary file in the same directory and renamed into place
+<sha256 of source (with the files it includes from this directory), compiler version
+and flags>.so, so an edited source or a new compiler gets a new file and a
+stale one is never loaded. It is written to a temporary file in the same directory and renamed into place
 (os.replace is atomic), so concurrent processes never see a partial library.
 Any failure (no compiler, compile error, unwritable cache) raises
 NativeBuildError; the caller decides whether to fall back to numpy.
@@ -23,6 +23,7 @@ import ctypes
 import hashlib
 import logging
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -108,8 +109,27 @@ def _compiler_version(cc: str) -> str:
     return out.stdout
 
 
+_LOCAL_INCLUDE = re.compile(rb'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
+
+
+def source_bytes(source_name: str) -> bytes:
+    """The source and, after it, every file of this directory it includes with `#include "..."` (recursively,
+    each once): what the library is compiled from, so an edited included file is rebuilt too."""
+    seen: list[str] = []
+
+    def visit(name: str) -> None:
+        if name in seen:
+            return
+        seen.append(name)
+        for included in _LOCAL_INCLUDE.findall((HERE / name).read_bytes()):
+            visit(included.decode())
+
+    visit(source_name)
+    return b"".join(len(name).to_bytes(4, "big") + name.encode() + (HERE / name).read_bytes() for name in seen)
+
+
 def library_path(source_name: str, cc: str) -> Path:
-    source = (HERE / source_name).read_bytes()
+    source = source_bytes(source_name)
     digest = hashlib.sha256()
     for part in (source, _compiler_version(cc).encode(), " ".join(FLAGS).encode()):
         digest.update(hashlib.sha256(part).digest())
@@ -117,7 +137,7 @@ def library_path(source_name: str, cc: str) -> Path:
 
 
 def _source_digest(source_name: str) -> str:
-    digest = hashlib.sha256((HERE / source_name).read_bytes())
+    digest = hashlib.sha256(source_bytes(source_name))
     digest.update(" ".join(FLAGS).encode())
     return digest.hexdigest()
 
