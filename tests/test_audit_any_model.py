@@ -91,7 +91,7 @@ def _queries(imported):
 
 def test_spread_reads_the_banks_csv(imported, tmp_path, capsys):
     out = _run(capsys, "spread", "--model", str(imported["model"]), "--data", str(imported["data"]),
-               "--top", "3", "--json", str(tmp_path / "s.json"))
+               "--top", "3", "--save-json", str(tmp_path / "s.json"))
     assert f"over {ROWS} individuals of {imported['data']}" in out and "line " in out
     report = json.loads((tmp_path / "s.json").read_text())
     workspace, model, queries, _ = _queries(imported)
@@ -105,7 +105,7 @@ def test_spread_reads_the_banks_csv(imported, tmp_path, capsys):
 
 def test_groups_counts_equal_a_hand_count(imported, tmp_path, capsys):
     out = _run(capsys, "groups", "--model", str(imported["model"]), "--data", str(imported["data"]),
-               "--bootstrap", "50", "--distribution", "0", "--json", str(tmp_path / "g.json"))
+               "--bootstrap", "50", "--distribution", "0", "--save-json", str(tmp_path / "g.json"))
     assert "equal opportunity difference (TPR gap)" in out and "equalized odds" in out
     report = json.loads((tmp_path / "g.json").read_text())
     workspace, model, queries, labels = _queries(imported)
@@ -132,7 +132,7 @@ def test_groups_counts_equal_a_hand_count(imported, tmp_path, capsys):
 
 def test_persistence_reads_the_banks_csv_and_solves_every_pair_exactly(imported, tmp_path, capsys):
     out = _run(capsys, "persistence", "--model", str(imported["model"]), "--data", str(imported["data"]),
-               "--limit", "6", "--delta", "1", "--exact", "--json", str(tmp_path / "p.json"))
+               "--limit", "6", "--delta", "1", "--exact", "--save-json", str(tmp_path / "p.json"))
     assert "every MILP solved to optimality" in out
     report = json.loads((tmp_path / "p.json").read_text())
     # sex has one other value, region two: three single-attribute flips per individual, seen from each side
@@ -149,7 +149,7 @@ def test_persistence_reads_the_banks_csv_and_solves_every_pair_exactly(imported,
 
 def test_explain_reads_the_banks_csv(imported, tmp_path, capsys):
     out = _run(capsys, "explain", "--model", str(imported["model"]), "--data", str(imported["data"]),
-               "--samples", "400", "--time-limit", "20", "--json", str(tmp_path / "e.json"))
+               "--samples", "400", "--time-limit", "20", "--save-json", str(tmp_path / "e.json"))
     report = json.loads((tmp_path / "e.json").read_text())
     assert report["samples"] >= 400 and f"{report['seeds']} discriminatory seeds" in out
     # rules in the bank's raw units: a number from the schema's mean and std with its unit, a category by name
@@ -174,7 +174,7 @@ def test_explain_reads_the_banks_csv(imported, tmp_path, capsys):
 
 def test_global_search_keeps_one_hot_features_real_records(imported, tmp_path, capsys):
     out = _run(capsys, "global", "--model", str(imported["model"]), "--data", str(imported["data"]),
-               "--observed-range", "--time-limit", "30", "--json", str(tmp_path / "g.json"))
+               "--observed-range", "--time-limit", "30", "--save-json", str(tmp_path / "g.json"))
     assert "maximum margin difference" in out
     report = json.loads((tmp_path / "g.json").read_text())
     assert set(report["numeric_columns_restricted"]) == {"age", "income", "duration"}
@@ -209,7 +209,7 @@ def test_global_search_keeps_one_hot_features_real_records(imported, tmp_path, c
 
 def test_kdisc_reports_the_rows_largest_k(imported, tmp_path, capsys):
     out = _run(capsys, "kdisc", "--model", str(imported["model"]), "--data", str(imported["data"]),
-               "--time-limit", "30", "--samples", "500", "--json", str(tmp_path / "k.json"))
+               "--time-limit", "30", "--samples", "500", "--save-json", str(tmp_path / "k.json"))
     report = json.loads((tmp_path / "k.json").read_text())
     workspace, model, queries, _ = _queries(imported)
     card = workspace.card()
@@ -269,7 +269,7 @@ def test_dataset_reads_the_banks_csv(imported, tmp_path, capsys):
 def test_probabilistic_learned_from_the_csv_equals_its_network_file(imported, tmp_path, capsys):
     network = tmp_path / "network.json"
     _run(capsys, "probabilistic", "--model", str(imported["model"]), "--data", str(imported["data"]),
-         "--write-network", str(network), "--json", str(tmp_path / "a.json"))
+         "--write-network", str(network), "--save-json", str(tmp_path / "a.json"))
     learned = json.loads((tmp_path / "a.json").read_text())
     assert learned["method"] == "enumeration" and len(learned["groups"]) == 6
     assert sum(g["probability"] for g in learned["groups"]) == pytest.approx(1.0)
@@ -279,7 +279,7 @@ def test_probabilistic_learned_from_the_csv_equals_its_network_file(imported, tm
         share = sum(r["sex"] == g["group"]["sex"] and r["region"] == g["group"]["region"] for r in rows) / len(rows)
         assert g["probability"] == pytest.approx(share)
     _run(capsys, "probabilistic", "--model", str(imported["model"]), "--network", str(network),
-         "--json", str(tmp_path / "b.json"))
+         "--save-json", str(tmp_path / "b.json"))
     again = json.loads((tmp_path / "b.json").read_text())
     rates = [g["positive_probability"] for g in learned["groups"]]
     assert [g["positive_probability"] for g in again["groups"]] == rates

@@ -216,7 +216,7 @@ def _audit(capsys, bank, verb: str, *args: str) -> str:
 
 
 def test_audit_groups_counts_the_banks_decisions(bank, tmp_path, capsys):
-    _audit(capsys, bank, "groups", "--bootstrap", "50", "--distribution", "0", "--json", str(tmp_path / "g.json"))
+    _audit(capsys, bank, "groups", "--bootstrap", "50", "--distribution", "0", "--save-json", str(tmp_path / "g.json"))
     report = json.loads((tmp_path / "g.json").read_text())
     assert report["rows"] == len(bank["rows"]) and report["favourable_class"] == "repays"
     got = {tuple(g["labels"]): (g["n"], g["selected"]) for g in report["groups"]}
@@ -227,12 +227,12 @@ def test_audit_groups_counts_the_banks_decisions(bank, tmp_path, capsys):
 
 
 def test_audit_spread_and_kdisc_agree_on_the_banks_rows(bank, tmp_path, capsys):
-    _audit(capsys, bank, "spread", "--top", "3", "--json", str(tmp_path / "s.json"))
+    _audit(capsys, bank, "spread", "--top", "3", "--save-json", str(tmp_path / "s.json"))
     spread = json.loads((tmp_path / "s.json").read_text())
     assert spread["individuals"] == len(bank["rows"]) and spread["slices"] == 6
     assert sum(spread["k_distribution"].values()) == len(bank["rows"])
     largest = max(int(k) for k, n in spread["k_distribution"].items() if n)
-    _audit(capsys, bank, "kdisc", "--time-limit", "10", "--samples", "300", "--json", str(tmp_path / "k.json"))
+    _audit(capsys, bank, "kdisc", "--time-limit", "10", "--samples", "300", "--save-json", str(tmp_path / "k.json"))
     kdisc = json.loads((tmp_path / "k.json").read_text())
     assert kdisc["rows"] == {"data": str(bank["data"]), "individuals": len(bank["rows"]), "largest_k": largest}
     assert len(kdisc["combinations"]) == 6 and largest <= kdisc["milp"]["k"] <= 6
@@ -240,7 +240,7 @@ def test_audit_spread_and_kdisc_agree_on_the_banks_rows(bank, tmp_path, capsys):
 
 def test_audit_persistence_flips_each_attribute(bank, tmp_path, capsys):
     limit = 6
-    _audit(capsys, bank, "persistence", "--limit", str(limit), "--delta", "1", "--json", str(tmp_path / "p.json"))
+    _audit(capsys, bank, "persistence", "--limit", str(limit), "--delta", "1", "--save-json", str(tmp_path / "p.json"))
     report = json.loads((tmp_path / "p.json").read_text())
     for setting in ("observed", "flipped"):  # sex has one other value, marital status two
         rows = [r for r in report["rows"] if r["setting"] == setting]
@@ -249,7 +249,7 @@ def test_audit_persistence_flips_each_attribute(bank, tmp_path, capsys):
 
 
 def test_audit_global_and_explain_search_every_pair(bank, tmp_path, capsys):
-    _audit(capsys, bank, "global", "--observed-range", "--time-limit", "10", "--json", str(tmp_path / "gl.json"))
+    _audit(capsys, bank, "global", "--observed-range", "--time-limit", "10", "--save-json", str(tmp_path / "gl.json"))
     report = json.loads((tmp_path / "gl.json").read_text())
     assert len(report["pairs"]) == 6 * 5  # ordered pairs of distinct combinations
     statuses = {p["status"] for p in report["pairs"]}
@@ -266,13 +266,13 @@ def test_audit_global_and_explain_search_every_pair(bank, tmp_path, capsys):
     # its refusal: the rows alone, without saying what to do with them
     err = _refused(capsys, fairproof, "audit", "global", "--model", str(bank["model"]), "--data", str(bank["data"]))
     assert "--observed-range" in err and err.count("\n") <= 1
-    _audit(capsys, bank, "explain", "--samples", "200", "--time-limit", "10", "--json", str(tmp_path / "e.json"))
+    _audit(capsys, bank, "explain", "--samples", "200", "--time-limit", "10", "--save-json", str(tmp_path / "e.json"))
     rules = json.loads((tmp_path / "e.json").read_text())
     assert rules["samples"] == 200 and 0 <= rules["discriminatory_share"] <= 1
 
 
 def test_audit_probabilistic_covers_every_group(bank, tmp_path, capsys):
-    _audit(capsys, bank, "probabilistic", "--samples", "500", "--json", str(tmp_path / "pr.json"))
+    _audit(capsys, bank, "probabilistic", "--samples", "500", "--save-json", str(tmp_path / "pr.json"))
     report = json.loads((tmp_path / "pr.json").read_text())
     assert {g["labels"] for g in report["groups"]} == {f"{s}, {m}" for s, m in _groups(bank["rows"])}
     assert sum(g["probability"] for g in report["groups"]) == pytest.approx(1)

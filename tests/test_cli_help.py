@@ -2,7 +2,9 @@
 
 The walker visits every subcommand's parser (`fairproof ceremony init`, `fairproof groth16 prove`, ...) and
 every argument on it, optional or positional; the usage lines of fairproof-verify are generated from its
-parser, one per form, and checked here against the parser's own option strings.
+parser, one per form, and checked here against the parser's own option strings. `--json` means one thing on
+every fairproof command: the zero-argument flag that prints the result as one JSON document on stdout (a
+report written to a file is `--save-json FILE`).
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from prover_service.cli import build_parser as fairproof_parser
+from prover_service.cli import main as fairproof_main
 from verifier_client.cli import FORMS, _check_mode
 from verifier_client.cli import build_parser as verify_parser
 
@@ -95,3 +98,44 @@ def test_a_form_mixing_two_modes_is_refused(capsys):
         _check_mode(parser, parser.parse_args(["b.json", "--card", "c.json", "--url", "https://bank.example",
                                                "--model", "m", "--record", "r.json"]))
     assert "not both" in capsys.readouterr().err
+
+
+AUDITS_SAVING_JSON = ("spread", "persistence", "global", "kdisc", "groups", "explain", "probabilistic")
+
+
+def json_options_taking_a_value(parser: argparse.ArgumentParser, path: str) -> list[str]:
+    """The commands on which `--json` is not the zero-argument stdout flag (it must never take a FILE: a file
+    is `--save-json FILE`)."""
+    return [where for where, a in arguments(parser, path)
+            if "--json" in a.option_strings and not (isinstance(a, argparse._StoreTrueAction) and a.nargs == 0)]
+
+
+def test_json_is_the_stdout_flag_on_every_command():
+    walked = list(arguments(fairproof_parser(), "fairproof"))
+    with_json = {where for where, a in walked if "--json" in a.option_strings}
+    with_save_json = {where for where, a in walked if "--save-json" in a.option_strings}
+    assert {"fairproof certify", "fairproof groth16 prove"} <= with_json
+    assert {*(f"fairproof audit {verb}" for verb in AUDITS_SAVING_JSON), "fairproof plot"} == with_save_json
+    assert json_options_taking_a_value(fairproof_parser(), "fairproof") == []
+
+
+def test_a_json_option_taking_a_file_is_found():
+    parser = argparse.ArgumentParser(prog="tool")
+    subs = parser.add_subparsers()
+    subs.add_parser("flag").add_argument("--json", action="store_true", help="print one document")
+    subs.add_parser("file").add_argument("--json", metavar="FILE", help="write the report as JSON")
+    subs.add_parser("saved").add_argument("--save-json", metavar="FILE", help="write the report as JSON to FILE")
+    assert json_options_taking_a_value(parser, "tool") == ["tool file"]
+
+
+@pytest.mark.parametrize("command", [*(["audit", verb, "--model", "models/m"] for verb in AUDITS_SAVING_JSON),
+                                     ["plot", "--out", "eps.png", "fair=bundles/*.json"]])
+def test_the_old_json_file_form_is_a_usage_error(command, capsys):
+    # --json is no prefix of --save-json, so argparse cannot read it as an abbreviation of it: refused before
+    # any handler runs, with the usage and exit status 2
+    with pytest.raises(SystemExit) as exit_:
+        fairproof_main([*command, "--json", "report.json"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "unrecognized arguments: --json" in err and "Traceback" not in err
+    assert fairproof_parser().parse_args([*command, "--save-json", "report.json"]).save_json == "report.json"

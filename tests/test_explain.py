@@ -71,7 +71,7 @@ def test_audit_explain_command(bank, tmp_path_factory, capsys):
     root, _, store = copy_of_bank_model(bank, tmp_path_factory, "audit-explain")
     store.dispose()
     out = tmp_path_factory.mktemp("explain") / "rules.json"
-    assert fairproof(["audit", "explain", "--model", str(root), "--samples", "1000", "--json", str(out)]) == 0
+    assert fairproof(["audit", "explain", "--model", str(root), "--samples", "1000", "--save-json", str(out)]) == 0
     text = capsys.readouterr().out
     assert "discriminates" in text and "tree accuracy" in text
     report = json.loads(out.read_text())

@@ -92,7 +92,7 @@ def test_audit_global_command(bank, tmp_path_factory, capsys):
     root, workspace, store = copy_of_bank_model(bank, tmp_path_factory, "audit-global")
     store.dispose()
     out = tmp_path_factory.mktemp("global") / "global.json"
-    assert fairproof(["audit", "global", "--model", str(root), "--time-limit", "60", "--json", str(out)]) == 0
+    assert fairproof(["audit", "global", "--model", str(root), "--time-limit", "60", "--save-json", str(out)]) == 0
     text = capsys.readouterr().out
     assert "global discrimination search" in text and "verdict:" in text
     report = json.loads(out.read_text())
@@ -162,7 +162,7 @@ def test_a_counterexample_is_proved_as_a_flip_anyone_can_verify(bank, tmp_path_f
     root, workspace, store = copy_of_bank_model(bank, tmp_path_factory, "prove-discrimination")
     store.dispose()
     out = tmp_path_factory.mktemp("discrimination")
-    assert fairproof(["audit", "global", "--model", str(root), "--time-limit", "60", "--json", str(out / "g.json"),
+    assert fairproof(["audit", "global", "--model", str(root), "--time-limit", "60", "--save-json", str(out / "g.json"),
                       "--prove", str(out / "proofs"), "--single-party-setup"]) == 0
     report = json.loads((out / "g.json").read_text())
     found = [p for p in report["pairs"] if p["counterexample"] and p["counterexample"]["grid_point"]]

@@ -83,7 +83,7 @@ def test_audit_groups_command(bank, tmp_path_factory, capsys):
     out = tmp_path_factory.mktemp("groups")
     assert fairproof(["audit", "groups", "--model", str(root), "--bootstrap", "100", "--influence",
                       "--distribution", "2000",
-                      "--json", str(out / "g.json"), "--plot", str(out / "g.png")]) == 0
+                      "--save-json", str(out / "g.json"), "--plot", str(out / "g.png")]) == 0
     text = capsys.readouterr().out
     assert "disparate impact" in text and "most favoured" in text
     report = json.loads((out / "g.json").read_text())

@@ -148,7 +148,7 @@ def test_audit_persistence_command_counts_the_lp_statuses(bank, tmp_path_factory
     store.dispose()
     out = tmp_path_factory.mktemp("persistence-out")
     assert fairproof(["audit", "persistence", "--model", str(root), "--limit", "12", "--delta", "1,0.5",
-                      "--json", str(out / "p.json"), "--plot", str(out / "p.png")]) == 0
+                      "--save-json", str(out / "p.json"), "--plot", str(out / "p.png")]) == 0
     text = capsys.readouterr().out
     assert "observed" in text and "flipped" in text and "delta 0.5 (standardised) = duration +-" in text
     report = json.loads((out / "p.json").read_text())

@@ -20,7 +20,7 @@ def test_plot_from_bundles_and_plaintext(bank, tmp_path, capsys):
     (tmp_path / "plain").mkdir()
     (tmp_path / "plain" / "0.json").write_text(json.dumps({"certificate": certificate.to_json()}))
     out, table = tmp_path / "eps.png", tmp_path / "eps.json"
-    assert fairproof(["plot", "--out", str(out), "--json", str(table), "--card", str(card),
+    assert fairproof(["plot", "--out", str(out), "--save-json", str(table), "--card", str(card),
                       f"proved={tmp_path}/proved/*.json", f"plaintext={tmp_path}/plain/*.json"]) == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     rows = {r["label"]: r for r in json.loads(table.read_text())}

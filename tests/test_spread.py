@@ -370,7 +370,7 @@ def test_audit_spread_command_matches_the_lens(bank, tmp_path_factory, capsys):
     store.dispose()
     out = tmp_path_factory.mktemp("audit-out")
     code = fairproof(["audit", "spread", "--model", str(root), "--limit", "40", "--top", "3",
-                      "--json", str(out / "spread.json"), "--plot", str(out / "spread.png")])
+                      "--save-json", str(out / "spread.json"), "--plot", str(out / "spread.png")])
     assert code == 0
     text = capsys.readouterr().out
     assert "counterfactual spread" in text and "largest k" in text

@@ -6,7 +6,7 @@
 Each series is LABEL=GLOB. A file is a certificate bundle (its eps is what its proof states: the bundle is
 verified against the card it names, among --card, and refused otherwise) or a plaintext certificate written
 by `fairproof certify --out` (the bank's own computation, marked "plaintext" in the table). Counterfactual
-flips and capped radii are counted, not drawn. Prints a table; --json writes it.
+flips and capped radii are counted, not drawn. Prints a table; --save-json writes it.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--card", action="append", default=[], metavar="CARD.json",
                    help="a model card the bundles may name (repeatable); bundles are verified against it")
     p.add_argument("--out", required=True, metavar="FILE.png", help="where to write the chart")
-    p.add_argument("--json", metavar="FILE", help="also write the table as JSON")
+    p.add_argument("--save-json", metavar="FILE", help="also write the table as JSON to FILE")
     p.add_argument("--bins", type=int, default=30, metavar="N", help="histogram bins (default 30)")
     p.set_defaults(handler=run)
 
@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{r['label'][:24]:<24} {r['source']:<16} {r['files']:>6} {r['drawn']:>6} {r['flips']:>6} "
               f"{r['capped']:>7} {num(r['median']):>10} {num(r['p10']):>10} {num(r['p90']):>10}")
     print(f"wrote {args.out}")
-    if args.json:
-        Path(args.json).write_text(json.dumps([{k: v for k, v in r.items() if not k.startswith("_")} for r in rows],
+    if args.save_json:
+        Path(args.save_json).write_text(json.dumps([{k: v for k, v in r.items() if not k.startswith("_")} for r in rows],
                                               indent=1))
     return 0

@@ -24,7 +24,7 @@ def register_explain(verbs: argparse._SubParsersAction) -> None:
     ex.add_argument("--time-limit", type=float, default=100.0, metavar="S",
                     help="the global search's seconds per pair, for seeds (default 100)")
     favourable_argument(ex)
-    ex.add_argument("--json", metavar="FILE", help="write the rules as JSON")
+    ex.add_argument("--save-json", metavar="FILE", help="write the rules as JSON to FILE")
     ex.set_defaults(handler=run_explain)
 
 
@@ -72,8 +72,8 @@ def run_explain(args: argparse.Namespace) -> int:
         print(f"  rule {i}: {text}")
         print(f"          coverage {rule.coverage:.1%}, precision {rule.precision:.1%}, "
               f"mean k difference {rule.mean_k_difference:+.3f}")
-    if args.json:
-        Path(args.json).write_text(json.dumps({
+    if args.save_json:
+        Path(args.save_json).write_text(json.dumps({
             "model_id": card.model_id, "seeds": len(seeds), "samples": result.samples,
             "discriminatory_share": result.discriminatory_share, "tree_accuracy": result.tree_accuracy,
             "rules": [{"conditions": [describe_condition(c, pre, card.feature_names) for c in r.conditions],

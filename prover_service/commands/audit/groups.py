@@ -34,7 +34,7 @@ def register_groups(verbs: argparse._SubParsersAction) -> None:
     gr.add_argument("--influence", action="store_true",
                     help="with --distribution: FVGM's fairness influence of each feature, how much the statistical "
                          "parity difference and each group's rate change when that feature is made uniform")
-    gr.add_argument("--json", metavar="FILE", help="write the report as JSON")
+    gr.add_argument("--save-json", metavar="FILE", help="write the report as JSON to FILE")
     gr.add_argument("--plot", metavar="FILE.png", help="write the selection rates as a PNG chart")
     gr.set_defaults(handler=run_groups)
 
@@ -87,8 +87,8 @@ def run_groups(args: argparse.Namespace) -> int:
         print("  fairness influence (statistical parity difference minus its value with the feature uniform):")
         for i in influence[:10]:
             print(f"  {card.feature_names[i.column][:32]:<32} {i.parity_change:+.4f}")
-    if args.json:
-        Path(args.json).write_text(json.dumps({
+    if args.save_json:
+        Path(args.save_json).write_text(json.dumps({
             "model_id": card.model_id, "favourable_class": labels[favourable], "rows": report.rows,
             "outside_box": report.outside_box,
             "data": rows.source,

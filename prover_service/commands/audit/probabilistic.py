@@ -38,7 +38,7 @@ def register_probabilistic(verbs: argparse._SubParsersAction) -> None:
                     help="when sampling: every group's interval holds at once with probability C (default 0.95)")
     pv.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     favourable_argument(pv)
-    pv.add_argument("--json", metavar="FILE", help="write the result as JSON")
+    pv.add_argument("--save-json", metavar="FILE", help="write the result as JSON to FILE")
     pv.set_defaults(handler=run_probabilistic)
 
 
@@ -102,8 +102,8 @@ def run_probabilistic(args: argparse.Namespace) -> int:
     if result.most_favoured is not None:
         print(f"  most favoured: {names[result.most_favoured.group]}; least favoured: "
               f"{names[result.least_favoured.group]}")
-    if args.json:
-        Path(args.json).write_text(json.dumps({
+    if args.save_json:
+        Path(args.save_json).write_text(json.dumps({
             "model_id": card.model_id, "favourable_class": labels[favourable], "distribution": source,
             "method": result.method, "records" if result.method == "enumeration" else "draws_per_group":
                 result.assignments, "confidence": result.confidence,

@@ -36,7 +36,7 @@ def register_global(verbs: argparse._SubParsersAction) -> None:
     data_arguments(g, model=False)
     g.add_argument("--no-margin-difference", action="store_true",
                    help="answer the decision question only (skip the maximum margin difference's MILPs)")
-    g.add_argument("--json", metavar="FILE", help="write the results as JSON")
+    g.add_argument("--save-json", metavar="FILE", help="write the results as JSON to FILE")
     g.add_argument("--prove", metavar="DIR",
                    help="prove each counterexample on the input grid against the committed weights: a certificate "
                         "bundle (a counterfactual flip, every combination's decision public) per counterexample, "
@@ -64,7 +64,7 @@ def register_kdisc(verbs: argparse._SubParsersAction) -> None:
     kd.add_argument("--continuous", action="store_true",
                     help="let categorical features take any value of the box (default: their categories only)")
     data_arguments(kd, model=False)
-    kd.add_argument("--json", metavar="FILE", help="write the result as JSON")
+    kd.add_argument("--save-json", metavar="FILE", help="write the result as JSON to FILE")
     kd.set_defaults(handler=run_kdisc)
 
 
@@ -130,10 +130,10 @@ def run_global(args: argparse.Namespace) -> int:
               f"{point}; "
               + ("on the input grid too (a quantised record)" if r.counterexample.grid_point is not None
                  else "not on the input grid (rounding it changes a decision)"))
-    if args.json:
+    if args.save_json:
         restricted = ([card.feature_names[j] for j in choices]
                       + [card.feature_names[j] for columns, _ in blocks for j in columns])
-        Path(args.json).write_text(json.dumps({
+        Path(args.save_json).write_text(json.dumps({
             "model_id": card.model_id, "favourable_class": labels[favourable], "time_limit_s": args.time_limit,
             "categorical_columns_restricted": restricted,
             "numeric_columns_restricted": {card.feature_names[j]: [lo, hi] for j, (lo, hi) in ranges.items()},
@@ -256,8 +256,8 @@ def run_kdisc(args: argparse.Namespace) -> int:
     if observed is not None:
         source, n, largest = observed
         print(f"  the rows of {source} ({n} inside the box): largest k {largest}")
-    if args.json:
-        Path(args.json).write_text(json.dumps({
+    if args.save_json:
+        Path(args.save_json).write_text(json.dumps({
             "model_id": card.model_id, "bucket_width_logits": width, "combinations": names,
             "milp": {"status": result.status, "k": result.k, "upper_bound": result.upper_bound,
                      "seconds": result.seconds, "message": result.message,

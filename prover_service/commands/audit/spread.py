@@ -24,7 +24,7 @@ def register_spread(verbs: argparse._SubParsersAction) -> None:
     s.add_argument("--bucket-width", type=float, metavar="W",
                    help="bucket width in logits (default: the card's lens, else 0.2)")
     favourable_argument(s)
-    s.add_argument("--json", metavar="FILE", help="write the report as JSON")
+    s.add_argument("--save-json", metavar="FILE", help="write the report as JSON to FILE")
     s.add_argument("--plot", metavar="FILE.png", help="write the distribution of k as a PNG chart")
     s.set_defaults(handler=run_spread)
 
@@ -46,7 +46,7 @@ def register_persistence(verbs: argparse._SubParsersAction) -> None:
     p2.add_argument("--time-limit", type=float, default=60.0, metavar="S",
                     help="with --exact: seconds per MILP; a solve stopped short reports its gap (default 60)")
     favourable_argument(p2)
-    p2.add_argument("--json", metavar="FILE", help="write the table as JSON")
+    p2.add_argument("--save-json", metavar="FILE", help="write the table as JSON to FILE")
     p2.add_argument("--plot", metavar="FILE.png", help="write the favoured shares as a PNG chart")
     p2.set_defaults(handler=run_persistence)
 
@@ -84,8 +84,8 @@ def run_spread(args: argparse.Namespace) -> int:
             sp = row.spread
             print(f"    {rows.names[kept[row.index]]}: k = {sp.distinct_buckets}, decisions "
                   f"{', '.join(labels[d] for d in sp.decisions)}, gap {float(sp.largest_margin_gap):.4f} logits")
-    if args.json:
-        Path(args.json).write_text(json.dumps({
+    if args.save_json:
+        Path(args.save_json).write_text(json.dumps({
             "model_id": card.model_id, "data": rows.source, "individuals": n, "outside_box": outside,
             "slices": report.n_slices,
             "favourable_class": labels[lens.favourable_class], "bucket_width": lens.bucket_width,
@@ -151,8 +151,8 @@ def run_persistence(args: argparse.Namespace) -> int:
               f"{g.share(g.favoured):>9.1%} {g.share(g.disfavoured):>11.1%} {g.share(g.inconclusive):>12.1%}")
     if args.exact:
         _print_exact_persistence(scores)
-    if args.json:
-        Path(args.json).write_text(json.dumps({
+    if args.save_json:
+        Path(args.save_json).write_text(json.dumps({
             "model_id": card.model_id, "data": rows.source, "individuals": len(queries), "outside_box": outside,
             "favourable_class": labels[favourable], "numeric_columns": [pre.feature_names[j] for j in numeric],
             "rows": [{"attribute": g.attribute, "group": g.group, "setting": g.setting, "delta": str(g.delta),
