@@ -16,6 +16,7 @@ COPY pyproject.toml README.md ./
 # Dependencies exactly as locked, each file checked against its hash; then the project itself.
 COPY requirements/prover.lock.txt requirements/
 RUN pip install --no-cache-dir --require-hashes -r requirements/prover.lock.txt
+COPY audits audits
 COPY circuits circuits
 COPY commitments commitments
 COPY fairness fairness

@@ -1,7 +1,7 @@
 """HyFair's global discrimination search on the paper models, and how well it is corroborated.
 
 Per model (dataset, hidden sizes, fair/unfair; favourable class the dataset's, categorical features
-held to their categories): `fairness.global_search` on every ordered pair of sensitive combinations
+held to their categories): `audits.global_search` on every ordered pair of sensitive combinations
 (status, t*, seconds). For every pair, whatever its status:
 
 - random: N points of the box (numeric features uniform on the input grid, categorical ones a random
@@ -29,8 +29,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from audits.global_search import COUNTEREXAMPLE, FAIR, categorical_choices, global_search  # noqa: E402
 from fairness.fixed_point import integer_logits, to_fixed_point  # noqa: E402
-from fairness.global_search import COUNTEREXAMPLE, FAIR, categorical_choices, global_search  # noqa: E402
 from fairness.spread import default_favourable_class  # noqa: E402
 from fairness.training import load_or_train  # noqa: E402
 

@@ -26,7 +26,7 @@ Per model (dataset, hidden sizes, fair/unfair), for the first N test customers:
   gives and the optimised bounds do not; the exact MILP optimum and the gap
   (LP bound to attained optimum) when --exact.
 
-With --pba, PBA's group tables (`fairness.persistence_audit`) for the first
+With --pba, PBA's group tables (`audits.persistence`) for the first
 --pba-individuals test individuals of each model at --pba-deltas.
 
     .venv/bin/python benchmarks/lenses.py [--models german:4x2,adult:4x2] [--variants fair,unfair]
@@ -49,12 +49,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from audits.persistence import audit_persistence  # noqa: E402
 from circuits.backends import get_backend  # noqa: E402
 from circuits.builder import ConstraintSystem  # noqa: E402
 from fairness.certificate import certify  # noqa: E402
 from fairness.datasets import load_dataset  # noqa: E402
 from fairness.fixed_point import to_fixed_point  # noqa: E402
-from fairness.persistence_audit import audit_persistence  # noqa: E402
 from fairness.slope_plans import DEFAULT_ALPHA_BITS  # noqa: E402
 from fairness.persistence import (INCONCLUSIVE, crown_bounds, exact_bounds, lp_bounds,  # noqa: E402
                                   optimised_bounds, perturbation_box, proved_bounds, single_attribute_flips)

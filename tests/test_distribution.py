@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fairness.distribution import distribution_rates, learn_network
+from audits.distribution import distribution_rates, learn_network
 from fairness.fixed_point import integer_logits
 from fairness_toy_models import random_model
 
@@ -70,7 +70,7 @@ def test_unusable_inputs_are_refused():
 def test_fairness_influence_points_at_the_feature_that_carries_the_group():
     """x2 is drawn from a group-dependent interval and the model leans on it: making x2 uniform removes most
     of the gap; x3 (independent of the group) has no influence up to sampling noise."""
-    from fairness.distribution import fairness_influence, with_uniform
+    from audits.distribution import fairness_influence, with_uniform
     from fairness.fixed_point import FixedPointModel, QuantisedMLP, SensitiveDomain
 
     # logit_1 - logit_0 = relu(4 x2) - 1 (+ 0 x3): favourable iff x2 > 0.25
@@ -105,7 +105,7 @@ def test_a_learned_structure_keeps_the_dependencies_a_star_loses():
     """x2 depends on x1 (a chain g -> x1 -> x2): hill climbing finds an edge between them, never one into the
     group, and the samples keep x1 and x2 correlated within a group as the data does (up to the bins'
     resolution); the star, which makes them independent given the group, loses it."""
-    from fairness.distribution import GROUP, learn_structured_network
+    from audits.distribution import GROUP, learn_structured_network
 
     model = random_model(5, n_inputs=4, hidden=(4, 2), n_classes=2, scale_bits=S, sensitive_values=(0, 1))
     rng = np.random.default_rng(2)
@@ -127,7 +127,7 @@ def test_a_learned_structure_keeps_the_dependencies_a_star_loses():
 
 
 def test_structured_rates_and_influence_run_on_the_same_machinery():
-    from fairness.distribution import fairness_influence, learn_structured_network, with_uniform
+    from audits.distribution import fairness_influence, learn_structured_network, with_uniform
 
     model = random_model(6, n_inputs=4, hidden=(4, 2), n_classes=2, scale_bits=S, sensitive_values=(0, 1))
     rng = np.random.default_rng(4)

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from fairness.explain import Condition, describe_condition, distinct_decisions, explain
+from audits.explain import Condition, describe_condition, distinct_decisions, explain
 from fairness.fixed_point import FixedPointModel, QuantisedMLP, SensitiveDomain
 from fairness_toy_models import random_model
 
@@ -110,7 +110,7 @@ def _schema():
 
 
 def test_samples_hold_one_hot_features_at_their_categories():
-    from fairness.explain import sample
+    from audits.explain import sample
 
     model = _one_hot_model()
     rng = np.random.default_rng(1)
@@ -139,7 +139,7 @@ def test_rules_over_a_one_hot_feature_name_its_category_and_match_a_brute_force(
 def test_schema_conditions_and_points_read_in_raw_units():
     from fractions import Fraction
 
-    from fairness.global_search import describe_inputs
+    from audits.global_search import describe_inputs
 
     schema, names = _schema(), _schema().feature_names
     assert describe_condition(Condition(4, True, 0.25), schema, names) == "age <= 45 years"
@@ -157,7 +157,7 @@ def test_shipped_dataset_points_read_in_its_units():
     from fractions import Fraction
 
     from fairness.datasets import CATEGORICAL, NUMERIC, Preprocessor
-    from fairness.global_search import describe_inputs
+    from audits.global_search import describe_inputs
 
     pre = Preprocessor(feature_names=("age", "job"), kinds=(NUMERIC, CATEGORICAL), categories={"job": ("a", "b", "c")},
                        means=(40.0, 1.0), stds=(10.0, 0.5), sensitive=())

@@ -10,9 +10,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from audits.global_search import (COUNTEREXAMPLE, FAIR, GlobalSearchError, _decision, exact_margin,
+                                  global_search)
 from fairness.fixed_point import FixedPointModel, QuantisedMLP
-from fairness.global_search import (COUNTEREXAMPLE, FAIR, GlobalSearchError, _decision, exact_margin,
-                                    global_search)
 from fairness_toy_models import random_model
 
 
@@ -133,7 +133,7 @@ def test_restricted_columns_take_only_their_values():
 
 
 def test_categorical_choices_are_the_encoded_categories(bank):
-    from fairness.global_search import categorical_choices
+    from audits.global_search import categorical_choices
     from fairness.fixed_point import quantise_value
 
     artifact = bank.prover.workspace.artifact
@@ -186,7 +186,7 @@ def test_a_counterexample_is_proved_as_a_flip_anyone_can_verify(bank, tmp_path_f
 
 
 def test_ranges_keep_the_search_inside_them():
-    from fairness.global_search import observed_ranges
+    from audits.global_search import observed_ranges
 
     model = random_model(4, n_inputs=4, hidden=(4, 2), n_classes=2, scale_bits=6)
     one = 1 << model.scale_bits
@@ -223,7 +223,7 @@ def _margin_difference_at(model: FixedPointModel, x, source: int, target: int, f
 def test_the_maximum_margin_difference_equals_the_exact_reference(seed):
     """One hidden layer, two free inputs: the maximum over the arrangement's vertices is the maximum."""
     from arrangement_reference import arrangement_vertices
-    from fairness.global_search import maximum_margin_difference
+    from audits.global_search import maximum_margin_difference
 
     model = random_model(seed, n_inputs=3, hidden=(12,), n_classes=2, scale_bits=10, weight_range=3.0)
     result = maximum_margin_difference(model, favourable=1, time_limit=30)
@@ -242,7 +242,7 @@ def test_the_maximum_margin_difference_equals_the_exact_reference(seed):
 
 def test_the_maximum_margin_difference_bounds_a_dense_grid():
     """Two hidden layers: no grid point of the box shows a larger difference than the optimum."""
-    from fairness.global_search import maximum_margin_difference
+    from audits.global_search import maximum_margin_difference
 
     model = random_model(4, n_inputs=3, hidden=(4, 2), n_classes=2, scale_bits=6)
     result = maximum_margin_difference(model, favourable=0, time_limit=30)
@@ -257,7 +257,7 @@ def test_the_maximum_margin_difference_bounds_a_dense_grid():
 
 def test_a_margin_difference_stopped_short_says_so(monkeypatch):
     from fairness import milp
-    from fairness.global_search import margin_difference_pair, maximum_margin_difference
+    from audits.global_search import margin_difference_pair, maximum_margin_difference
     from prover_service.commands.audit import describe_margin_difference
 
     model = random_model(3, n_inputs=5, hidden=(8, 4), n_classes=2, scale_bits=8, weight_range=2.0)

@@ -6,8 +6,8 @@ import json
 import numpy as np
 import pytest
 
+from audits.group_metrics import group_report, wilson
 from fairness.fixed_point import quantise_query
-from fairness.group_metrics import group_report, wilson
 from fairness_toy_models import random_model
 
 

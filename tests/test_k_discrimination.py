@@ -7,9 +7,9 @@ from fractions import Fraction
 
 import pytest
 
+from audits.global_search import GlobalSearchError
+from audits.k_discrimination import OPTIMAL, exact_buckets, max_buckets, sampled_max_buckets
 from fairness.fixed_point import QuantisedMLP
-from fairness.global_search import GlobalSearchError
-from fairness.k_discrimination import OPTIMAL, exact_buckets, max_buckets, sampled_max_buckets
 
 from fairness_toy_models import random_model
 

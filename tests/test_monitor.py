@@ -844,7 +844,8 @@ def test_the_monitor_adopts_its_old_default_state_directory(live, tmp_path, monk
 
 
 def test_the_auditor_imports_nothing_of_the_bank_side():
-    blocked = ("fairness", "offline_precompute", "prover_service", "sqlalchemy", "scipy", "torch", "matplotlib")
+    blocked = ("audits", "fairness", "offline_precompute", "prover_service", "sqlalchemy", "scipy", "torch",
+               "matplotlib")
     # the one record encoder, read through cards, and the radius vocabulary cards speak (standard library only)
     shared = ("fairness", "fairness.schema", "fairness.errors", "fairness.radius")
     script = textwrap.dedent(f"""

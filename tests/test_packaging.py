@@ -51,3 +51,16 @@ def test_the_check_sees_the_migrations_and_the_native_source():
     needed = set(_needs_listing())
     assert ("prover_service.service", "migrations/versions/0001_initial.py") in needed
     assert ("circuits.backends.native", "ntt.c") in needed
+
+
+def _top_level_packages() -> list[str]:
+    return sorted(p.name for p in REPO.iterdir() if (p / "__init__.py").is_file())
+
+
+def test_every_top_level_package_is_installed_and_in_the_image():
+    include = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"]
+    dockerfile = (REPO / "Dockerfile").read_text().splitlines()
+    packages = _top_level_packages()
+    assert {"audits", "fairness", "prover_service"} <= set(packages)
+    assert [p for p in packages if not any(fnmatch.fnmatch(p, pattern) for pattern in include)] == []
+    assert [p for p in packages if f"COPY {p} {p}" not in dockerfile] == []

@@ -245,7 +245,7 @@ def test_a_milp_stopped_short_is_not_called_exact(monkeypatch):
     keeps its attained value and bound, says it is not optimal and by how much at most; the audit counts
     it apart and prints the gap."""
     from fairness import milp
-    from fairness.persistence_audit import audit_persistence
+    from audits.persistence import audit_persistence
 
     model = random_model(3, n_inputs=5, hidden=(8, 4), n_classes=2, scale_bits=8, weight_range=2.0)
     query = random_query(model, random.Random(3))
@@ -265,7 +265,7 @@ def test_a_milp_stopped_short_is_not_called_exact(monkeypatch):
 
 
 def test_the_audits_exact_counts_follow_the_milp():
-    from fairness.persistence_audit import NEITHER, audit_persistence, exact_status
+    from audits.persistence import NEITHER, audit_persistence, exact_status
 
     model = _model(1, (4, 2))
     rng = random.Random(3)

@@ -9,10 +9,10 @@ import random
 import numpy as np
 import pytest
 
-from fairness.probabilistic import (NETWORK_FORMAT, BayesianNetwork, Variable, enumerated_fairness, group_fairness,
-                                    learn_group_network, linear_positive_probability, model_decider,
-                                    network_fairness, network_from_json, network_to_json, positive_probability,
-                                    quantile_bins, sampled_fairness, sampled_positive_probability)
+from audits.probabilistic import (NETWORK_FORMAT, BayesianNetwork, Variable, enumerated_fairness, group_fairness,
+                                  learn_group_network, linear_positive_probability, model_decider,
+                                  network_fairness, network_from_json, network_to_json, positive_probability,
+                                  quantile_bins, sampled_fairness, sampled_positive_probability)
 
 
 def _fvgm_classifier(a):

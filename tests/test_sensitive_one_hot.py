@@ -406,7 +406,7 @@ def test_the_bound_radius_flips_on_the_same_slice_as_the_proof(bank):
 
 
 def test_group_metrics_count_each_combination_of_points_under_its_labels(bank):
-    from fairness.group_metrics import group_report
+    from audits.group_metrics import group_report
 
     rng = random.Random(1)
     records = [{"income": rng.randint(0, 200), "race": rng.choice("abc"), "duration": rng.randint(3, 72),

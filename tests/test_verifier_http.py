@@ -238,7 +238,7 @@ def test_an_unreachable_service_exits_2(tmp_path, capsys):
 
 
 def test_the_client_imports_nothing_of_the_bank_side():
-    blocked = ("fairness", "offline_precompute", "prover_service", "sqlalchemy", "scipy", "torch")
+    blocked = ("audits", "fairness", "offline_precompute", "prover_service", "sqlalchemy", "scipy", "torch")
     # The one record encoder is shared with the bank: fairness.schema (pydantic and numpy) and its errors; and the
     # radius vocabulary (fairness.radius, standard library only).
     shared = ("fairness", "fairness.schema", "fairness.errors", "fairness.radius")

@@ -16,7 +16,7 @@ import pytest
 from fairness.radius import PROVED_RADII, RADIUS_MODES, REGION_RADII, Radius, parse_radius
 
 REPO = Path(__file__).resolve().parents[1]
-SOURCE = ("circuits", "transparency", "fairness", "statement", "commitments", "offline_precompute",
+SOURCE = ("circuits", "transparency", "fairness", "statement", "audits", "commitments", "offline_precompute",
           "verifier_client", "prover_service", "benchmarks", "scripts")
 HOME = "fairness/radius.py"  # the one definition
 WORDS = frozenset(mode.value for mode in Radius)

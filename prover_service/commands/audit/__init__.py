@@ -16,29 +16,29 @@ persistence: PBA's group scores; per sensitive group and delta, the share of
 (input, single-attribute flip) pairs whose favourable margin is persistently
 larger (favoured) or smaller (disfavoured) than the counterfactual's over the
 box of numeric features within delta, observed and flipped, inconclusive
-counted separately (fairness.persistence_audit).
+counted separately (audits.persistence).
 
 global: HyFair's global 2-fairness over the whole domain box, one MILP per
-ordered pair of sensitive combinations (fairness.global_search): a
+ordered pair of sensitive combinations (audits.global_search): a
 counterexample (re-checked exactly), fair (optimal), or unknown; beside it
 HyFair's maximum margin difference, with the solver's bound and gap when it
 stops short of optimality.
 
 kdisc: HyFair's k-discrimination over the domain box, one MILP over a copy of
-the network per sensitive combination (fairness.k_discrimination).
+the network per sensitive combination (audits.k_discrimination).
 
 groups: selection rates per compound sensitive group, disparate impact, the
 statistical parity difference, the equal opportunity difference (TPR gap) and
 equalized odds (FVGM's EO: the larger of the TPR and FPR gaps)
-(fairness.group_metrics).
+(audits.group_metrics).
 
 probabilistic: FVGM's and Justicia's verification: each group's probability of
 a favourable decision over a Bayesian network (a file, or learned from the
 rows), exactly by enumeration or sampled with a stated confidence
-(fairness.probabilistic).
+(audits.probabilistic).
 
 explain: decision-tree rules for where the model discriminates
-(fairness.explain, HyFair's Algorithm 2).
+(audits.explain, HyFair's Algorithm 2).
 
 dataset, prove-groups: a public audit dataset, and a zero-knowledge proof of the
 committed model's decision counts per group on it (statement.group_counts), which

@@ -40,7 +40,7 @@ class AuditRows:
         """(the queries of the first `limit` rows that lie inside the domain box, quantised as customers'
         queries are; their row indices; how many of those rows lie outside the box, no certificate being
         issued for them either)."""
-        from fairness.group_metrics import decisions
+        from audits.group_metrics import decisions
 
         X = self.X[:limit] if limit else self.X
         queries, kept = decisions(model, X)

@@ -33,7 +33,7 @@ def discriminatory_seeds(model, results, queries) -> list[tuple[int, ...]]:
     whose decision changes with their sensitive values alone."""
     import numpy as np
 
-    from fairness.explain import distinct_decisions
+    from audits.explain import distinct_decisions
 
     seeds = [r.counterexample.grid_point for r in results
              if r.counterexample is not None and r.counterexample.grid_point is not None]
@@ -45,8 +45,8 @@ def discriminatory_seeds(model, results, queries) -> list[tuple[int, ...]]:
 
 def run_explain(args: argparse.Namespace) -> int:
     from fairness.errors import ModelError
-    from fairness.explain import condition_json, describe_condition, explain
-    from fairness.global_search import categorical_choices, global_search, one_hot_blocks
+    from audits.explain import condition_json, describe_condition, explain
+    from audits.global_search import categorical_choices, global_search, one_hot_blocks
     from prover_service.workspace import ModelWorkspace
 
     if args.samples < 100 or args.depth < 1 or not args.time_limit > 0:

@@ -41,7 +41,7 @@ def register_groups(verbs: argparse._SubParsersAction) -> None:
 
 def run_groups(args: argparse.Namespace) -> int:
     from fairness.errors import ModelError
-    from fairness.group_metrics import group_report
+    from audits.group_metrics import group_report
     from prover_service.workspace import ModelWorkspace
 
     if args.bootstrap < 0 or args.distribution < 0:

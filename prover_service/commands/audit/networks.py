@@ -1,13 +1,13 @@
-"""The Bayesian network learned from the rows (fairness.distribution): its selection rates per group,
+"""The Bayesian network learned from the rows (audits.distribution): its selection rates per group,
 FVGM's fairness influence of each feature, and its structure in words."""
 from __future__ import annotations
 
 
 def learned_network(workspace, model, X, structure: str):
-    """The Bayesian network learned from X (fairness.distribution): the star or a learned structure."""
-    from fairness.distribution import learn_network, learn_structured_network
+    """The Bayesian network learned from X (audits.distribution): the star or a learned structure."""
+    from audits.distribution import learn_network, learn_structured_network
     from fairness.errors import ModelError
-    from fairness.global_search import categorical_choices
+    from audits.global_search import categorical_choices
 
     categorical = list(categorical_choices(workspace.artifact.preprocessor, model))
     try:
@@ -20,14 +20,14 @@ def learned_network(workspace, model, X, structure: str):
 
 def learned_rates(network, model, favourable: int, draws: int):
     """Selection rates per group over the learned network."""
-    from fairness.distribution import distribution_rates
+    from audits.distribution import distribution_rates
 
     return distribution_rates(model, network, favourable, draws)
 
 
 def feature_influence(network, model, favourable: int, draws: int):
     """FVGM's fairness influence of every feature on the learned network, largest first."""
-    from fairness.distribution import fairness_influence
+    from audits.distribution import fairness_influence
 
     influence = fairness_influence(model, network, favourable, draws)
     return sorted(influence, key=lambda i: -abs(i.parity_change))
@@ -35,7 +35,7 @@ def feature_influence(network, model, favourable: int, draws: int):
 
 def describe_network(network, card) -> str:
     """The learned structure in one line: each feature's parents (the group is always a root)."""
-    from fairness.distribution import GROUP
+    from audits.distribution import GROUP
 
     if not hasattr(network, "edges"):
         return "star: every feature with the group as its only parent"

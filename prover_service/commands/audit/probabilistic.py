@@ -46,7 +46,7 @@ def run_probabilistic(args: argparse.Namespace) -> int:
     import random
 
     from fairness.errors import DataError, ModelError
-    from fairness.probabilistic import model_decider, network_fairness, network_to_json
+    from audits.probabilistic import model_decider, network_fairness, network_to_json
     from prover_service.workspace import ModelWorkspace, write_atomically
 
     if args.bins < 1 or args.max_enumeration < 1 or args.samples < 1 or not 0 < args.confidence < 1:
@@ -123,7 +123,7 @@ def _read_network(path: str, schema):
     """A network file, every state of a model attribute checked against the schema (a state the schema
     refuses is named with its variable)."""
     from fairness.errors import DataError
-    from fairness.probabilistic import network_from_json
+    from audits.probabilistic import network_from_json
     from fairness.schema import RecordError
 
     try:
@@ -148,11 +148,11 @@ def _read_network(path: str, schema):
 
 
 def _learned_group_network(records, schema, bins: int):
-    """Justicia's network from the rows' raw records (`fairness.probabilistic.learn_group_network`):
+    """Justicia's network from the rows' raw records (`audits.probabilistic.learn_group_network`):
     categories and sensitive values as the schema lists them, numeric attributes in quantile bins."""
     import bisect
 
-    from fairness.probabilistic import learn_group_network, quantile_bins
+    from audits.probabilistic import learn_group_network, quantile_bins
     from fairness.schema import NumericFeature, category_key, number
 
     states: dict[str, tuple[str, ...]] = {}

@@ -50,7 +50,7 @@ class _Audit:
     rows: AuditRows
     queries: list[tuple[int, ...]]
     outside: int
-    choices: Any  # categorical features at their categories (fairness.global_search)
+    choices: Any  # categorical features at their categories (audits.global_search)
     blocks: Any  # one-hot blocks
 
     @property
@@ -80,7 +80,7 @@ def run_report(args: argparse.Namespace) -> int:
 
 
 def _open(args: argparse.Namespace) -> _Audit:
-    from fairness.global_search import categorical_choices, one_hot_blocks
+    from audits.global_search import categorical_choices, one_hot_blocks
     from prover_service.workspace import ModelWorkspace
 
     workspace = ModelWorkspace.open(args.model)
@@ -138,7 +138,7 @@ def _radius_section(audit: _Audit) -> Any:
 
 
 def _groups_section(audit: _Audit) -> Any:
-    from fairness.group_metrics import group_report
+    from audits.group_metrics import group_report
     from prover_service.report import Section, Table
 
     model, card, favourable, draws = audit.model, audit.card, audit.favourable, audit.args.draws
@@ -180,7 +180,7 @@ def _groups_section(audit: _Audit) -> Any:
 
 
 def _spread_section(audit: _Audit) -> Any:
-    from fairness.spread_audit import audit_spread
+    from audits.spread import audit_spread
     from prover_service.report import Section, Table
 
     model, card, lens = audit.model, audit.card, audit.lens
@@ -195,7 +195,7 @@ def _spread_section(audit: _Audit) -> Any:
     s.images.append(("k distribution",
                      png_of(lambda path: plot_spread(spread.k_distribution, card.model_id, width, path))))
     if model.net.n_classes == 2:
-        from fairness.k_discrimination import max_buckets
+        from audits.k_discrimination import max_buckets
 
         most = max_buckets(model, audit.favourable, width, audit.args.time_limit, audit.choices, audit.blocks)
         bound = "unknown" if most.upper_bound is None else str(most.upper_bound)
@@ -207,7 +207,7 @@ def _spread_section(audit: _Audit) -> Any:
 
 def _search_section(audit: _Audit) -> tuple[Any, list[Any]]:
     """The global discrimination search's section, and its results (the explanations' seeds)."""
-    from fairness.global_search import global_search, maximum_margin_difference
+    from audits.global_search import global_search, maximum_margin_difference
     from prover_service.report import Section, Table
 
     model, card, time_limit = audit.model, audit.card, audit.args.time_limit
@@ -233,7 +233,7 @@ def _search_section(audit: _Audit) -> tuple[Any, list[Any]]:
 
 
 def _explain_section(audit: _Audit, results: list[Any]) -> Any:
-    from fairness.explain import describe_condition, explain
+    from audits.explain import describe_condition, explain
     from prover_service.report import Section, Table
 
     seeds = discriminatory_seeds(audit.model, results, audit.queries)

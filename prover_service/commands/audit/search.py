@@ -70,8 +70,8 @@ def register_kdisc(verbs: argparse._SubParsersAction) -> None:
 
 def run_global(args: argparse.Namespace) -> int:
     from fairness.errors import ModelError
-    from fairness.global_search import (COUNTEREXAMPLE, FAIR, GlobalSearchError, categorical_choices,
-                                        global_search, maximum_margin_difference, observed_ranges, one_hot_blocks)
+    from audits.global_search import (COUNTEREXAMPLE, FAIR, GlobalSearchError, categorical_choices,
+                                      global_search, maximum_margin_difference, observed_ranges, one_hot_blocks)
     from prover_service.workspace import ModelWorkspace
 
     if not args.time_limit > 0:
@@ -183,7 +183,7 @@ def point_text(preprocessor, model, feature_names, point) -> str:
 
 
 def _point_words(preprocessor, scale_bits: int, sensitive, feature_names, point) -> str:
-    from fairness.global_search import describe_inputs
+    from audits.global_search import describe_inputs
 
     raw = None if preprocessor is None else describe_inputs(preprocessor, point, scale_bits, tuple(sensitive))
     if raw is not None:
@@ -195,7 +195,7 @@ def _point_words(preprocessor, scale_bits: int, sensitive, feature_names, point)
 def point_json(preprocessor, model, point) -> dict:
     """An input the audits found, for a JSON report: every model input's standardised value (exact
     rationals as text) and, when the preprocessing says how, each non-sensitive attribute in raw units."""
-    from fairness.global_search import describe_inputs
+    from audits.global_search import describe_inputs
 
     if point is None:
         return {"point_standardised": None, "point_raw": None}
@@ -221,8 +221,8 @@ def run_kdisc(args: argparse.Namespace) -> int:
     from fractions import Fraction
 
     from fairness.errors import ModelError
-    from fairness.global_search import GlobalSearchError, categorical_choices, one_hot_blocks
-    from fairness.k_discrimination import max_buckets, sampled_max_buckets
+    from audits.global_search import GlobalSearchError, categorical_choices, one_hot_blocks
+    from audits.k_discrimination import max_buckets, sampled_max_buckets
     from prover_service.workspace import ModelWorkspace
 
     if not args.time_limit > 0 or args.samples < 1:
@@ -272,7 +272,7 @@ def run_kdisc(args: argparse.Namespace) -> int:
 def _observed_k(args, workspace, model, lens) -> tuple[str, int, int]:
     """(the rows' source, how many lie inside the box, the largest k any of them reaches): what real
     individuals show beside the MILP's and the sampling's answers."""
-    from fairness.spread_audit import audit_spread
+    from audits.spread import audit_spread
 
     rows = audit_rows(args, workspace)
     queries, _, _ = rows.inside(model)

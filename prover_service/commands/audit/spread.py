@@ -53,7 +53,7 @@ def register_persistence(verbs: argparse._SubParsersAction) -> None:
 
 def run_spread(args: argparse.Namespace) -> int:
     from fairness.errors import ModelError
-    from fairness.spread_audit import audit_spread
+    from audits.spread import audit_spread
     from prover_service.workspace import ModelWorkspace
 
     if args.limit is not None and args.limit < 1 or args.top < 0:
@@ -117,7 +117,7 @@ def _deltas(text: str):
 def run_persistence(args: argparse.Namespace) -> int:
     from fairness.errors import ModelError
     from fairness.persistence import PersistenceError
-    from fairness.persistence_audit import audit_persistence
+    from audits.persistence import audit_persistence
     from prover_service.workspace import ModelWorkspace
 
     deltas = _deltas(args.delta)

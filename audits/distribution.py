@@ -25,7 +25,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .fixed_point import FixedPointModel, integer_logits
+from fairness.fixed_point import FixedPointModel, integer_logits
 from .group_metrics import wilson
 
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Callable, Sequence
 
-from .fixed_point import FixedPointModel
-from .spread import Spread, SpreadLens, spread
+from fairness.fixed_point import FixedPointModel
+from fairness.spread import Spread, SpreadLens, spread
 
 
 @dataclass(frozen=True)

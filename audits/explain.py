@@ -17,7 +17,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .fixed_point import FixedPointModel, integer_logits
+from fairness.fixed_point import FixedPointModel, integer_logits
 
 Block = tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]  # as the global search's: columns, their points
 
@@ -161,7 +161,7 @@ def explain(model: FixedPointModel, choices: Mapping[int, Sequence[int]], seeds:
 def describe_condition(condition: Condition, preprocessor, feature_names: Sequence[str]) -> str:
     """One condition in raw units when the preprocessing says how (a bank's schema or a shipped dataset's
     preprocessor), else standardised."""
-    from .schema import FeatureSchema
+    from fairness.schema import FeatureSchema
 
     j = condition.column
     name = feature_names[j]
@@ -183,7 +183,7 @@ def _schema_condition(condition: Condition, schema) -> str:
     """A condition on one model input in the schema's terms: a number as mean + std * threshold with its
     unit; a categorical feature (one input of a one-hot block, or an ordinal code) as the categories
     whose encoding satisfies it."""
-    from .schema import CategoricalFeature, NumericFeature
+    from fairness.schema import CategoricalFeature, NumericFeature
 
     op = "<=" if condition.upper else ">"
     for feature, first in schema.columns():

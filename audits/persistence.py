@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Callable, Sequence
 
-from .fixed_point import FixedPointModel
-from .persistence_box import DISFAVOURED, FAVOURED, PersistenceError, perturbation_box, single_attribute_flips
-from .persistence_lp import Extreme, exact_extremes, lp_bounds
+from fairness.fixed_point import FixedPointModel
+from fairness.persistence_box import DISFAVOURED, FAVOURED, PersistenceError, perturbation_box, single_attribute_flips
+from fairness.persistence_lp import Extreme, exact_extremes, lp_bounds
 
 OBSERVED, FLIPPED = "observed", "flipped"
 NEITHER, UNRESOLVED = "neither", "unresolved"

@@ -29,8 +29,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .errors import DataError
-from .fixed_point import FixedPointModel, integer_logits, quantise_query
+from fairness.errors import DataError
+from fairness.fixed_point import FixedPointModel, integer_logits, quantise_query
 
 Z95 = 1.959963984540054
 

@@ -27,7 +27,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .fixed_point import FixedPointModel
+from fairness.fixed_point import FixedPointModel
 from .global_search import (DEFAULT_TIME_LIMIT, Block, GlobalSearchError, MilpProgram, add_network_copy,
                             exact_margin, exact_solver_point, interval_bounds, margin_form, real_network,
                             restrict_to_encodings)

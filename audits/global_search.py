@@ -38,8 +38,8 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from .fixed_point import FixedPointModel
-from .milp import MilpSolution, solve
+from fairness.fixed_point import FixedPointModel
+from fairness.milp import MilpSolution, solve
 
 COUNTEREXAMPLE, FAIR, UNKNOWN = "counterexample", "fair (optimal)", "unknown"
 DEFAULT_TIME_LIMIT = 100.0  # seconds per ordered pair, as in Fairify and HyFair
@@ -476,8 +476,8 @@ def categorical_choices(preprocessor, model: FixedPointModel) -> dict[int, tuple
     """Each non-sensitive ordinal categorical column's encoded categories, (code - mean) / std quantised
     at the model's scale as queries are, within the domain box (a shipped dataset's preprocessor, or a
     bank's schema; a schema's one-hot features are `one_hot_blocks`)."""
-    from .fixed_point import quantise_value
-    from .schema import CategoricalFeature, FeatureSchema
+    from fairness.fixed_point import quantise_value
+    from fairness.schema import CategoricalFeature, FeatureSchema
 
     if isinstance(preprocessor, FeatureSchema):
         out = {}
@@ -506,7 +506,7 @@ def categorical_choices(preprocessor, model: FixedPointModel) -> dict[int, tuple
 def one_hot_blocks(preprocessor, model: FixedPointModel) -> tuple[Block, ...]:
     """A bank's schema's one-hot categorical features: each as its input columns and the points they take
     together (one per category, the dropped category all zeros), at the model's scale."""
-    from .schema import CategoricalFeature, FeatureSchema
+    from fairness.schema import CategoricalFeature, FeatureSchema
 
     if not isinstance(preprocessor, FeatureSchema):
         return ()
@@ -527,7 +527,7 @@ def describe_inputs(preprocessor, point: Sequence[Fraction], scale_bits: int,
     A bank's schema gives numbers as mean + std * value with their unit and a one-hot block or an ordinal
     code as its category (`FeatureSchema`'s describe); a shipped dataset's preprocessor its means, stds and
     category labels. None when the preprocessing says nothing of raw units."""
-    from .schema import FeatureSchema
+    from fairness.schema import FeatureSchema
 
     if isinstance(preprocessor, FeatureSchema):
         out = []
@@ -546,8 +546,8 @@ def describe_inputs(preprocessor, point: Sequence[Fraction], scale_bits: int,
 def _at_codes(feature, values: list[Fraction], scale_bits: int) -> list[Fraction]:
     """An ordinal input at its code's quantised value (what a record's query holds) as the code's exact
     standardised double, so that the schema names the category; any other value unchanged."""
-    from .fixed_point import quantise_value
-    from .schema import CategoricalFeature
+    from fairness.fixed_point import quantise_value
+    from fairness.schema import CategoricalFeature
 
     if not isinstance(feature, CategoricalFeature) or feature.encoding != "ordinal":
         return values
@@ -560,7 +560,7 @@ def _at_codes(feature, values: list[Fraction], scale_bits: int) -> list[Fraction
 
 def _shipped_value(preprocessor, j: int, value: Fraction, scale_bits: int) -> str:
     """A shipped dataset's input in raw units: a number, or a categorical code's label."""
-    from .fixed_point import quantise_value
+    from fairness.fixed_point import quantise_value
 
     mean, std = float(preprocessor.means[j]), float(preprocessor.stds[j])
     name = preprocessor.feature_names[j]
@@ -577,7 +577,7 @@ def _shipped_value(preprocessor, j: int, value: Fraction, scale_bits: int) -> st
 def observed_ranges(model: FixedPointModel, X: np.ndarray, columns: Sequence[int]) -> dict[int, tuple[int, int]]:
     """For each of `columns`, the range of the rows' values (standardised floats), rounded outward to the
     model's grid and kept inside the domain box: a search there only meets values the data shows."""
-    from .fixed_point import quantise_ceil, quantise_floor
+    from fairness.fixed_point import quantise_ceil, quantise_floor
 
     out = {}
     for j in columns:
