@@ -419,7 +419,29 @@ def _optimised_radius(model: FixedPointModel, query: Sequence[int], y: int, crow
     own = lambda v: plans_certify(model, query, y, v, eps_bits, first)  # noqa: E731  (monotone in eps)
     if own(crown_eps):
         return crown_eps, first
+    crown = crown_plans(model, query, y, crown_eps, eps_bits, bits)  # CROWN's own choices: they prove crown_eps
+    if plans_certify(model, query, y, crown_eps, eps_bits, crown):
+        return crown_eps, crown
     return (largest_passing(own, 0, crown_eps - 1) if crown_eps > 0 else 0), first
+
+
+def crown_plans(model: FixedPointModel, query: Sequence[int], y: int, eps: int, eps_bits: int,
+                bits: int) -> tuple[SlicePlan, ...]:
+    """CROWN's fixed slopes at eps = E / 2^t as plans of `bits` bits, exactly: per slice, the lower slope
+    `LayerBounds.slopes` gives every neuron (1 on, 0 off, CROWN's rule when unstable; all in {0, 1}, so any
+    `bits` holds them), for every bounded quantity. A proof taking them states what CROWN's rule proves."""
+    if not 0 <= bits <= RELAXATION_SLOPE_BITS:
+        raise ValueError(f"slopes of {bits} bits: at most {RELAXATION_SLOPE_BITS}")
+    shift = RELAXATION_SLOPE_BITS - bits
+    sizes, n_classes = model.net.hidden_sizes, model.net.n_classes
+    plans = []
+    for values in model.slices():
+        layers = layer_bounds(model, _InputSet(model, model.with_slice(query, values), eps, eps_bits))
+        lower = tuple(tuple(a >> shift for a in bounds.slopes()[0]) for bounds in layers)
+        neurons = tuple(tuple((lower[:k], lower[:k]) for _ in range(size)) for k, size in enumerate(sizes) if k)
+        unused = tuple(tuple(0 for _ in layer) for layer in lower)
+        plans.append(SlicePlan(bits, neurons, tuple(unused if c == y else lower for c in range(n_classes))))
+    return tuple(plans)
 
 
 def _largest_below(passes: Callable[[int], bool], low: int, high: int) -> int | None:

@@ -164,3 +164,34 @@ def test_a_one_hot_attribute_is_proved_with_optimised_slopes():
             assert cs.compile(wire_names=False).is_satisfied(cs.witness()) == expected
         proved += 1
     assert proved
+
+
+@pytest.mark.parametrize("hidden, n_classes", [((4, 2), 2), ((6, 4), 3)])
+def test_crowns_own_plans_bound_exactly_as_crowns_rule(hidden, n_classes):
+    """`crown_plans` lays CROWN's fixed rule out as slopes: every margin bound is the integer CROWN's rule gives,
+    so the optimised radius can always fall back to CROWN's and is never below it."""
+    model = random_model(31, n_inputs=5, hidden=hidden, n_classes=n_classes)
+    rng = random.Random(5)
+    compared = 0
+    for _ in range(4):
+        q = random_query(model, rng)
+        crown = bound_certificate(model, q, alpha_bits=0)
+        if crown.status != CERTIFIED:
+            continue
+        for bits in (16, 8):
+            plans = br.crown_plans(model, q, crown.decision, crown.eps, 16, bits)
+            assert {a for plan in plans for a in plan.flat()} <= {0, 1 << bits}
+            for plan, values in zip(plans, model.slices()):
+                x = model.with_slice(q, values)
+                assert (br.margin_lower_bounds(model, x, crown.decision, crown.eps, 16, plan)
+                        == br.margin_lower_bounds(model, x, crown.decision, crown.eps, 16, None))
+            assert plans_certify(model, q, crown.decision, crown.eps, 16, plans)
+        compared += 1
+    assert compared
+
+
+def test_slopes_finer_than_the_relaxation_are_refused():
+    model = random_model(31, n_inputs=5, hidden=(4, 2), n_classes=2)
+    q = random_query(model, random.Random(5))
+    with pytest.raises(ValueError, match="at most 16"):
+        br.crown_plans(model, q, 0, 1, 16, 17)
