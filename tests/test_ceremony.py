@@ -43,34 +43,6 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=600)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def initial_keys_made_once():
-    """`zkey new` (the initial key, no secret involved) is a deterministic function of the circuit and the
-    phase-1 file: starting the ceremony, `ceremony verify --ptau` and every `audit-keys` of this module
-    regenerate the same bytes for the same bucket, so they are made once per (circuit, phase-1 file) here.
-    What each command checks against that key is unchanged."""
-    from circuits.groth16 import r1cs_digest
-    from circuits.snarkjs import ceremony as ceremony_module
-    from circuits.snarkjs import zkey_new
-    from prover_service import key_audit
-
-    made: dict = {}
-    original = zkey_new.new_zkey
-
-    def new_zkey(r1cs, ptau, backend, progress=None):
-        path = Path(getattr(ptau, "path", ptau)).resolve()
-        stat = path.stat()
-        key = (r1cs_digest(r1cs), str(path), stat.st_size, stat.st_mtime_ns)
-        if key not in made:
-            made[key] = original(r1cs, ptau, backend, progress)
-        return made[key]
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(ceremony_module, "new_zkey", new_zkey)
-        patch.setattr(key_audit, "new_zkey", new_zkey)
-        yield made
-
-
 @pytest.fixture(scope="module")
 def bank(tmp_path_factory):
     """A committed small German model, precomputed, and the bucket its first customer needs."""
@@ -296,7 +268,7 @@ def test_audit_keys_accepts_the_card(bank, ptau, proved, capsys, initial_keys_ma
                       "--quiet"]) == 0
     out = capsys.readouterr().out
     assert f"{bank['bucket']}" in out and "OK" in out and "every bucket's key is the statement's" in out
-    assert initial_keys_made_once  # the audit regenerated the initial key (once per circuit in this module)
+    assert initial_keys_made_once  # the audit regenerated the initial key (once per circuit, conftest.py)
 
 
 def test_audit_refuses_single_party_keys_and_a_missing_key(bank, ptau, ceremony, proved, tmp_path):
