@@ -32,8 +32,8 @@ from statement.group_counts import (GroupCountsError, GroupCountsPublic, GroupCo
                                     build_group_counts, dataset_digest, group_counts_relation, plain_counts)
 from statement.proof_system import Groth16, RelationKey
 
-from .bucket_keys import (ZKEY_FILE, InstalledKeys, audit_ceremony_metadata, ceremony_group_shape, load_keys, save_keys,
-                          setup_record)
+from .bucket_keys import (InstalledKeys, audit_ceremony_metadata, ceremony_group_shape, install_ceremony_keys, load_keys,
+                          save_keys, setup_record)
 from .progress import StageBar
 from .key_store import exclusive_lock
 from .workspace import ModelWorkspace
@@ -187,11 +187,7 @@ class GroupCountsProver:
             if any(c.name == shape.name for c in self.card.audit_circuits):
                 raise ModelError(f"the card already publishes audit circuit {shape.name}; installing other keys "
                                  "would change it under issued proofs")
-            directory = self._directory(shape)
-            if directory.exists():
-                shutil.rmtree(directory)  # unpublished keys of an earlier attempt
-            save_keys(directory, shape.to_json(), installed, self.backend)
-            shutil.copyfile(ceremony.current_key_path, directory / ZKEY_FILE)
+            install_ceremony_keys(self._directory(shape), shape.to_json(), installed, ceremony, self.backend)
             self._publish(shape, r1cs, vk, installed.setup)
         self._keys.pop(shape.name, None)
         return self.card.audit_circuit(shape.name)

@@ -190,6 +190,16 @@ def save_keys(directory: Path, shape_json: dict, installed: InstalledKeys, backe
         shutil.copyfile(Ceremony(ceremony_key).current_key_path, directory / ZKEY_FILE)
 
 
+def install_ceremony_keys(directory: Path, shape_json: dict, installed: InstalledKeys, ceremony: Ceremony,
+                          backend: Any) -> None:
+    """A ceremony's keys into `directory` (unpublished keys of an earlier attempt replaced), with its final
+    .zkey kept beside them for auditors."""
+    if directory.exists():
+        shutil.rmtree(directory)
+    save_keys(directory, shape_json, installed, backend)
+    shutil.copyfile(ceremony.current_key_path, directory / ZKEY_FILE)
+
+
 def load_keys(directory: Path, backend: Any) -> tuple[ProvingKey, VerifyingKey, SetupRecord]:
     """What `save_keys` wrote. The bank's own key, saved by this code: file digests only, no per-point
     checks (see load_proving_key)."""

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import shutil
 from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -37,7 +36,8 @@ from commitments.card import BucketShape, CircuitBucket, ModelCard, SetupRecord
 from fairness.errors import ModelError
 from statement import StatementShape, statement_relation
 
-from .bucket_keys import ZKEY_FILE, InstalledKeys, KeySetup, KeysNotReady, keys_from_ceremony, load_keys, save_keys
+from .bucket_keys import (InstalledKeys, KeySetup, KeysNotReady, install_ceremony_keys, keys_from_ceremony, load_keys,
+                          save_keys)
 from .workspace import ModelWorkspace
 
 Progress = Callable[[str], None]
@@ -175,11 +175,7 @@ class KeyStore:
             if published_bucket(self.card, shape) is not None:
                 raise ModelError(f"the card already publishes bucket {shape.bucket}; installing other keys would "
                                  "change the card under issued certificates (recommit the model instead)")
-            directory = self.bucket_dir(shape)
-            if directory.exists():
-                shutil.rmtree(directory)  # unpublished keys of an earlier attempt
-            save_keys(directory, shape.to_json(), installed, self.backend)
-            shutil.copyfile(ceremony.current_key_path, directory / ZKEY_FILE)
+            install_ceremony_keys(self.bucket_dir(shape), shape.to_json(), installed, ceremony, self.backend)
             self._install(card_bucket(shape, r1cs, installed.verifying_key, installed.setup), shape)
         self.hot.drop(shape.bucket)
         return self.keys(shape)
