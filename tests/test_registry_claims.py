@@ -304,7 +304,6 @@ def test_random_signal_vectors_get_the_same_verdict_from_both(whole):
     assert any(verdicts) and not all(verdicts)  # both verdicts were exercised
 
 
-@pytest.mark.slow  # 75 s: a pairing per forgery in py-evm; the claim checks above refuse each before any pairing
 def test_the_pairing_alone_refuses_the_honest_proof_for_every_forged_claim(whole, request):
     """No claim check in the way: the bucket's own verifier, given the real proof and an impossible claim,
     refuses it; and the statement's constraints cannot be satisfied with such claims (the circuit itself,

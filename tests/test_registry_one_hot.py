@@ -50,7 +50,7 @@ def test_every_certificate_gets_the_verifiers_verdict_and_a_forged_claim_no_pair
     assert not wrong, "\n".join(wrong)
 
 
-@pytest.mark.slow  # 140 s: 18 pairings per certificate in py-evm
+@pytest.mark.slow  # 20 s: 18 proofs of the one-hot card made and paired per certificate
 def test_a_certificate_proved_slice_by_slice_gets_the_verifiers_verdict(evm):
     """The per-slice registry call takes one proof per slice of the one-hot card: 18 (its points' combinations),
     11.1M gas for the honest certificate (18 pairings and 51 public inputs each), so more than the 10M the

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+import evm_pairing
 from circuits.field import Q, R
 from verifier_client.solidity import (card_verifiers, compile_contracts, contract_name, find_solc_module,
                                       proof_calldata, registry_source)
@@ -18,10 +19,13 @@ from verifier_client.solidity import (card_verifiers, compile_contracts, contrac
 
 @pytest.fixture(scope="module")
 def evm():
-    """Skips (a failure in CI) without solc from npm or eth_tester."""
+    """py-evm with its pairing precompile computed natively (tests/evm_pairing.py: py-evm's input rules, mcl's
+    arithmetic). Skips (a failure in CI) without solc from npm or eth_tester."""
     if find_solc_module() is None:
         pytest.skip("solc from npm is not installed (npm ci)")
     pytest.importorskip("eth_tester")
+    with evm_pairing.installed():
+        yield
 
 
 VERIFY = "verify(uint256[2],uint256[2][2],uint256[2],uint256[])"

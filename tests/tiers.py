@@ -38,6 +38,7 @@ INTEGRATION_MODULES: frozenset[str] = frozenset({
     # the EVM, tmux
     "test_guides.py", "test_http_limits.py",
     "test_conformance.py", "test_conformance_browser.py", "test_conformance_registry.py", "test_page_attestations.py",
+    "test_evm_pairing.py",  # py-evm's own pairing precompile, pure Python, as the oracle
     "test_page_verify.py", "test_progress.py", "test_registry_claims.py", "test_registry_one_hot.py",
     "test_report.py", "test_solidity.py",
     # Groth16 setups and proofs of real-size statements, exact LP/MILP sweeps: seconds per test
