@@ -1,8 +1,8 @@
-"""Zero-knowledge fairness certificates per model, beside the FairProof paper's Table 1, in both radius modes.
+"""Zero-knowledge fairness certificates per model, beside the FairProof paper's Table 1, in every radius mode.
 
 Per model (dataset, hidden sizes, fair/unfair): train or load it, commit,
 precompute its regions into a fresh SQLite store. Then, per radius mode
-(`--radius fast,exact`, default both), a copy of that committed model is a
+(`--radius hybrid,fast,exact`; default hybrid, the product's), a copy of that committed model is a
 deployment of its own (its card publishes that mode's buckets only) and for
 the first N test customers the benchmark proves a certificate and verifies
 it as a customer does. Reported per mode, side by side: online prove time
@@ -14,7 +14,11 @@ and whether every proved eps equals the eps of a separate plaintext
 certification in the same mode. In exact mode every bundle must verify as
 exact (the verified bucket's radius) with the plaintext exact eps; a
 customer whose exact certification falls back to a fast certificate is
-listed (an exact-only card does not prove it). A sample of bundles is also
+listed (an exact-only card does not prove it). In hybrid mode, the default,
+each customer gets the exact radius when region enumeration finishes within
+`--exact-budget` seconds (online time), else the bound radius: the table says
+how many got which, and each eps equals a separate plaintext certification
+of the radius it got. A sample of bundles is also
 checked with snarkjs. Key setups of every mode come first; then the proving
 runs in `--rounds` rounds with the modes alternating, each customer's time
 the smallest over the rounds, so that load coming and going on the machine
@@ -22,7 +26,8 @@ does not fall on one mode only. ezkl's inference-only proof is measured when the
 `ezkl` package is importable (it is not a dependency).
 
     .venv/bin/python benchmarks/paper_table1.py [--models german:4x2,adult:8x2] [--variants fair,unfair] [--imported DIR]
-                                                [--radius fast,exact] [--queries 20] [--rounds 1]
+                                                [--radius hybrid,fast,exact] [--exact-budget S] [--queries 20]
+                                                [--rounds 1]
                                                 [--snarkjs-sample 2] [--workdir DIR] [--max-constraints N]
 
 Writes benchmarks/results/paper_table1.json and prints a table.
@@ -45,12 +50,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fairness.radius import REGION_RADII
+from fairness.radius import REGION_RADII, Radius
+from prover_service.commands.radius_option import DEFAULT_EXACT_BUDGET
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_MODELS = "german:2x4,german:4x2,credit:4x2,credit:2x4,adult:4x2,adult:8x2"
-RADIUS_MODES = REGION_RADII  # the radii this table certifies by region enumeration and proves
+# the radii this table proves: the two region enumeration certifies, and hybrid (exact within a budget, else bound)
+RADIUS_MODES = (Radius.HYBRID, *REGION_RADII)
 # FairProof (Yadav et al., ICML 2024), Table 1: online proof generation, minutes; proof size 43.5 KB.
 PAPER_ONLINE_MINUTES = {("german", (4, 2)): 4.90, ("german", (2, 4)): 1.17, ("credit", (4, 2)): 3.52,
                         ("credit", (2, 4)): 2.08, ("adult", (4, 2)): 3.94, ("adult", (8, 2)): 3.94}
@@ -147,13 +154,26 @@ def prepare_model(dataset: str, hidden: tuple[int, ...], variant: str, workdir: 
 
 
 # ---------------------------------------------------------------------------- one radius mode, two processes
+def reference_certificate(db, prover, query, certificate, radius: str):
+    """A separate plaintext certification of `query` in the radius `certificate` was given in, with its own
+    oracle (not the prover's memo), so the comparison is not the prover against itself. A hybrid prover's
+    certificate is exact (region enumeration finished within the budget) or the bound radius."""
+    from fairness.bound_radius import bound_certificate
+    from offline_precompute.certify import certify as certify_plaintext
+
+    if radius == Radius.HYBRID and not certificate.slices:  # the bound radius, or a flip the bound statement proves
+        return bound_certificate(prover.model, query, eps_bits=prover.card.eps_scale_bits,
+                                 alpha_bits=prover.buckets.bound_shape().alpha_bits).certificate(prover.model)
+    plain = Radius.EXACT if radius == Radius.HYBRID else radius
+    return certify_plaintext(db, prover.model, query, eps_bits=prover.card.eps_scale_bits, radius=plain).certificate
+
+
 def setup_phase(root: str, radius: str, n_queries: int, max_constraints: int | None, growth: int = 4,
-                per_slice: bool = False) -> dict:
+                per_slice: bool = False, exact_budget: float = DEFAULT_EXACT_BUDGET) -> dict:
     """Offline: certify the customers, the plaintext reference eps, and the keys of every bucket they need,
     timed per bucket. Each bucket is set up by a prover of its own, dropped afterwards."""
     from circuits.backends import get_backend
     from fairness.errors import CertificationError
-    from offline_precompute.certify import certify as certify_plaintext
     from offline_precompute.certify import query_from_index, test_inputs
     from offline_precompute.db import open_database, resolve_store_url
     from prover_service.bucket_keys import SinglePartyKeySetup
@@ -168,7 +188,7 @@ def setup_phase(root: str, radius: str, n_queries: int, max_constraints: int | N
                  "plaintext_exact": [], "bucket_of": [], "buckets": {}}
     try:
         prover = Prover(workspace, db, backend, key_setup=SinglePartyKeySetup(), radius=radius, bucket_growth=growth,
-                        per_slice=per_slice)
+                        per_slice=per_slice, exact_budget=exact_budget)
         X, _ = test_inputs(workspace.artifact)
         fixed, per_k, per_f = constraint_model(prover) if max_constraints else (0, 0, 0)
         for i in range(min(n_queries, len(X))):
@@ -194,10 +214,7 @@ def setup_phase(root: str, radius: str, n_queries: int, max_constraints: int | N
                 log(f"  {name} [{radius}]: customer {i}: bucket {names} ~{estimate} constraints exceeds "
                     "the cap: not proved")
                 continue
-            # The reference eps: a separate plaintext certification in the same mode with its own oracle
-            # (not the prover's memo), so the comparison is not the prover against itself.
-            reference = certify_plaintext(db, prover.model, q, eps_bits=prover.card.eps_scale_bits,
-                                          radius=radius).certificate
+            reference = reference_certificate(db, prover, q, cert, radius)
             out["indices"].append(i)
             out["plaintext_eps"].append(reference.eps)
             out["plaintext_exact"].append(reference.radius_is_exact)
@@ -207,7 +224,7 @@ def setup_phase(root: str, radius: str, n_queries: int, max_constraints: int | N
                     continue
                 t0 = time.perf_counter()
                 keys = Prover(workspace, db, backend, key_setup=SinglePartyKeySetup(), radius=radius,
-                              bucket_growth=growth, per_slice=per_slice).keys(shape)
+                              bucket_growth=growth, per_slice=per_slice, exact_budget=exact_budget).keys(shape)
                 out["buckets"][shape.bucket] = {"seconds": time.perf_counter() - t0,
                                                 "constraints": keys.r1cs.n_constraints}
                 log(f"  {name} [{radius}]: bucket {shape.bucket} {keys.r1cs.n_constraints} constraints, "
@@ -220,7 +237,8 @@ def setup_phase(root: str, radius: str, n_queries: int, max_constraints: int | N
 
 
 def prove_phase(root: str, radius: str, indices: list[int], bucket_of: list[str], plaintext_eps: list[int],
-                n_snarkjs: int, growth: int = 4, per_slice: bool = False) -> dict:
+                n_snarkjs: int, growth: int = 4, per_slice: bool = False,
+                exact_budget: float = DEFAULT_EXACT_BUDGET) -> dict:
     """Online: prove and verify each customer. Customers are grouped by bucket (first-seen order), each
     group by a fresh prover holding only that bucket's keys; loading them is not online time
     (Prover.prove times around it), and the certifier is opened before the first timed query."""
@@ -244,6 +262,7 @@ def prove_phase(root: str, radius: str, indices: list[int], bucket_of: list[str]
     backend = get_backend()
     db = open_database(resolve_store_url(None, root))
     order, online, certifies, proves, witnesses, constraints, verify_ms, statuses = [], [], [], [], [], [], [], {}
+    got: dict[str, int] = {}  # verified bundles per radius they were verified as (a flip counted apart)
     proof_bytes: list[int] = []
     failed: list[dict] = []
     valid = eps_equal = labelled_exact = spread_equal = 0
@@ -258,7 +277,7 @@ def prove_phase(root: str, radius: str, indices: list[int], bucket_of: list[str]
             if bucket_of[j] != current:
                 current = bucket_of[j]
                 prover = Prover(workspace, db, backend, radius=radius, bucket_growth=growth,
-                                per_slice=per_slice)  # keys set up offline
+                                per_slice=per_slice, exact_budget=exact_budget)  # keys set up offline
                 prover.certifier  # noqa: B018
             try:
                 result = prover.prove(queries[j])
@@ -280,6 +299,9 @@ def prove_phase(root: str, radius: str, indices: list[int], bucket_of: list[str]
             valid += bool(verdict)
             eps_equal += bool(verdict) and verdict.claims.eps_numerator == plaintext_eps[j]
             labelled_exact += bool(verdict) and verdict.radius == "exact"
+            if verdict:
+                kind = "flip" if verdict.claims.status == "counterfactual_flip" else str(verdict.radius)
+                got[kind] = got.get(kind, 0) + 1
             if lens is not None and verdict:  # the proved spread against the plaintext one
                 plain = spread(model, queries[j], lens)
                 proved = verdict.claims.spread
@@ -306,7 +328,7 @@ def prove_phase(root: str, radius: str, indices: list[int], bucket_of: list[str]
                 f"{'VALID' if verdict else 'INVALID: ' + '; '.join(verdict.reasons)}")
     finally:
         db.dispose()
-    return {"order": order, "failed": failed, "online": online, "certify": certifies, "prove": proves, "witness": witnesses, "constraints": constraints,
+    return {"order": order, "failed": failed, "online": online, "got": got, "certify": certifies, "prove": proves, "witness": witnesses, "constraints": constraints,
             "verify_ms": verify_ms, "statuses": statuses, "valid": valid, "eps_equal_plaintext": eps_equal,
             "labelled_exact": labelled_exact, "spread_equal_plaintext": spread_equal if lens else None,
             "persistence_equal_plaintext": persistence_equal if card.persistence is not None else None,
@@ -316,7 +338,7 @@ def prove_phase(root: str, radius: str, indices: list[int], bucket_of: list[str]
 
 
 def setup_radius(model: dict, radius: str, n_queries: int, workdir: Path, max_constraints: int | None,
-                 growth: int = 4, per_slice: bool = False) -> dict:
+                 growth: int = 4, per_slice: bool = False, exact_budget: float = DEFAULT_EXACT_BUDGET) -> dict:
     """A copy of the committed model as a deployment of its own (its card lists this mode's buckets only),
     certified and keyed for the customers in a process of its own."""
     root = workdir / f"{model['model']}-{radius}"
@@ -324,7 +346,7 @@ def setup_radius(model: dict, radius: str, n_queries: int, workdir: Path, max_co
         shutil.rmtree(root)
     shutil.copytree(model["root"], root)
     setup = isolated(setup_phase, str(root), radius, n_queries, max_constraints, growth,
-                     per_slice and radius == "exact")
+                     per_slice and radius == "exact", exact_budget)
     setup["root"] = str(root)
     return setup
 
@@ -336,6 +358,12 @@ def by_customer(rounds: list[dict], key: str) -> list[float]:
         for j, v in zip(r["order"], r[key]):
             best[j] = min(v, best.get(j, v))
     return [best[j] for j in sorted(best)]
+
+
+def p95(values: list[float]) -> float:
+    """The 95th percentile, nearest rank: the value at least 95% of the customers are at or below."""
+    ordered = sorted(values)
+    return ordered[max(0, -(-95 * len(ordered) // 100) - 1)]
 
 
 def summarize(model: dict, radius: str, setup: dict, rounds: list[dict], loads: list, max_constraints) -> dict:
@@ -352,6 +380,7 @@ def summarize(model: dict, radius: str, setup: dict, rounds: list[dict], loads: 
         # every round must verify every bundle with the plaintext eps (and, in exact mode, as exact)
         "valid": min(r["valid"] for r in rounds), "eps_equal_plaintext": min(r["eps_equal_plaintext"] for r in rounds),
         "labelled_exact": min(r["labelled_exact"] for r in rounds), "statuses": first["statuses"],
+        "got": first["got"],  # verified bundles per radius (hybrid: how many customers got which)
         "spread_equal_plaintext": (None if first.get("spread_equal_plaintext") is None
                                    else min(r["spread_equal_plaintext"] for r in rounds)),
         "persistence_equal_plaintext": (None if first.get("persistence_equal_plaintext") is None
@@ -363,6 +392,7 @@ def summarize(model: dict, radius: str, setup: dict, rounds: list[dict], loads: 
         verify_ms, constraints = by_customer(rounds, "verify_ms"), by_customer(rounds, "constraints")
         row.update({
             "online_median_s": statistics.median(online), "online_mean_s": statistics.mean(online),
+            "online_p95_s": p95(online),
             "prove_median_s": statistics.median(prove), "prove_mean_s": statistics.mean(prove),
             "certify_median_s": statistics.median(by_customer(rounds, "certify")),
             "certify_mean_s": statistics.mean(by_customer(rounds, "certify")),
@@ -383,17 +413,19 @@ def summarize(model: dict, radius: str, setup: dict, rounds: list[dict], loads: 
 def bench_model(dataset: str, hidden: tuple[int, ...], variant: str, radii: list[str], n_queries: int,
                 n_snarkjs: int, workdir: Path, max_constraints: int | None = None, n_rounds: int = 1,
                 imported: Path | None = None, growth: int = 4, per_slice: bool = False,
-                persistence: float | None = None) -> dict:
+                persistence: float | None = None, exact_budget: float = DEFAULT_EXACT_BUDGET) -> dict:
     """Setups of every mode first, then `n_rounds` rounds of proving, the modes alternating in order
     (fast, exact, then exact, fast, ...): load that comes and goes on the machine falls on both."""
     model = prepare_model(dataset, hidden, variant, workdir, imported, persistence)
     row = {k: model[k] for k in ("model", "dataset", "hidden", "variant", "precompute_s", "regions")}
     row["bucket_growth"] = growth
+    row["exact_budget_s"] = exact_budget
     row["per_slice"] = per_slice
     setups, rounds, loads = {}, {r: [] for r in radii}, {r: [] for r in radii}
     for radius in radii:
         log(f"== {model['model']}: {radius} radius, key setup")
-        setups[radius] = setup_radius(model, radius, n_queries, workdir, max_constraints, growth, per_slice)
+        setups[radius] = setup_radius(model, radius, n_queries, workdir, max_constraints, growth, per_slice,
+                                      exact_budget)
     for n in range(n_rounds):
         for radius in (radii if n % 2 == 0 else radii[::-1]):
             log(f"== {model['model']}: {radius} radius, proving (round {n + 1}/{n_rounds})")
@@ -401,7 +433,7 @@ def bench_model(dataset: str, hidden: tuple[int, ...], variant: str, radii: list
             before = list(os.getloadavg())
             rounds[radius].append(isolated(prove_phase, setup["root"], radius, setup["indices"], setup["bucket_of"],
                                            setup["plaintext_eps"], n_snarkjs if n == 0 else 0, growth,
-                                           per_slice and radius == "exact"))
+                                           per_slice and radius == "exact", exact_budget))
             loads[radius].append([before, list(os.getloadavg())])
     row["modes"] = {r: summarize(model, r, setups[r], rounds[r], loads[r], max_constraints) for r in radii}
     fast, exact = row["modes"].get("fast"), row["modes"].get("exact")
@@ -438,7 +470,7 @@ def mode_ok(mode: dict) -> bool:
 
 
 def print_table(rows: list[dict]) -> None:
-    head = (f"{'model':<22} {'radius':<6} {'proved':>6} {'online med':>10} {'mean':>6} {'prove med':>9} "
+    head = (f"{'model':<22} {'radius':<6} {'proved':>6} {'online med':>10} {'mean':>6} {'p95':>6} {'prove med':>9} "
             f"{'paper':>6} {'constraints med (max)':>21} {'setup/bucket':>12} {'peak MiB setup/prove':>20} "
             f"{'proof':>6} {'verify ms':>9} {'eps=plain':>9} {'exact':>5} {'snarkjs':>7} {'spread=plain':>12} "
             f"{'persist=plain':>13}")
@@ -454,12 +486,15 @@ def print_table(rows: list[dict]) -> None:
             cons = f"{int(m['constraints_median'])} ({m['constraints_max']})"
             peak = f"{m['peak_rss_setup_mib']:.0f}/{m['peak_rss_prove_mib']:.0f}"
             print(f"{r['model']:<22} {radius:<6} {len(m['online_s']):>6} {m['online_median_s']:>9.2f}s "
-                  f"{m['online_mean_s']:>6.2f} {m['prove_median_s']:>8.2f}s {paper:>6} {cons:>21} {setup:>11.1f}s "
+                  f"{m['online_mean_s']:>6.2f} {m['online_p95_s']:>6.2f} {m['prove_median_s']:>8.2f}s {paper:>6} {cons:>21} {setup:>11.1f}s "
                   f"{peak:>20} {m['proof_bytes']:>5}B {m['verify_median_ms']:>9.1f} "
                   f"{m['eps_equal_plaintext']:>4}/{m['queries']:<4} {m['labelled_exact']:>5} "
                   f"{m['snarkjs_ok']:>3}/{m['snarkjs_checked']:<3} "
                   f"{'-' if m.get('spread_equal_plaintext') is None else m['spread_equal_plaintext']:>12} "
                   f"{'-' if m.get('persistence_equal_plaintext') is None else m['persistence_equal_plaintext']:>13}")
+            if radius == Radius.HYBRID:
+                print(f"{'':<22} hybrid: " + ", ".join(f"{n} {kind}" for kind, n in sorted(m["got"].items()))
+                      + f" (exact budget {r['exact_budget_s']:g} s)")
         ratio = r.get("exact_over_fast")
         if ratio:
             print(f"{'':<22} exact/fast: online median {ratio['online_median']:.2f}x, mean {ratio['online_mean']:.2f}x, "
@@ -474,8 +509,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=DEFAULT_MODELS)
     parser.add_argument("--variants", default="fair,unfair")
-    parser.add_argument("--radius", default="fast,exact",
-                        help="radius modes to measure, comma-separated: fast, exact (default both, side by side)")
+    parser.add_argument("--radius", default=str(Radius.HYBRID),
+                        help="radius modes to measure, comma-separated, side by side: hybrid, fast, exact (default "
+                             "hybrid, the product's default)")
+    parser.add_argument("--exact-budget", type=float, default=DEFAULT_EXACT_BUDGET, metavar="S",
+                        help="hybrid: seconds region enumeration may take online before the bound radius is proved "
+                             f"instead (default {DEFAULT_EXACT_BUDGET:g}, the product's)")
     parser.add_argument("--queries", type=int, default=20)
     parser.add_argument("--snarkjs-sample", type=int, default=2, help="bundles per model and mode also checked "
                                                                       "with snarkjs")
@@ -516,7 +555,7 @@ def main() -> int:
         log(f"== imported {directory}")
         save(bench_model("", (), "imported", radii, args.queries, args.snarkjs_sample, workdir,
                          args.max_constraints, args.rounds, imported=Path(directory), growth=args.bucket_growth,
-                         per_slice=args.per_slice, persistence=args.persistence))
+                         per_slice=args.per_slice, persistence=args.persistence, exact_budget=args.exact_budget))
     for item in filter(None, (m.strip() for m in args.models.split(","))):
         dataset, _, shape = item.strip().partition(":")
         hidden = tuple(int(h) for h in shape.split("x"))
@@ -524,7 +563,8 @@ def main() -> int:
             log(f"== {dataset} {hidden} {variant}")
             save(bench_model(dataset, hidden, variant, radii, args.queries, args.snarkjs_sample, workdir,
                              args.max_constraints, args.rounds, growth=args.bucket_growth,
-                             per_slice=args.per_slice, persistence=args.persistence))
+                             per_slice=args.per_slice, persistence=args.persistence,
+                             exact_budget=args.exact_budget))
     print_table(rows)
     log(f"results: {out}; artifacts: {workdir}")
     for r in rows:

@@ -5,8 +5,10 @@ proves GeoCert's projection radius with the fast statement; "exact" the true
 radius rounded down to 2^-t with the exact statement (its own buckets,
 "k4-f4-exact"); "bound" the bound radius (linear bound propagation, bucket
 "k1-f1-bound"); "hybrid" the exact radius where region enumeration gives it
-within budget, else the bound radius, so it needs the buckets of both
-statements (`standing_shapes`). When exact certification falls back to a fast
+within budget and its bucket is within the deployment's online size
+(`exact_fits`: at most `exact_max_constraints` constraints, so that proving
+it keeps to the online time and memory), else the bound radius, so it needs
+the buckets of both statements (`standing_shapes`). When exact certification falls back to a fast
 certificate (no counterexample could be exhibited), the fast statement proves
 it only if the card publishes fast buckets, i.e. the bank has chosen to issue
 lower bounds for this model; otherwise `ExactRadiusUnavailable`.
@@ -29,8 +31,10 @@ from fairness.fixed_point import FixedPointModel
 from fairness.radius import Radius
 from statement import StatementShape
 from statement.adapter import bucket_level, bucket_sizes, required_slots, slice_slots
+from statement.size import estimated_constraints
 
 from .bucket_keys import card_shape
+from .commands.radius_option import DEFAULT_EXACT_MAX_CONSTRAINTS
 
 
 class ExactRadiusUnavailable(CertificationError):
@@ -59,6 +63,7 @@ class BucketChoice:
     radius: Radius
     per_slice: bool
     bucket_growth: int
+    exact_max_constraints: int = DEFAULT_EXACT_MAX_CONSTRAINTS
 
     def shape_for(self, region_slots: int, farkas_slots: int, radius: str | None = None,
                   per_slice: bool = False) -> StatementShape:
@@ -98,6 +103,17 @@ class BucketChoice:
         raise ExactRadiusUnavailable(
             f"model {card.model_id} proves exact radii only (its card publishes no fast bucket), and no "
             "counterexample could be exhibited for this query, so its radius is only known as a lower bound")
+
+    def constraints_of(self, shape: StatementShape) -> int:
+        """The constraints of `shape`'s statement: the card's count for a published bucket, else the estimate."""
+        published = [b for b in self.card().circuits if b.bucket == shape.bucket]
+        return published[0].n_constraints if published else estimated_constraints(shape)
+
+    def exact_fits(self, certificate: Certificate) -> bool:
+        """Whether a hybrid prover keeps the exact `certificate`: every statement proving it has at most
+        `exact_max_constraints` constraints (else the bound radius is proved instead)."""
+        return all(self.constraints_of(shape) <= self.exact_max_constraints
+                   for shape in self.shapes_for_certificate(certificate))
 
     def proves_per_slice(self, certificate: Certificate) -> bool:
         """Whether `certificate` is proved slice by slice: per-slice provers do so for every exact one."""

@@ -39,7 +39,7 @@ from statement.proof_system import Groth16, RelationKey
 from .bucket_choice import BucketChoice, ExactRadiusUnavailable, needs_fast_statement
 from .bucket_keys import KeySetup, NoKeySetup, ceremony_shape
 from .bundling import ProvedPart, certificate_bundle
-from .commands.radius_option import DEFAULT_EXACT_BUDGET
+from .commands.radius_option import DEFAULT_EXACT_BUDGET, DEFAULT_EXACT_MAX_CONSTRAINTS
 from .key_store import DEFAULT_MAX_HOT_KEYS, RELATION_FILE, BucketKeys, KeyStore, exclusive_lock
 from .workspace import ModelWorkspace
 
@@ -88,9 +88,11 @@ class Prover:
     progress: Progress = _quiet
     key_setup: KeySetup = field(default_factory=NoKeySetup)  # for buckets nobody has set up yet
     # "fast", "exact" or "bound": how this model's certificates are certified and proved; "hybrid": exact when
-    # region enumeration finishes within `exact_budget` seconds, else bound.
+    # region enumeration finishes within `exact_budget` seconds and its statement has at most
+    # `exact_max_constraints` constraints, else bound.
     radius: str = RadiusMode.FAST
     exact_budget: float = DEFAULT_EXACT_BUDGET
+    exact_max_constraints: int = DEFAULT_EXACT_MAX_CONSTRAINTS
     # Bucket keys kept in memory, least recently used dropped first: the largest keys take gigabytes.
     max_hot_keys: int = DEFAULT_MAX_HOT_KEYS
     # Each bucket size is this many times the last (2 or 4) for buckets the card does not publish yet.
@@ -107,6 +109,9 @@ class Prover:
         self.radius = RadiusMode(self.radius)
         if not self.exact_budget > 0:
             raise ModelError("the exact radius's budget must be a positive number of seconds")
+        if isinstance(self.exact_max_constraints, bool) or not isinstance(self.exact_max_constraints, int) \
+                or self.exact_max_constraints < 1:
+            raise ModelError("the exact radius's largest statement must be a positive number of constraints")
         if self.per_slice is not False and (self.per_slice is not True or self.radius != RadiusMode.EXACT):
             raise ModelError("per-slice proofs need the exact radius (--radius exact)")
         if self.bucket_growth not in BUCKET_GROWTHS:
@@ -144,7 +149,7 @@ class Prover:
     def buckets(self) -> BucketChoice:
         """Which statement and bucket prove a certificate, on the current card."""
         return BucketChoice(lambda: self.card, self.model, RadiusMode(self.radius), self.per_slice,
-                            self.bucket_growth)
+                            self.bucket_growth, self.exact_max_constraints)
 
     # ------------------------------------------------------ statement and keys
     def shape_for(self, region_slots: int, farkas_slots: int, radius: str | None = None,
@@ -180,8 +185,11 @@ class Prover:
             exact = exact_within(self.db.url, self.model, query, self.exact_budget, eps_bits=self.card.eps_scale_bits)
             if exact is not None and exact.certificate.status == CERTIFIED:
                 check_certificate(self.model, exact.certificate)
-                return exact.certificate
-            if exact is None:
+                if self.buckets.exact_fits(exact.certificate):
+                    return exact.certificate
+                self.progress(f"the exact radius's statement has more than {self.exact_max_constraints:,} "
+                              "constraints: the bound radius instead")
+            elif exact is None:
                 self.progress(f"region enumeration did not give the exact radius within {self.exact_budget:g} s: "
                               "the bound radius instead")
             # a flip (eps 0) is proved by the bound statement, which needs no regions

@@ -281,25 +281,31 @@ def test_bound_certificates_are_proved_verified_and_said_to_be_bounds(bank, boun
     assert not verify_bundle(relabelled, card)
 
 
-def test_hybrid_proves_the_exact_radius_within_its_budget_and_the_bound_beyond(bank, bound_bank):
+def test_hybrid_proves_the_exact_radius_within_its_budget_and_size_and_the_bound_beyond(bank, bound_bank):
     from offline_precompute.certify import query_from_record
     from prover_service.bucket_keys import SinglePartyKeySetup
     from prover_service.proving import Prover
     from verifier_client.verify import verify_bundle
 
     bound_prover, _ = bound_bank
-    radii = {}
-    for budget in (120.0, 0.001):
+    radii, said = {}, {}
+    # (budget in seconds, largest exact statement in constraints): time enough and room enough, too little
+    # time, and time enough but a statement larger than the deployment proves online
+    for budget, largest in ((120.0, 10**7), (0.001, 10**7), (120.0, 1000)):
+        heard: list[str] = []
         prover = Prover(bound_prover.workspace, bound_prover.db, get_backend(), key_setup=SinglePartyKeySetup(),
-                        radius="hybrid", exact_budget=budget)
+                        radius="hybrid", exact_budget=budget, exact_max_constraints=largest, progress=heard.append)
         query = query_from_record(prover.workspace.artifact, prover.model, bank.records[0])
         bundle = prover.prove(query).bundle
         verdict = verify_bundle(bundle, prover.card)
         assert verdict
-        radii[budget] = (verdict.radius, bundle.eps.numerator, bundle.bucket)
-    assert radii[120.0][0] == "exact" and radii[120.0][2].endswith("-exact")
-    assert radii[0.001][0] == "bound" and radii[0.001][2] == "k1-f1-bound"
-    assert radii[0.001][1] <= radii[120.0][1]  # the bound radius never exceeds the exact one
+        radii[budget, largest] = (verdict.radius, bundle.eps.numerator, bundle.bucket)
+        said[budget, largest] = " ".join(heard)
+    exact, late, large = radii[120.0, 10**7], radii[0.001, 10**7], radii[120.0, 1000]
+    assert exact[0] == "exact" and exact[2].endswith("-exact")
+    assert late[0] == "bound" and late[2] == "k1-f1-bound" and "within 0.001 s" in said[0.001, 10**7]
+    assert large[0] == "bound" and large[2] == "k1-f1-bound" and "more than 1,000 constraints" in said[120.0, 1000]
+    assert late[1] == large[1] <= exact[1]  # the bound radius never exceeds the exact one
 
 
 def test_the_page_verifies_bound_certificates_in_the_verifiers_words(bound_bank, tmp_path, capsys):

@@ -6,7 +6,8 @@ import pytest
 
 from commitments.api import RADIUS_MODES, DecisionRequest
 from prover_service.cli import build_parser
-from prover_service.commands.radius_option import DEFAULT_EXACT_BUDGET, DEFAULT_RADIUS, RADIUS_CHOICES
+from prover_service.commands.radius_option import (DEFAULT_EXACT_BUDGET, DEFAULT_EXACT_MAX_CONSTRAINTS, DEFAULT_RADIUS,
+                                                   RADIUS_CHOICES)
 from prover_service.commands.serve import settings_from
 from prover_service.service.settings import Settings
 
@@ -161,3 +162,38 @@ def test_a_missing_bucket_is_one_line_naming_what_to_set_up(committed, tmp_path,
                  "--radius", "fast"]) == 1
     err = capsys.readouterr().err
     assert "has no keys yet" in err and "set up both" not in err and "-exact" not in err
+
+
+# -- the hybrid radius's largest exact statement -------------------------------------------------------------
+
+PROVING = ("prove", "precompute", "demo", *SERVICE)  # the commands that prove (certify only certifies)
+
+
+@pytest.mark.parametrize("command", PROVING)
+def test_every_proving_command_takes_the_largest_exact_statement(command):
+    parser = build_parser()
+    args = parser.parse_args(COMMANDS[command])
+    if command in SERVICE:
+        assert args.exact_max_constraints is None
+        assert settings_from(args).exact_max_constraints == DEFAULT_EXACT_MAX_CONSTRAINTS
+        chosen = settings_from(parser.parse_args([*COMMANDS[command], "--exact-max-constraints", "1000"]))
+        assert chosen.exact_max_constraints == 1000
+    else:
+        assert args.exact_max_constraints == DEFAULT_EXACT_MAX_CONSTRAINTS
+        assert parser.parse_args([*COMMANDS[command], "--exact-max-constraints", "1000"]).exact_max_constraints == 1000
+
+
+@pytest.mark.parametrize("command", PROVING)
+@pytest.mark.parametrize("bad", ["0", "-5", "1.5", "many"])
+def test_a_largest_statement_that_is_no_positive_count_is_refused_with_usage(command, bad, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args([*COMMANDS[command], "--exact-max-constraints", bad])
+    assert exit_.value.code == 2
+    assert "--exact-max-constraints" in capsys.readouterr().err
+
+
+def test_the_service_takes_the_largest_exact_statement_from_its_environment():
+    assert Settings.from_env({"FAIRPROOF_EXACT_MAX_CONSTRAINTS": "250000"}).exact_max_constraints == 250_000
+    for bad in ("0", "-1", "1e6x", "lots"):
+        with pytest.raises(ValueError):
+            Settings.from_env({"FAIRPROOF_EXACT_MAX_CONSTRAINTS": bad})

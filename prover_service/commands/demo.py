@@ -26,8 +26,8 @@ import sys
 import time
 from pathlib import Path
 
-from .radius_option import (add_bucket_growth_argument, add_exact_budget_argument, add_per_slice_argument,
-                           add_radius_argument, check_exact_budget)
+from .radius_option import (add_bucket_growth_argument, add_exact_budget_argument, add_exact_size_argument,
+                           add_per_slice_argument, add_radius_argument, check_exact_budget)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -52,6 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--store", metavar="URL", help="precompute store URL (default: SQLite in the model directory)")
     add_radius_argument(p)
     add_exact_budget_argument(p)
+    add_exact_size_argument(p)
     add_bucket_growth_argument(p)
     add_per_slice_argument(p)
     p.set_defaults(handler=run)
@@ -83,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         prover = Prover(workspace, db, backend, progress=_say, radius=args.radius,
                         bucket_growth=args.bucket_growth, per_slice=args.per_slice,
-                        exact_budget=args.exact_budget)
+                        exact_budget=args.exact_budget,
+                        exact_max_constraints=args.exact_max_constraints)
         queries = _precomputed_customers(args, db, workspace, prover)
         auditor_hashes = _ceremonies(prover, queries, workdir, backend)
         auditor_key, attestation = _auditor_attests(prover.card, workdir, model_dir, backend)

@@ -6,8 +6,8 @@ import sys
 import time
 
 from .key_options import add_key_setup_arguments, key_setup_from_args
-from .radius_option import (add_bucket_growth_argument, add_exact_budget_argument, add_per_slice_argument,
-                           add_radius_argument, check_exact_budget)
+from .radius_option import (add_bucket_growth_argument, add_exact_budget_argument, add_exact_size_argument,
+                           add_per_slice_argument, add_radius_argument, check_exact_budget)
 
 STORE_HELP = ("store URL: sqlite:///PATH or postgresql+psycopg://USER@HOST:PORT/DB "
               "(default: $FAIRPROOF_STORE_URL, else sqlite:///MODEL_DIR/precompute.sqlite)")
@@ -37,6 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     add_radius_argument(p)
     add_exact_budget_argument(p)
+    add_exact_size_argument(p)
     add_bucket_growth_argument(p)
     add_per_slice_argument(p)
     add_key_setup_arguments(p)
@@ -118,6 +119,7 @@ def _setup_keys(args: argparse.Namespace, db) -> list[tuple[str, int, float]]:
     say = (lambda m: None) if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
     prover = Prover(ModelWorkspace.open(args.model), db, progress=say, key_setup=key_setup_from_args(args),
                     radius=args.radius, bucket_growth=args.bucket_growth,
-                    per_slice=args.per_slice, exact_budget=args.exact_budget)
+                    per_slice=args.per_slice, exact_budget=args.exact_budget,
+                        exact_max_constraints=args.exact_max_constraints)
     done = setup_keys_for_test_customers(prover, args.key_queries, args.data_dir, say)
     return [(d.bucket, d.n_constraints, d.seconds, d.status) for d in done]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from .key_options import add_key_setup_arguments, key_setup_from_args
 from .precompute import STORE_HELP
-from .radius_option import (add_bucket_growth_argument, add_exact_budget_argument, add_per_slice_argument,
-                           add_radius_argument, check_exact_budget)
+from .radius_option import (add_bucket_growth_argument, add_exact_budget_argument, add_exact_size_argument,
+                           add_per_slice_argument, add_radius_argument, check_exact_budget)
 from prover_service.commands.json_option import add_json_argument
 
 
@@ -35,6 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "(default: the card's)")
     add_radius_argument(p)
     add_exact_budget_argument(p)
+    add_exact_size_argument(p)
     add_bucket_growth_argument(p)
     add_per_slice_argument(p)
     add_key_setup_arguments(p)
@@ -58,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
         prover = Prover(workspace, db, get_backend(args.backend),
                         progress=lambda m: print(m, file=sys.stderr, flush=True), key_setup=key_setup_from_args(args),
                         radius=args.radius, bucket_growth=args.bucket_growth,
-                        per_slice=args.per_slice, exact_budget=args.exact_budget)
+                        per_slice=args.per_slice, exact_budget=args.exact_budget,
+                        exact_max_constraints=args.exact_max_constraints)
         model = prover.model
         if args.index is not None:
             query = query_from_index(workspace.artifact, model, args.index, args.data_dir)

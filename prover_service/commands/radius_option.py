@@ -10,8 +10,11 @@ from fairness.radius import DEFAULT_RADIUS, RADIUS_MODES, RADIUS_WORDS, Radius
 # fast (projection) radius only when asked, as it can lie far below the true one.
 RADIUS_CHOICES = RADIUS_MODES
 DEFAULT_EXACT_BUDGET = 60.0
-RADIUS_HELP = ("hybrid: the exact radius when region enumeration finishes within --exact-budget seconds, else the "
-               "bound radius (keys of both statements' buckets, k<K>-f<F>-exact and k1-f1-bound); "
+# The hybrid radius's largest exact statement, in constraints: about 5 s and 2.5 GB to prove on two cores, so
+# that a customer's whole online step (enumeration within its budget, witness, proof) stays near 10 s and 4 GB.
+DEFAULT_EXACT_MAX_CONSTRAINTS = 786_432
+RADIUS_HELP = ("hybrid: the exact radius when region enumeration finishes within --exact-budget seconds and its "
+               "statement has at most --exact-max-constraints constraints, else the bound radius (keys of both statements' buckets, k<K>-f<F>-exact and k1-f1-bound); "
                "exact: the true radius rounded down to 2^-t, proved minimal by a counterexample (its own circuit "
                "buckets, k<K>-f<F>-exact); "
                "bound: linear bound propagation (CROWN) of the l2 ball through the network, no region enumeration: "
@@ -37,6 +40,26 @@ def add_exact_budget_argument(parser: argparse.ArgumentParser, *, default: float
     parser.add_argument("--exact-budget", type=float, default=default, metavar="S",
                         help=f"with --radius hybrid: seconds region enumeration may take before the bound radius "
                              f"is used instead ({where})")
+
+
+def _constraint_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a whole number of constraints, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"a positive number of constraints, not {value}")
+    return value
+
+
+def add_exact_size_argument(parser: argparse.ArgumentParser, *, default: int | None = DEFAULT_EXACT_MAX_CONSTRAINTS,
+                            env: str | None = None) -> None:
+    """`--exact-max-constraints N`: the largest exact statement the hybrid mode proves online; an exact
+    certificate whose bucket is larger gets the bound radius instead."""
+    where = f"default ${env}, else {DEFAULT_EXACT_MAX_CONSTRAINTS:,}" if env else f"default {default:,}"
+    parser.add_argument("--exact-max-constraints", type=_constraint_count, default=default, metavar="N",
+                        help="with --radius hybrid: the most constraints an exact statement may have to be proved "
+                             f"online; a larger one gets the bound radius instead ({where})")
 
 
 def check_exact_budget(seconds: float) -> float:

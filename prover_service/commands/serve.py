@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import argparse
 
-from .radius_option import (add_bucket_growth_argument, add_exact_budget_argument, add_per_slice_argument,
-                           add_radius_argument)
+from .radius_option import (add_bucket_growth_argument, add_exact_budget_argument, add_exact_size_argument,
+                           add_per_slice_argument, add_radius_argument)
 
 SETTINGS_HELP = ("Configuration comes from FAIRPROOF_* environment variables (see docs/guides/operations.md, "
                  "'Settings'); options given here override them. The admin API key is read from "
@@ -19,6 +19,7 @@ def add_settings_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", choices=("mcl", "reference"), help="curve backend (FAIRPROOF_BACKEND)")
     add_radius_argument(p, default=None, env="FAIRPROOF_RADIUS")
     add_exact_budget_argument(p, default=None, env="FAIRPROOF_EXACT_BUDGET")
+    add_exact_size_argument(p, default=None, env="FAIRPROOF_EXACT_MAX_CONSTRAINTS")
     add_bucket_growth_argument(p, default=None, env="FAIRPROOF_BUCKET_GROWTH")
     add_per_slice_argument(p, env="FAIRPROOF_PER_SLICE")
 
@@ -32,7 +33,8 @@ def settings_from(args: argparse.Namespace, **extra):
     try:
         return Settings.from_env(models_dir=args.models_dir, database_url=args.database_url,
                                  store_url=args.store_url, backend=args.backend, radius=args.radius,
-                                 exact_budget=args.exact_budget, bucket_growth=args.bucket_growth,
+                                 exact_budget=args.exact_budget, exact_max_constraints=args.exact_max_constraints,
+                                 bucket_growth=args.bucket_growth,
                                  per_slice=args.per_slice, **extra)
     except ValidationError as exc:
         err = exc.errors()[0]

@@ -258,6 +258,7 @@ class ModelRegistry:
                      else DeferredKeySetup())
             prover = Prover(loaded.workspace, self.store(model_id), self.backend, key_setup=setup,
                             radius=radius, exact_budget=self.settings.exact_budget,
+                            exact_max_constraints=self.settings.exact_max_constraints,
                             max_hot_keys=self.settings.max_hot_keys, bucket_growth=self.settings.bucket_growth,
                             per_slice=self.settings.per_slice and radius == "exact")
             if prover.card.commitment != loaded.commitment:

@@ -15,7 +15,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from commitments.attestation import AttestationError, parse_auditor_key
 from fairness.radius import DEFAULT_RADIUS, Radius
-from prover_service.commands.radius_option import DEFAULT_EXACT_BUDGET
+from prover_service.commands.radius_option import DEFAULT_EXACT_BUDGET, DEFAULT_EXACT_MAX_CONSTRAINTS
 
 ENV_PREFIX = "FAIRPROOF_"
 DEFAULT_DATABASE_FILE = "service.sqlite"
@@ -55,6 +55,8 @@ class Settings(BaseSettings):
     radius: Radius = DEFAULT_RADIUS
     # Hybrid: how long region enumeration may run for one certificate before the bound radius is proved.
     exact_budget: float = Field(default=DEFAULT_EXACT_BUDGET, gt=0, le=24 * 3600)
+    # Hybrid: the most constraints an exact statement may have to be proved online (else the bound radius).
+    exact_max_constraints: int = Field(default=DEFAULT_EXACT_MAX_CONSTRAINTS, ge=1, le=2**28)
     # Bucket ladder for buckets the card does not publish yet: each size 2 or 4 times the last (a proof
     # reveals its covering-set sizes within that factor; 2 pads less and needs about twice the keys).
     bucket_growth: Annotated[Literal[2, 4], BeforeValidator(_integer_text)] = 4
