@@ -10,9 +10,10 @@ from fairness.radius import DEFAULT_RADIUS, RADIUS_MODES, RADIUS_WORDS, Radius
 # fast (projection) radius only when asked, as it can lie far below the true one.
 RADIUS_CHOICES = RADIUS_MODES
 DEFAULT_EXACT_BUDGET = 60.0
-# The hybrid radius's largest exact statement, in constraints: about 5 s and 2.5 GB to prove on two cores, so
-# that a customer's whole online step (enumeration within its budget, witness, proof) stays near 10 s and 4 GB.
-DEFAULT_EXACT_MAX_CONSTRAINTS = 786_432
+# The hybrid radius's largest exact statement, in constraints: its domain stays at 2^19 (a statement of 564,300
+# constraints, domain 2^20, took 2.1 s of witness and 6.9 s of proof on two cores), so that a customer's whole
+# online step (enumeration, witness, proof) stays within 10 s and 4 GB.
+DEFAULT_EXACT_MAX_CONSTRAINTS = 500_000
 RADIUS_HELP = ("hybrid: the exact radius when region enumeration finishes within --exact-budget seconds and its "
                "statement has at most --exact-max-constraints constraints, else the bound radius (keys of both statements' buckets, k<K>-f<F>-exact and k1-f1-bound); "
                "exact: the true radius rounded down to 2^-t, proved minimal by a counterexample (its own circuit "
