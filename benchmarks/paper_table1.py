@@ -191,6 +191,8 @@ def setup_phase(root: str, radius: str, n_queries: int, max_constraints: int | N
                         per_slice=per_slice, exact_budget=exact_budget)
         X, _ = test_inputs(workspace.artifact)
         fixed, per_k, per_f = constraint_model(prover) if max_constraints else (0, 0, 0)
+        for shape in prover.buckets.sized_families():  # offline, as `precompute --key-queries` does
+            prover.statement_sizes.line(shape)
         for i in range(min(n_queries, len(X))):
             q = query_from_index(workspace.artifact, prover.model, i)
             try:

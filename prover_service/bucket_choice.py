@@ -64,6 +64,8 @@ class BucketChoice:
     per_slice: bool
     bucket_growth: int
     exact_max_constraints: int = DEFAULT_EXACT_MAX_CONSTRAINTS
+    # The constraints of a bucket the card does not publish (the prover's: read off lines kept beside the keys)
+    estimate: Callable[[StatementShape], int] = estimated_constraints
 
     def shape_for(self, region_slots: int, farkas_slots: int, radius: str | None = None,
                   per_slice: bool = False) -> StatementShape:
@@ -79,6 +81,11 @@ class BucketChoice:
         and hybrid modes (hybrid proves with it whenever enumeration overruns its budget, and every flip). The
         exact buckets a hybrid prover also needs depend on its customers' covering sets."""
         return [self.bound_shape()] if self.radius in (Radius.BOUND, Radius.HYBRID) else []
+
+    def sized_families(self) -> list[StatementShape]:
+        """The statement families whose sizes this prover reads before proving (hybrid: the exact statement's,
+        for `exact_fits`); learnt offline, with the keys, so that no customer waits for them."""
+        return [self.shape_for(4, 4, Radius.EXACT)] if self.radius == Radius.HYBRID else []
 
     def missing_keys_note(self, shape: StatementShape) -> str:
         """What the bank must set up, said beside a bucket nobody has set up: a hybrid model needs the keys of
@@ -107,7 +114,7 @@ class BucketChoice:
     def constraints_of(self, shape: StatementShape) -> int:
         """The constraints of `shape`'s statement: the card's count for a published bucket, else the estimate."""
         published = [b for b in self.card().circuits if b.bucket == shape.bucket]
-        return published[0].n_constraints if published else estimated_constraints(shape)
+        return published[0].n_constraints if published else self.estimate(shape)
 
     def exact_fits(self, certificate: Certificate) -> bool:
         """Whether a hybrid prover keeps the exact `certificate`: every statement proving it has at most

@@ -46,6 +46,8 @@ def setup_keys_for_test_customers(prover: Prover, n_customers: int, data_dir: st
             needed.setdefault(shape.bucket, shape)
     for shape in prover.standing_shapes():  # the bound bucket of a hybrid prover, whoever its first customers are
         needed.setdefault(shape.bucket, shape)
+    for shape in prover.buckets.sized_families():  # sizes hybrid reads online, learnt now
+        prover.statement_sizes.line(shape)
     say(f"buckets needed by the first {n_customers} test customers: {', '.join(sorted(needed))}")
     done = []
     for name, shape in sorted(needed.items(), key=lambda kv: (kv[1].region_slots, kv[1].farkas_slots, kv[1].radius)):

@@ -40,6 +40,7 @@ from .bucket_choice import BucketChoice, ExactRadiusUnavailable, needs_fast_stat
 from .bucket_keys import KeySetup, NoKeySetup, ceremony_shape
 from .bundling import ProvedPart, certificate_bundle
 from .commands.radius_option import DEFAULT_EXACT_BUDGET, DEFAULT_EXACT_MAX_CONSTRAINTS
+from .statement_sizes import SIZES_FILE, StatementSizes
 from .key_store import DEFAULT_MAX_HOT_KEYS, RELATION_FILE, BucketKeys, KeyStore, exclusive_lock
 from .workspace import ModelWorkspace
 
@@ -120,6 +121,7 @@ class Prover:
             self.backend = get_backend()
         self.proof_system = Groth16(self.backend)
         self.salt = self.workspace.salt()
+        self.statement_sizes = StatementSizes(self.workspace.root / "keys" / SIZES_FILE)
         self.key_store = KeyStore(self.workspace, self.backend, self.key_setup, progress=self.progress,
                                   max_hot_keys=self.max_hot_keys, missing_note=lambda shape: self.buckets.missing_keys_note(shape))
 
@@ -149,7 +151,7 @@ class Prover:
     def buckets(self) -> BucketChoice:
         """Which statement and bucket prove a certificate, on the current card."""
         return BucketChoice(lambda: self.card, self.model, RadiusMode(self.radius), self.per_slice,
-                            self.bucket_growth, self.exact_max_constraints)
+                            self.bucket_growth, self.exact_max_constraints, self.statement_sizes.constraints)
 
     # ------------------------------------------------------ statement and keys
     def shape_for(self, region_slots: int, farkas_slots: int, radius: str | None = None,
