@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from commitments.record import NOT_A_RECORD, read_record_file
 from fairness.certificate import CAP, CERTIFIED, COUNTEREXAMPLE, DEFAULT_EPS_BITS, EXACT, FAST, FLIP, Certificate
@@ -278,11 +278,13 @@ def _sendable(exc: Exception) -> Exception:
 
 
 def certify_within(store_url: str, model: FixedPointModel, query: Sequence[int], budget: float, *,
-                   eps_bits: int = DEFAULT_EPS_BITS, radius: str = EXACT) -> TimedCertificate | None:
+                   eps_bits: int = DEFAULT_EPS_BITS, radius: str = EXACT,
+                   meanwhile: Callable[[], None] | None = None) -> TimedCertificate | None:
     """Region enumeration of one query in a child process, stopped at `budget` seconds: the certificate if
     it finished, None past the deadline (or if the child died). The child's error, if it raised one (a
     store URL it cannot open, say), is raised here. For the hybrid mode, which falls back to the bound
-    radius."""
+    radius. `meanwhile`, if given, runs in this process while the child enumerates (the hybrid prover's
+    bound radius, on the other core); the deadline counts from the child's start, not from its return."""
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork")
@@ -295,9 +297,12 @@ def certify_within(store_url: str, model: FixedPointModel, query: Sequence[int],
         child.start()
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    deadline = time.monotonic() + budget
     sender.close()
     try:
-        if not receiver.poll(budget):
+        if meanwhile is not None:
+            meanwhile()
+        if not receiver.poll(max(0.0, deadline - time.monotonic())):
             return None
         try:
             answer = receiver.recv()
@@ -315,12 +320,14 @@ def certify_within(store_url: str, model: FixedPointModel, query: Sequence[int],
 
 
 def exact_within(store_url: str, model: FixedPointModel, query: Sequence[int], budget: float, *,
-                 eps_bits: int = DEFAULT_EPS_BITS) -> TimedCertificate | None:
+                 eps_bits: int = DEFAULT_EPS_BITS, meanwhile: Callable[[], None] | None = None
+                 ) -> TimedCertificate | None:
     """What the hybrid mode keeps of region enumeration: the exact answer for `query` when enumeration
     finishes within `budget` seconds and gives one: a radius made exact (a counterexample, or the cap), or a
     flip (the true radius is 0). None otherwise: past the deadline, or a fast certificate (no counterexample
-    could be exhibited), which the hybrid mode replaces with the bound radius."""
-    found = certify_within(store_url, model, query, budget, eps_bits=eps_bits, radius=EXACT)
+    could be exhibited), which the hybrid mode replaces with the bound radius. `meanwhile`: as for
+    `certify_within`."""
+    found = certify_within(store_url, model, query, budget, eps_bits=eps_bits, radius=EXACT, meanwhile=meanwhile)
     if found is None or not (found.certificate.status == FLIP or is_exact_radius(found.certificate)):
         return None
     return found

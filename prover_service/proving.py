@@ -59,6 +59,29 @@ def _no_stage(_: str, __: float) -> None:
     pass
 
 
+class _Meanwhile:
+    """A computation run while something else is awaited; its error kept until its result is asked for."""
+
+    def __init__(self, compute: Callable[[], Certificate]):
+        self._compute = compute
+        self._value: Certificate | None = None
+        self._error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self._value = self._compute()
+        except Exception as exc:  # raised by result(), if the result is needed at all
+            self._error = exc
+
+    def result(self) -> Certificate:
+        if self._value is None and self._error is None:
+            self.run()
+        if self._error is not None:
+            raise self._error
+        assert self._value is not None
+        return self._value
+
+
 @dataclass(frozen=True)
 class Timings:
     certify: float
@@ -184,29 +207,41 @@ class Prover:
     def certify(self, query: Sequence[int]) -> Certificate:
         """The plaintext certificate of `query` in the prover's radius mode, approved by the checker."""
         if self.radius == RadiusMode.HYBRID:
-            exact = exact_within(self.db.url, self.model, query, self.exact_budget, eps_bits=self.card.eps_scale_bits)
-            if exact is not None and exact.certificate.status == CERTIFIED:
-                check_certificate(self.model, exact.certificate)
-                if self.buckets.exact_fits(exact.certificate):
-                    return exact.certificate
-                self.progress(f"the exact radius's statement has more than {self.exact_max_constraints:,} "
-                              "constraints: the bound radius instead")
-            elif exact is None:
-                self.progress(f"region enumeration did not give the exact radius within {self.exact_budget:g} s: "
-                              "the bound radius instead")
-            # a flip (eps 0) is proved by the bound statement, which needs no regions
-        if self.radius in (RadiusMode.BOUND, RadiusMode.HYBRID):
-            # no regions: the bound radius, its eps confirmed in exact integers, with the slopes the card's bound
-            # statement takes
-            alpha_bits = self.buckets.bound_shape().alpha_bits
-            return bound_certificate(self.model, query, eps_bits=self.card.eps_scale_bits,
-                                     alpha_bits=alpha_bits).certificate(self.model)
+            return self._certify_hybrid(query)
+        if self.radius == RadiusMode.BOUND:
+            return self._bound_certificate(query)
         certificate = self.certifier.certify(query).certificate
         try:
             check_certificate(self.model, certificate)
         except CertificationError as exc:  # never prove what the plaintext checker refuses
             raise CertificationError(f"internal: produced certificate fails its own check: {exc}") from exc
         return certificate
+
+    def _certify_hybrid(self, query: Sequence[int]) -> Certificate:
+        """The exact certificate when enumeration gives one within the budget and its statement within the
+        size, else the bound radius, which is searched for while the enumeration runs (in its own process), so
+        that a customer who gets it does not wait for both one after the other."""
+        bound = _Meanwhile(lambda: self._bound_certificate(query))
+        exact = exact_within(self.db.url, self.model, query, self.exact_budget, eps_bits=self.card.eps_scale_bits,
+                             meanwhile=bound.run)
+        if exact is not None and exact.certificate.status == CERTIFIED:
+            check_certificate(self.model, exact.certificate)
+            if self.buckets.exact_fits(exact.certificate):
+                return exact.certificate
+            self.progress(f"the exact radius's statement has more than {self.exact_max_constraints:,} "
+                          "constraints: the bound radius instead")
+        elif exact is None:
+            self.progress(f"region enumeration did not give the exact radius within {self.exact_budget:g} s: "
+                          "the bound radius instead")
+        # a flip (eps 0) is proved by the bound statement, which needs no regions
+        return bound.result()
+
+    def _bound_certificate(self, query: Sequence[int]) -> Certificate:
+        """No regions: the bound radius, its eps confirmed in exact integers, with the slopes the card's bound
+        statement takes."""
+        alpha_bits = self.buckets.bound_shape().alpha_bits
+        return bound_certificate(self.model, query, eps_bits=self.card.eps_scale_bits,
+                                 alpha_bits=alpha_bits).certificate(self.model)
 
     def persistence_delta(self, delta: int | None) -> int | None:
         """The persistence lens's delta for a request (an int at the input scale; None: the card's default),
