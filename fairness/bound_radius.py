@@ -331,11 +331,27 @@ def radius_search(model: FixedPointModel, query: Sequence[int], eps_bits: int = 
             _SEARCHES.move_to_end(key)
             return _SEARCHES[key]
     found = _search(model, query, eps_bits, alpha_bits)
+    remember_search(model, query, eps_bits, alpha_bits, found)
+    return found
+
+
+def searched_radius(model: FixedPointModel, query: Sequence[int], eps_bits: int, alpha_bits: int) -> RadiusSearch:
+    """`radius_search` without its memory (what a forked child computes for its parent, which remembers it with
+    `remember_search`: the child takes no lock its parent's threads might have held across the fork)."""
+    return _search(model, tuple(int(v) for v in query), eps_bits, alpha_bits)
+
+
+def remember_search(model: FixedPointModel, query: Sequence[int], eps_bits: int, alpha_bits: int,
+                    found: RadiusSearch) -> None:
+    """Keep `found` as the search of `query`, so that `radius_search` (the certificate, then the proof's
+    slopes) returns it. Only for a search made by `searched_radius` with these arguments: the statement checks
+    the slopes either way, so a wrong one is refused, never proved."""
+    key = (model_key(model), tuple(int(v) for v in query), eps_bits, alpha_bits)
     with _SEARCHES_LOCK:
         _SEARCHES[key] = found
+        _SEARCHES.move_to_end(key)
         while len(_SEARCHES) > _KEPT:
             _SEARCHES.popitem(last=False)
-    return found
 
 
 def bound_certificate(model: FixedPointModel, query: Sequence[int], *, eps_bits: int = 16,

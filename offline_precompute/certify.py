@@ -246,20 +246,25 @@ def _own_signals() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, CHILD_SIGNALS)
 
 
-def _certify_child(conn, store_url: str, model: FixedPointModel, query, eps_bits: int, radius: str) -> None:
+def _certify_in_child(store_url: str, model: FixedPointModel, query, eps_bits: int, radius: str) -> tuple:
     from offline_precompute.db import open_database
 
+    db = open_database(store_url)
+    try:
+        certifier = Certifier(db, model, eps_bits=eps_bits, radius=radius)
+        result = certifier.certify(query)
+        s = result.stats
+        return (result.certificate.to_json(), result.seconds, s.hits, s.misses, s.rejected, result.cached_rows,
+                certifier.digest)
+    finally:
+        db.dispose()
+
+
+def _answer_parent(conn, fn: Callable[..., Any], args: tuple) -> None:
+    """In the child: fn(*args), or the error it raised, sent to the parent."""
     _own_signals()
     try:
-        db = open_database(store_url)
-        try:
-            certifier = Certifier(db, model, eps_bits=eps_bits, radius=radius)
-            result = certifier.certify(query)
-            s = result.stats
-            conn.send((result.certificate.to_json(), result.seconds, s.hits, s.misses, s.rejected,
-                       result.cached_rows, certifier.digest))
-        finally:
-            db.dispose()
+        conn.send(fn(*args))
     except Exception as exc:  # the parent raises it: a bad store or record is an error, not an overrun budget
         conn.send(_sendable(exc))
     finally:
@@ -274,60 +279,76 @@ def _sendable(exc: Exception) -> Exception:
         pickle.loads(pickle.dumps(exc))
         return exc
     except Exception:
-        return CertificationError(f"region enumeration failed: {type(exc).__name__}: {exc}")
+        return CertificationError(f"a computation in a child process failed: {type(exc).__name__}: {exc}")
+
+
+class ForkedCall:
+    """fn(*args) in a forked child process, started at once; its answer read through a pipe until a deadline,
+    and the child stopped (SIGTERM) when the call is closed, whether it answered or not. The child takes its
+    own signals (`_own_signals`), so a stop never reaches the parent's event loop."""
+
+    def __init__(self, fn: Callable[..., Any], *args: Any):
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("fork")
+        self._receiver, sender = ctx.Pipe(duplex=False)
+        self._child = ctx.Process(target=_answer_parent, args=(sender, fn, args), daemon=True)
+        # Blocked in this thread across the fork, so that the child holds any such signal until it owns them.
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, CHILD_SIGNALS)
+        try:
+            self._child.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        self.started = time.monotonic()
+        sender.close()
+
+    def answer(self, deadline: float) -> tuple[bool, Any]:
+        """(True, the answer) if it arrives by `deadline` (time.monotonic()), else (False, None); (False, None)
+        too if the child died without one. The child's error is raised here."""
+        if not self._receiver.poll(max(0.0, deadline - time.monotonic())):
+            return False, None
+        try:
+            value = self._receiver.recv()
+        except EOFError:
+            return False, None
+        if isinstance(value, Exception):
+            raise value
+        return True, value
+
+    def close(self) -> None:
+        if self._child.is_alive():
+            self._child.terminate()
+        self._child.join()
+        self._receiver.close()
+
+    def __enter__(self) -> "ForkedCall":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def certify_within(store_url: str, model: FixedPointModel, query: Sequence[int], budget: float, *,
-                   eps_bits: int = DEFAULT_EPS_BITS, radius: str = EXACT,
-                   meanwhile: Callable[[], None] | None = None) -> TimedCertificate | None:
+                   eps_bits: int = DEFAULT_EPS_BITS, radius: str = EXACT) -> TimedCertificate | None:
     """Region enumeration of one query in a child process, stopped at `budget` seconds: the certificate if
     it finished, None past the deadline (or if the child died). The child's error, if it raised one (a
     store URL it cannot open, say), is raised here. For the hybrid mode, which falls back to the bound
-    radius. `meanwhile`, if given, runs in this process while the child enumerates (the hybrid prover's
-    bound radius, on the other core); the deadline counts from the child's start, not from its return."""
-    import multiprocessing
-
-    ctx = multiprocessing.get_context("fork")
-    receiver, sender = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_certify_child, args=(sender, store_url, model, tuple(query), eps_bits, radius),
-                        daemon=True)
-    # Blocked in this thread across the fork, so that the child holds any such signal until it owns them.
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, CHILD_SIGNALS)
-    try:
-        child.start()
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-    deadline = time.monotonic() + budget
-    sender.close()
-    try:
-        if meanwhile is not None:
-            meanwhile()
-        if not receiver.poll(max(0.0, deadline - time.monotonic())):
-            return None
-        try:
-            answer = receiver.recv()
-        except EOFError:
-            return None
-        if isinstance(answer, Exception):
-            raise answer
-        cert, seconds, hits, misses, rejected, cached, digest = answer
-        return TimedCertificate(Certificate.from_json(cert), seconds, hits, misses, rejected, cached, digest)
-    finally:
-        if child.is_alive():
-            child.terminate()
-        child.join()
-        receiver.close()
+    radius."""
+    with ForkedCall(_certify_in_child, store_url, model, tuple(query), eps_bits, radius) as child:
+        arrived, answer = child.answer(child.started + budget)
+    if not arrived:
+        return None
+    cert, seconds, hits, misses, rejected, cached, digest = answer
+    return TimedCertificate(Certificate.from_json(cert), seconds, hits, misses, rejected, cached, digest)
 
 
 def exact_within(store_url: str, model: FixedPointModel, query: Sequence[int], budget: float, *,
-                 eps_bits: int = DEFAULT_EPS_BITS, meanwhile: Callable[[], None] | None = None
-                 ) -> TimedCertificate | None:
+                 eps_bits: int = DEFAULT_EPS_BITS) -> TimedCertificate | None:
     """What the hybrid mode keeps of region enumeration: the exact answer for `query` when enumeration
     finishes within `budget` seconds and gives one: a radius made exact (a counterexample, or the cap), or a
     flip (the true radius is 0). None otherwise: past the deadline, or a fast certificate (no counterexample
-    could be exhibited), which the hybrid mode replaces with the bound radius. `meanwhile`: as for
-    `certify_within`."""
-    found = certify_within(store_url, model, query, budget, eps_bits=eps_bits, radius=EXACT, meanwhile=meanwhile)
+    could be exhibited), which the hybrid mode replaces with the bound radius."""
+    found = certify_within(store_url, model, query, budget, eps_bits=eps_bits, radius=EXACT)
     if found is None or not (found.certificate.status == FLIP or is_exact_radius(found.certificate)):
         return None
     return found

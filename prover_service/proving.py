@@ -22,7 +22,7 @@ from circuits.backends import get_backend
 from circuits.builder import ConstraintSystem
 from circuits.snarkjs.ceremony import Ceremony
 from commitments.card import ModelCard
-from fairness.bound_radius import bound_certificate
+from fairness.bound_radius import bound_certificate, remember_search, searched_radius
 from fairness.certificate import CERTIFIED, Certificate
 from fairness.checker import check_certificate
 from fairness.errors import CertificationError, ModelError
@@ -30,7 +30,7 @@ from fairness.fixed_point import FixedPointModel, IntVector
 from fairness.radius import RADIUS_MODES
 from fairness.radius import Radius as RadiusMode
 from commitments.bundle import CertificateBundle
-from offline_precompute.certify import Certifier, exact_within
+from offline_precompute.certify import Certifier, ForkedCall, exact_within
 from offline_precompute.db import Database
 from statement import StatementShape, build_statement
 from statement.adapter import BUCKET_GROWTHS, DEFAULT_BUCKET_GROWTH, statement_inputs
@@ -47,6 +47,10 @@ from .workspace import ModelWorkspace
 __all__ = ["BucketKeys", "DEFAULT_MAX_HOT_KEYS", "ExactRadiusUnavailable", "ProvedCertificate", "Prover",
            "RELATION_FILE", "Timings", "exclusive_lock", "needs_fast_statement"]
 
+# How long a hybrid prover waits for its bound-search child (seconds on two cores: 0.2 to 5 on the paper
+# models) before it searches itself: only a child that died or hung waits that long.
+BOUND_SEARCH_SECONDS = 120.0
+
 Progress = Callable[[str], None]
 StageCallback = Callable[[str, float], None]
 
@@ -57,29 +61,6 @@ def _quiet(_: str) -> None:
 
 def _no_stage(_: str, __: float) -> None:
     pass
-
-
-class _Meanwhile:
-    """A computation run while something else is awaited; its error kept until its result is asked for."""
-
-    def __init__(self, compute: Callable[[], Certificate]):
-        self._compute = compute
-        self._value: Certificate | None = None
-        self._error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            self._value = self._compute()
-        except Exception as exc:  # raised by result(), if the result is needed at all
-            self._error = exc
-
-    def result(self) -> Certificate:
-        if self._value is None and self._error is None:
-            self.run()
-        if self._error is not None:
-            raise self._error
-        assert self._value is not None
-        return self._value
 
 
 @dataclass(frozen=True)
@@ -218,23 +199,28 @@ class Prover:
         return certificate
 
     def _certify_hybrid(self, query: Sequence[int]) -> Certificate:
-        """The exact certificate when enumeration gives one within the budget and its statement within the
-        size, else the bound radius, which is searched for while the enumeration runs (in its own process), so
-        that a customer who gets it does not wait for both one after the other."""
-        bound = _Meanwhile(lambda: self._bound_certificate(query))
-        exact = exact_within(self.db.url, self.model, query, self.exact_budget, eps_bits=self.card.eps_scale_bits,
-                             meanwhile=bound.run)
-        if exact is not None and exact.certificate.status == CERTIFIED:
-            check_certificate(self.model, exact.certificate)
-            if self.buckets.exact_fits(exact.certificate):
-                return exact.certificate
-            self.progress(f"the exact radius's statement has more than {self.exact_max_constraints:,} "
-                          "constraints: the bound radius instead")
-        elif exact is None:
-            self.progress(f"region enumeration did not give the exact radius within {self.exact_budget:g} s: "
-                          "the bound radius instead")
-        # a flip (eps 0) is proved by the bound statement, which needs no regions
-        return bound.result()
+        """The exact certificate when enumeration gives one within the budget and its statement is within the
+        size, else the bound radius. The bound radius is searched for in a child process of its own while the
+        enumeration runs in another, and stopped as soon as the exact certificate is kept: a customer who gets
+        the bound waits for the longer of the two, not for both, and one who gets the exact radius not at all."""
+        alpha_bits = self.buckets.bound_shape().alpha_bits
+        eps_bits = self.card.eps_scale_bits
+        with ForkedCall(searched_radius, self.model, tuple(query), eps_bits, alpha_bits) as search:
+            exact = exact_within(self.db.url, self.model, query, self.exact_budget, eps_bits=eps_bits)
+            if exact is not None and exact.certificate.status == CERTIFIED:
+                check_certificate(self.model, exact.certificate)
+                if self.buckets.exact_fits(exact.certificate):
+                    return exact.certificate
+                self.progress(f"the exact radius's statement has more than {self.exact_max_constraints:,} "
+                              "constraints: the bound radius instead")
+            elif exact is None:
+                self.progress(f"region enumeration did not give the exact radius within {self.exact_budget:g} s: "
+                              "the bound radius instead")
+            # a flip (eps 0) is proved by the bound statement, which needs no regions
+            arrived, found = search.answer(search.started + BOUND_SEARCH_SECONDS)
+        if arrived:  # else (the child died or hung) the search runs here
+            remember_search(self.model, query, eps_bits, alpha_bits, found)
+        return self._bound_certificate(query)
 
     def _bound_certificate(self, query: Sequence[int]) -> Certificate:
         """No regions: the bound radius, its eps confirmed in exact integers, with the slopes the card's bound

@@ -308,6 +308,41 @@ def test_hybrid_proves_the_exact_radius_within_its_budget_and_size_and_the_bound
     assert late[1] == large[1] <= exact[1]  # the bound radius never exceeds the exact one
 
 
+def test_hybrid_searches_the_bound_in_a_child_and_here_when_the_child_gives_nothing(bank, bound_bank, monkeypatch):
+    """The bound radius a hybrid prover proves comes from its search child; a child that dies without an answer
+    (or hangs past the deadline) costs the search again in the prover, never a wrong or missing certificate."""
+    import os
+
+    import prover_service.proving as proving
+    from offline_precompute.certify import query_from_record
+    from prover_service.proving import Prover
+    from verifier_client.verify import verify_bundle
+
+    import fairness.bound_radius as bound_radius
+
+    bound_prover, _ = bound_bank
+    searches_here: list[int] = []  # searches run in this process (a child's are in its own copy of the list)
+    real = bound_radius._search
+
+    def counted(*args):
+        searches_here.append(os.getpid())
+        return real(*args)
+
+    monkeypatch.setattr(bound_radius, "_search", counted)
+    monkeypatch.setattr(bound_radius, "_SEARCHES", type(bound_radius._SEARCHES)())
+    prover = Prover(bound_prover.workspace, bound_prover.db, get_backend(), radius="hybrid", exact_budget=0.001)
+    query = query_from_record(prover.workspace.artifact, prover.model, bank.records[1])
+    from_child = prover.prove(query).bundle
+    assert verify_bundle(from_child, prover.card) and from_child.bucket == "k1-f1-bound"
+    assert searches_here == []  # certificate and witness both took the child's search
+
+    monkeypatch.setattr(proving, "searched_radius", lambda *args: os._exit(3))
+    monkeypatch.setattr(bound_radius, "_SEARCHES", type(bound_radius._SEARCHES)())  # forget the child's answer
+    from_here = prover.prove(query).bundle
+    assert verify_bundle(from_here, prover.card) and from_here.eps == from_child.eps
+    assert searches_here == [os.getpid()]  # the dead child's search, made here once
+
+
 def test_the_page_verifies_bound_certificates_in_the_verifiers_words(bound_bank, tmp_path, capsys):
     from page_cases import PageCase, node_verdicts
     from verifier_client.cli import main as verify_main

@@ -259,25 +259,3 @@ def test_a_child_stopped_at_its_deadline_never_signals_its_parent(model_dir, ger
     heard, _ = _parent_hears(model_dir, german, (0.0001, 0.001, 0.01))
     assert "SIGTERM" in heard
 
-
-def test_what_runs_meanwhile_runs_beside_the_child_and_the_deadline_counts_from_its_start(model_dir, german):
-    """The hybrid prover searches the bound radius while the child enumerates: the work runs once, in this
-    process, and the budget still counts from the child's start (work as long as the budget leaves no time to
-    wait: a child that needs longer than the budget is not waited for after it)."""
-    import time
-
-    from offline_precompute.certify import certify_within
-    from fairness.fixed_point import quantise_query
-
-    assert main(["precompute", "--model", str(model_dir), "--quiet"]) == 0
-    _, model = fixed(model_dir)
-    query = quantise_query(model, [float(v) for v in german.X_test[0]])
-    store = f"sqlite:///{model_dir / 'precompute.sqlite'}"
-    ran: list[float] = []
-    found = certify_within(store, model, query, 120, meanwhile=lambda: ran.append(time.monotonic()))
-    assert found is not None and len(ran) == 1
-    # the twin: the meanwhile work uses up a budget the child cannot meet, and nothing is waited for after it
-    start = time.monotonic()
-    late = certify_within(store, model, query, 0.2, radius="exact", meanwhile=lambda: time.sleep(0.3))
-    assert time.monotonic() - start < 2.0
-    assert late is None or late.seconds <= 0.3  # only an answer that was already there is kept
