@@ -157,13 +157,17 @@ def prepare_model(dataset: str, hidden: tuple[int, ...], variant: str, workdir: 
 def reference_certificate(db, prover, query, certificate, radius: str):
     """A separate plaintext certification of `query` in the radius `certificate` was given in, with its own
     oracle (not the prover's memo), so the comparison is not the prover against itself. A hybrid prover's
-    certificate is exact (region enumeration finished within the budget) or the bound radius."""
-    from fairness.bound_radius import bound_certificate
+    certificate is exact (region enumeration finished within the budget) or the bound radius, searched again
+    here without the search's memory (the prover's came from its search child)."""
+    from types import SimpleNamespace
+
+    from fairness.bound_radius import searched_radius
     from offline_precompute.certify import certify as certify_plaintext
 
     if radius == Radius.HYBRID and not certificate.slices:  # the bound radius, or a flip the bound statement proves
-        return bound_certificate(prover.model, query, eps_bits=prover.card.eps_scale_bits,
-                                 alpha_bits=prover.buckets.bound_shape().alpha_bits).certificate(prover.model)
+        found = searched_radius(prover.model, query, prover.card.eps_scale_bits,
+                                prover.buckets.bound_shape().alpha_bits)
+        return SimpleNamespace(eps=found.eps, radius_is_exact=False)
     plain = Radius.EXACT if radius == Radius.HYBRID else radius
     return certify_plaintext(db, prover.model, query, eps_bits=prover.card.eps_scale_bits, radius=plain).certificate
 
