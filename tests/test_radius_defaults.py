@@ -52,7 +52,7 @@ def test_no_command_takes_a_word_that_is_no_mode(command, capsys):
 
 
 def test_the_service_settings_default_to_hybrid_and_take_every_mode():
-    assert Settings().radius == "hybrid" and Settings().exact_budget == 60.0
+    assert Settings().radius == "hybrid" and Settings().exact_budget == 5.0
     for mode in RADIUS_MODES:
         assert Settings.from_env({"FAIRPROOF_RADIUS": mode}).radius == mode
     assert Settings.from_env({"FAIRPROOF_RADIUS": "fast"}).radius == "fast"  # fast: only when asked for
