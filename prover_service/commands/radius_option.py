@@ -11,8 +11,8 @@ from fairness.radius import DEFAULT_RADIUS, RADIUS_MODES, RADIUS_WORDS, Radius
 RADIUS_CHOICES = RADIUS_MODES
 # Region enumeration's share of a customer's online step under the hybrid radius: beyond it the bound radius
 # (searched meanwhile) is proved. With the statement's size below, the whole step stays within about 10 s on
-# two cores; measured on the paper models, enumerations that ran 10 to 16 s ended in statements too large to
-# prove online anyway.
+# two cores; measured on the paper models, enumerations that ran 10 to 16 s ended in answers the hybrid radius
+# could not keep anyway (docs/BENCHMARKS.md, "The default radius online").
 DEFAULT_EXACT_BUDGET = 5.0
 # The hybrid radius's largest exact statement, in constraints: its domain stays at 2^19 (a statement of 564,300
 # constraints, domain 2^20, took 2.1 s of witness and 6.9 s of proof on two cores), so that a customer's whole
