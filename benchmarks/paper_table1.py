@@ -103,19 +103,12 @@ def ezkl_available() -> bool:
 
 def constraint_model(prover) -> tuple[int, int, int]:
     """(fixed, per region slot, per pool entry) constraints of this model's statement in the prover's
-    radius, all slices together, from two small builds without values (the statement is linear in K
-    and F up to a few lookup bits)."""
-    from circuits.builder import ConstraintSystem
-    from statement import build_statement
+    radius, all slices together: its family's size line (`statement.size`), as the prover reads it."""
+    from statement.size import size_line
 
-    def count(k: int, f: int) -> int:
-        cs = ConstraintSystem(with_values=False)
-        build_statement(cs, prover.shape_for(k, f, per_slice=prover.per_slice))
-        return cs.n_constraints
-
-    base, more_k, more_f = count(4, 4), count(8, 4), count(4, 8)
-    per_k, per_f = (more_k - base) // 4, (more_f - base) // 4
-    return base - 4 * per_k - 4 * per_f, per_k, per_f
+    line = size_line(prover.shape_for(4, 4, per_slice=prover.per_slice))
+    per_k, per_f = int(line.per_slot), int(line.per_entry)
+    return line.at_4_4 - 4 * per_k - 4 * per_f, per_k, per_f
 
 
 # ---------------------------------------------------------------------------- the committed model
