@@ -5,7 +5,10 @@ witness satisfies the constraint system at the plaintext certificate's E and the
 not (the circuit proves exactly the plaintext bound); a single tree, whose bound is exact, gets no E + 1.
 Every dishonest witness is refused by the constraint named: another feature selector or threshold or leaf
 value (the commitment), a selector that is not one-hot, another path, a leaf box or a reachable bit that is
-not the one its path gives, a worst value that is not the worst.
+not the one its path gives, a worst value that is not the worst. Counterfactual flips (status 1, E = 0)
+are proved where the plaintext finds one, ties included, and refused where it does not: a flip the model
+does not make, another flip slice, E > 0 under a flip, a radius claimed over a flip, a rival class that is
+y or scores below it, another counterfactual path.
 """
 from __future__ import annotations
 
@@ -21,9 +24,9 @@ from circuits.groth16 import check_proof, prove, r1cs_digest, setup
 from fairness.fixed_point import SensitiveDomain
 from fairness.trees.ensemble import LEAF, Tree, TreeEnsemble, TreeModel
 from fairness.trees.exact import exact_radius
-from fairness.trees.radius import CERTIFIED, certifies, certify_trees
+from fairness.trees.radius import CERTIFIED, FLIP, certifies, certify_trees
 from statement.trees import (TreeShapeError, build_tree_statement, pad_tree, tree_shape, tree_statement_inputs)
-from statement.trees.witness import TreePublic, TreeWitness, reach_bits
+from statement.trees.witness import CERTIFIED_STATUS, FLIP_STATUS, TreePublic, TreeWitness, reach_bits
 from statement_cases import unsatisfied_labels
 
 S = 8  # inputs at 2^8, eps at 2^8
@@ -88,6 +91,19 @@ def certified_case(seed: int, trees: int, depth: int, n_inputs: int, classes: in
             if cert.status == CERTIFIED and cert.eps > 0 and not cert.capped:
                 return model, q, cert.eps
     raise AssertionError(f"no certified query near seed {seed}")
+
+
+def flip_case(seed: int, trees: int, depth: int, n_inputs: int, classes: int = 2):
+    """(model, query, certificate) of the first seed from `seed` on with a query one of whose slices flips."""
+    for attempt in range(seed, seed + 50):
+        model = random_model(attempt, trees, depth, n_inputs, classes)
+        rng = random.Random(attempt)
+        for _ in range(60):
+            q = tuple(rng.randint(-2 * ONE, 2 * ONE) for _ in range(n_inputs - 1)) + rng.choice(model.sensitive[0].points)
+            cert = certify_trees(model, q, eps_bits=S)
+            if cert.status == FLIP:
+                return model, q, cert
+    raise AssertionError(f"no flip near seed {seed}")
 
 
 def build(model: TreeModel, depth: int, public: TreePublic, witness: TreeWitness) -> ConstraintSystem:
@@ -302,8 +318,118 @@ def test_a_groth16_proof_verifies_and_another_eps_or_decision_does_not(small):
     cs = ConstraintSystem(with_values=True)
     build_tree_statement(cs, shape, public, witness)
     proof = prove(pk, relation, cs.witness(), backend)
-    signals = [public.commitment, public.decision, public.eps, *(v % R for v in public.query)]
+    signals = public.signals()
     assert cs.public_values() == signals
     assert check_proof(vk, signals, proof, backend).ok
     assert not check_proof(vk, [*signals[:2], signals[2] + 1, *signals[3:]], proof, backend).ok
     assert not check_proof(vk, [signals[0], 1 - signals[1], *signals[2:]], proof, backend).ok
+
+
+# --------------------------------------------------------------------------- counterfactual flips
+
+
+@pytest.mark.parametrize("seed, trees, depth, n_inputs, classes", [(51, 3, 2, 4, 2), (52, 2, 3, 5, 3)])
+def test_a_flip_the_plaintext_finds_is_proved_at_eps_zero(seed, trees, depth, n_inputs, classes):
+    model, query, cert = flip_case(seed, trees, depth, n_inputs, classes)
+    public, witness = inputs(model, depth, query, 0)
+    assert (public.status, public.flip_slice, public.decision) == (FLIP_STATUS, cert.flip_slice, cert.decision)
+    cs = build(model, depth, public, witness)
+    assert satisfied(cs) and cs.unconstrained_wires() == []
+    # the same flip with E > 0, or as a certified radius at E = 1, is refused
+    refused_at(model, depth, dataclasses.replace(public, eps=1), witness, "domain")
+    labels = refused_at(model, depth, dataclasses.replace(public, status=CERTIFIED_STATUS, flip_slice=0, eps=1), witness,
+                        f"slice[{cert.flip_slice}]")
+    assert any("margin" in label or "over_reachable" in label for label in labels), labels
+
+
+def tie_model(classes: int) -> tuple[TreeModel, tuple[int, ...]]:
+    """One split per tree on the sensitive column; at group 0 the scores tie (binary: score 0), at group 1
+    they do not. The query is in group 0: its own slice flips, by a tie."""
+    split = Tree((1, LEAF, LEAF), (ONE // 2, 0, 0), (1, -1, -1), (2, -1, -1), (0, 0, 0))
+    scores = 1 if classes == 2 else classes
+    leaves = [(0, 5)] + [(0, -5)] * (scores - 1)  # group 1 favours score 0
+    trees = tuple(dataclasses.replace(split, value=(0, low, high)) for low, high in leaves)
+    ens = TreeEnsemble(2, classes, S, 8, trees, (0,) * scores)
+    group = SensitiveDomain.scalar("group", 1, (0, ONE), ("g0", "g1"))
+    return TreeModel(ens, (-2 * ONE, 0), (2 * ONE, ONE), (group,)), (ONE // 3, 0)
+
+
+@pytest.mark.parametrize("classes", [2, 3])
+def test_a_query_whose_own_scores_tie_is_proved_a_flip_of_its_own_slice(classes):
+    model, query = tie_model(classes)
+    cert = certify_trees(model, query, eps_bits=S)
+    assert (cert.status, cert.flip_slice, cert.tie, cert.decision) == (FLIP, 0, True, 0)
+    public, witness = inputs(model, 1, query, 0)
+    assert satisfied(build(model, 1, public, witness))
+    # the other decision is not the model's (lowest index on a tie; binary: score > 0)
+    refused_at(model, 1, dataclasses.replace(public, decision=1), witness, "inference/decides")
+
+
+@pytest.fixture(scope="module")
+def certified_small():
+    model, query, eps = certified_case(61, 3, 2, 4)
+    return model, query, eps
+
+
+def test_a_flip_the_model_does_not_make_is_refused(certified_small):
+    """A certified query: claiming that any slice flips it (E = 0) fails the counterfactual's check."""
+    model, query, eps = certified_small
+    public, witness = inputs(model, 2, query, eps)
+    for s in range(len(model.slices())):
+        counterfactual = model.with_slice(query, model.slices()[s])
+        forged = dataclasses.replace(witness, flip_paths=tuple(pad_tree(t, 2).leaf_of(counterfactual)
+                                                               for t in model.ensemble.trees))
+        refused_at(model, 2, dataclasses.replace(public, status=FLIP_STATUS, flip_slice=s, eps=0), forged,
+                   "flip/not_strictly")
+
+
+def test_the_flip_slice_and_status_are_checked(certified_small):
+    model, query, eps = certified_small
+    public, witness = inputs(model, 2, query, eps)
+    assert satisfied(build(model, 2, public, witness))
+    # status 0 names slice 0, even with the counterfactual's paths at the slice named
+    counterfactual = model.with_slice(query, model.slices()[1])
+    at_slice_1 = dataclasses.replace(witness, flip_paths=tuple(pad_tree(t, 2).leaf_of(counterfactual)
+                                                                for t in model.ensemble.trees))
+    assert unsatisfied_labels(build(model, 2, dataclasses.replace(public, flip_slice=1), at_slice_1)) == {"flip"}
+    refused_at(model, 2, dataclasses.replace(public, status=2), witness, "domain")
+    # a flip slice past the last slice names none (the one-hot over the slices sums to 0)
+    beyond = dataclasses.replace(public, status=FLIP_STATUS, flip_slice=len(model.slices()), eps=0)
+    assert "flip" in unsatisfied_labels(build(model, 2, beyond, witness))
+
+
+def test_another_counterfactual_path_or_rival_is_refused():
+    model, query, cert = flip_case(52, 2, 3, 5, 3)
+    public, witness = inputs(model, 3, query, 0)
+    paths = list(witness.flip_paths)
+    paths[0] ^= 1
+    refused_at(model, 3, public, dataclasses.replace(witness, flip_paths=tuple(paths)), "flip/tree[0]/level[2]")
+    refused_at(model, 3, public, dataclasses.replace(witness, rival=public.decision), "flip/not_strictly")
+    scores = model.ensemble.scores(model.with_slice(query, model.slices()[cert.flip_slice]))
+    losers = [c for c in range(3) if c != public.decision and scores[c] < scores[public.decision]]
+    for c in losers:  # a class that scores below y there is no rival
+        refused_at(model, 3, public, dataclasses.replace(witness, rival=c), "flip/not_strictly")
+
+
+def test_a_groth16_proof_of_a_flip_verifies_and_the_certified_reading_does_not():
+    model, query, cert = flip_case(51, 3, 2, 4)
+    shape = tree_shape(model, 2, eps_bits=S)
+    public, witness = inputs(model, 2, query, 0)
+    backend = get_backend()
+    setup_cs = ConstraintSystem(with_values=False)
+    build_tree_statement(setup_cs, shape)
+    relation = setup_cs.compile(wire_names=False)
+    pk, vk = setup(relation, backend)
+    cs = ConstraintSystem(with_values=True)
+    build_tree_statement(cs, shape, public, witness)
+    proof = prove(pk, relation, cs.witness(), backend)
+    signals = public.signals()
+    assert signals[3:5] == [FLIP_STATUS, cert.flip_slice]
+    assert check_proof(vk, signals, proof, backend).ok
+    assert not check_proof(vk, [*signals[:3], CERTIFIED_STATUS, 0, *signals[5:]], proof, backend).ok
+
+
+def refused_at(model, depth: int, public, witness, where: str) -> set[str]:
+    labels = unsatisfied_labels(build(model, depth, public, witness))
+    assert labels and any(where in label for label in labels), labels
+    return labels

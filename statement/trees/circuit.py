@@ -1,26 +1,33 @@
 """The tree-ensemble bound certificate as a constraint system (`fairness.trees.radius` is its plaintext twin).
 
-Public inputs, in order: the commitment C, the decision y, E (eps = E / 2^t), the query x (n_inputs).
-Private: the salt, per padded tree a one-hot feature selector and a threshold per internal node, a value
-per leaf, the base, the query's path per tree, and per slice and tree the prover's lowest and highest
-reachable leaf (value and index). The circuit proves, for the ensemble committed in C:
+Public inputs, in the network certificate's order (`statement.public_inputs`): the commitment C, the
+decision y, E (eps = E / 2^t), the status (0: certified, 1: a flip), the flip slice, the query x
+(n_inputs). Private: the salt, per padded tree a one-hot feature selector and a threshold per internal
+node, a value per leaf, the base, the query's path per tree, the counterfactual's path per tree and a
+rival class, and per slice and tree the prover's lowest and highest reachable leaf (value and index).
+The circuit proves, for the ensemble committed in C:
 
 1. commitment: Poseidon(tag, shape digest, salt, base, per tree (feature, threshold)*, values*) = C, each
    feature the index named by a checked one-hot selector, thresholds and values range-checked;
 2. inference: at every level the path turns right exactly when x[f] >= threshold at the node it reached;
-   the reached leaves' values plus the base decide y strictly (binary: score != 0 with y = [score > 0];
-   multiclass: score_y > score_c for every c != y);
-3. the radius: 1 <= E <= eps_cap, and in every slice, for every leaf of every tree (all 2^D, derived
-   from the committed path, no prover choice), reachable = [the leaf meets the domain box] and [the
-   slice's sensitive values lie in its box] and [d2 2^(2t) < E^2 2^(2s)], with d2 the squared distance
-   from x over the free columns; the prover's lowest and highest values are reachable leaves' values
-   bounding every reachable leaf; and base + the worst leaves keep y strictly (radius.margin_bounds).
+   y is the decision of the reached leaves' values plus the base (binary: y = [score > 0]; multiclass:
+   the largest score, the lowest index on a tie);
+3. status 1 (a flip): E = 0, and x with the flip slice's sensitive values (reached the same way) does not
+   decide y strictly (binary: the score is not on y's side of 0; multiclass: the rival class, not y,
+   scores at least y's). Status 0: the flip slice is 0;
+4. status 0, the radius: 1 <= E <= eps_cap, and in every slice, for every leaf of every tree (all 2^D,
+   derived from the committed path, no prover choice), reachable = [the leaf meets the domain box] and
+   [the slice's sensitive values lie in its box] and [d2 2^(2t) < E^2 2^(2s)], with d2 the squared
+   distance from x over the free columns; the prover's lowest and highest values are reachable leaves'
+   values bounding every reachable leaf; and base + the worst leaves keep y strictly
+   (radius.margin_bounds). Under a flip (E = 0) no leaf is reachable and these checks are off.
 
 Every point closer than eps (in the box, sensitive columns at a slice) reaches one reachable leaf per
-tree, so its scores are bounded by step 3's sums: y is its strict decision.
+tree, so its scores are bounded by step 4's sums: y is its strict decision.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 from .commitment import commit_in_circuit
@@ -30,58 +37,113 @@ from .shape import TreeShape
 from .witness import TreePublic, TreeWitness
 
 
+@dataclass
+class TreeSignals:
+    """The public inputs as circuit values."""
+
+    commitment: object
+    decision: object
+    eps: object
+    status: object
+    flip_slice: object
+    query: list
+
+
 def build_tree_statement(cs, shape: TreeShape, public: TreePublic | None = None,
                          witness: TreeWitness | None = None) -> None:
     """Build the statement's constraints (and, with values, its witness) into cs."""
     if cs.with_values and (public is None or witness is None):
         raise ValueError("building with values needs the public inputs and the witness")
-    pub = public if cs.with_values else None
+    pub = declare_public_inputs(cs, shape, public if cs.with_values else None)
     wit = witness if cs.with_values else None
-    commitment = cs.public_input("commitment", None if pub is None else pub.commitment)
-    decision = cs.public_input("decision", None if pub is None else pub.decision)
-    eps = cs.public_input("eps", None if pub is None else pub.eps)
-    x = cs.public_inputs("query", shape.n_inputs, None if pub is None else pub.query)
-    W = shape.coordinate_bits
-
     with cs.scope("domain"):
-        cs.assert_range(eps - 1, shape.eps_value_bits)
-        cs.assert_range(shape.eps_cap - eps, shape.eps_value_bits)
-        query_in_domain(cs, shape, x)
-
-    selectors, thresholds, values, base = committed_ensemble(cs, shape, commitment, wit)
-
+        status_and_eps(cs, shape, pub)
+        query_in_domain(cs, shape, pub.query)
+    ensemble = committed_ensemble(cs, shape, pub.commitment, wit)
     with cs.scope("inference"):
-        reached = [leaf_reached(cs, shape, i, selectors[i], thresholds[i], values[i], x,
-                                None if wit is None else wit.paths[i]) for i in range(shape.n_trees)]
-        scores = score_sums(cs, shape, base, reached)
-        keeps_decision(cs, shape, decision, scores, scores)
+        reached = [leaf_reached(cs, shape, i, ensemble.selectors[i], ensemble.thresholds[i], ensemble.values[i],
+                                pub.query, None if wit is None else wit.paths[i]) for i in range(shape.n_trees)]
+        is_the_decision(cs, shape, pub.decision, score_sums(cs, shape, ensemble.base, reached))
+    with cs.scope("flip"):
+        flip_claim(cs, shape, pub, ensemble, wit)
+    radius_claim(cs, shape, pub, ensemble, wit)
 
+
+def declare_public_inputs(cs, shape: TreeShape, pub: TreePublic | None) -> TreeSignals:
+    return TreeSignals(
+        cs.public_input("commitment", None if pub is None else pub.commitment),
+        cs.public_input("decision", None if pub is None else pub.decision),
+        cs.public_input("eps", None if pub is None else pub.eps),
+        cs.public_input("status", None if pub is None else pub.status),
+        cs.public_input("flip_slice", None if pub is None else pub.flip_slice),
+        cs.public_inputs("query", shape.n_inputs, None if pub is None else pub.query))
+
+
+def status_and_eps(cs, shape: TreeShape, pub: TreeSignals) -> None:
+    """status in {0, 1}; E <= cap; status 0: E >= 1; status 1: E = 0."""
+    cs.assert_is_bool(pub.status)
+    cs.assert_range(shape.eps_cap - pub.eps, shape.eps_value_bits)
+    cs.assert_range(cs.mul(1 - pub.status, pub.eps - 1), shape.eps_value_bits)
+    cs.assert_equal(cs.mul(pub.status, pub.eps), 0)
+
+
+@dataclass
+class CommittedEnsemble:
+    """The private ensemble as circuit values, bound to C."""
+
+    selectors: list  # per tree, per internal node, the one-hot feature bits
+    thresholds: list  # per tree, per internal node
+    values: list  # per tree, per leaf
+    base: list  # per score
+
+
+def flip_claim(cs, shape: TreeShape, pub: TreeSignals, ensemble: CommittedEnsemble, wit: TreeWitness | None) -> None:
+    """The flip slice names a slice (0 unless status is 1); under a flip, the query with that slice's
+    sensitive values does not decide y strictly."""
+    at = [cs.is_equal(pub.flip_slice, s) for s in range(len(shape.slices))]
+    cs.assert_equal(cs.sum(at), 1)
+    cs.assert_equal(cs.mul(1 - pub.status, pub.flip_slice), 0)
+    point = list(pub.query)
+    for k, c in enumerate(shape.sensitive_columns):
+        point[c] = cs.lin_comb([(values[k], a) for values, a in zip(shape.slices, at)])
+    reached = [leaf_reached(cs, shape, i, ensemble.selectors[i], ensemble.thresholds[i], ensemble.values[i], point,
+                            None if wit is None else wit.flip_paths[i], "flip_path") for i in range(shape.n_trees)]
+    not_strictly(cs, shape, pub.decision, score_sums(cs, shape, ensemble.base, reached), pub.status,
+                 None if wit is None else wit.rival)
+
+
+def radius_claim(cs, shape: TreeShape, pub: TreeSignals, ensemble: CommittedEnsemble, wit: TreeWitness | None) -> None:
+    """Status 0: in every slice, the worst reachable leaves at E keep y strictly (step 4)."""
+    certified = 1 - pub.status
+    x = pub.query
     domain = ([cs.constant(v) for v in shape.box_lower], [cs.constant(v + 1) for v in shape.box_upper])
-    eps_sq_scaled = cs.square(eps) * (1 << (2 * shape.scale_bits))
+    eps_sq_scaled = cs.square(pub.eps) * (1 << (2 * shape.scale_bits))
     boxes, near = [], []
     for i in range(shape.n_trees):
         with cs.scope(f"tree[{i}]/leaves"):
-            tree_boxes = leaf_boxes(cs, selectors[i], thresholds[i], domain, W)
+            tree_boxes = leaf_boxes(cs, ensemble.selectors[i], ensemble.thresholds[i], domain, shape.coordinate_bits)
             boxes.append(tree_boxes)
             near.append([near_query(cs, shape, b, x, eps_sq_scaled) for b in tree_boxes])
-
     for s, slice_values in enumerate(shape.slices):
         with cs.scope(f"slice[{s}]"):
             lowest, highest = [], []
             for i in range(shape.n_trees):
                 with cs.scope(f"tree[{i}]"):
-                    reach = [reachable(cs, j, n, holds_slice(cs, b, shape.sensitive_columns, slice_values, W))
+                    reach = [reachable(cs, j, n, holds_slice(cs, b, shape.sensitive_columns, slice_values,
+                                                             shape.coordinate_bits))
                              for j, (n, b) in enumerate(zip(near[i], boxes[i]))]
                     worst = None if wit is None else wit.worst[s][i]
                     low = worst_choice(cs, shape, f"slice[{s}]/tree[{i}]/lowest",
                                        None if worst is None else (worst.lowest_value, worst.lowest_index))
                     high = worst_choice(cs, shape, f"slice[{s}]/tree[{i}]/highest",
                                         None if worst is None else (worst.highest_value, worst.highest_index))
-                    lowest.append(max_over_reachable(cs, values[i], reach, low, shape.value_range_bits, lowest=True))
-                    highest.append(max_over_reachable(cs, values[i], reach, high, shape.value_range_bits))
+                    lowest.append(max_over_reachable(cs, ensemble.values[i], reach, low, shape.value_range_bits,
+                                                     certified, lowest=True))
+                    highest.append(max_over_reachable(cs, ensemble.values[i], reach, high, shape.value_range_bits,
+                                                      certified))
             with cs.scope("margin"):
-                keeps_decision(cs, shape, decision, score_sums(cs, shape, base, lowest),
-                               score_sums(cs, shape, base, highest))
+                keeps_decision(cs, shape, pub.decision, score_sums(cs, shape, ensemble.base, lowest),
+                               score_sums(cs, shape, ensemble.base, highest), certified)
 
 
 def near_query(cs, shape: TreeShape, box, x, eps_sq_scaled):
@@ -113,9 +175,9 @@ def query_in_domain(cs, shape: TreeShape, x: Sequence) -> None:
     cs.assert_equal(cs.sum(matches), 1)
 
 
-def committed_ensemble(cs, shape: TreeShape, commitment, wit: TreeWitness | None):
+def committed_ensemble(cs, shape: TreeShape, commitment, wit: TreeWitness | None) -> CommittedEnsemble:
     """Declare the private ensemble (selectors, thresholds, leaf values, base, salt), check each against
-    the shape's widths, and assert that its commitment is C. Returns (selectors, thresholds, values, base)."""
+    the shape's widths, and assert that its commitment is C."""
     selectors, thresholds, values, features = [], [], [], []
     with cs.scope("ensemble"):
         for i in range(shape.n_trees):
@@ -146,7 +208,7 @@ def committed_ensemble(cs, shape: TreeShape, commitment, wit: TreeWitness | None
     digest = commit_in_circuit(cs, salt, features, thresholds, values, base, shape)
     with cs.scope("commitment_check"):
         cs.assert_equal(digest, commitment)
-    return selectors, thresholds, values, base
+    return CommittedEnsemble(selectors, thresholds, values, base)
 
 
 def private_bits(cs, name: str, value: int | None, n: int) -> list:
@@ -158,12 +220,14 @@ def private_bits(cs, name: str, value: int | None, n: int) -> list:
     return bits
 
 
-def leaf_reached(cs, shape: TreeShape, i: int, selectors, thresholds, values, x, path: int | None):
-    """The value of the leaf the query reaches in tree i. The prover names the leaf (its index's bits,
-    the turns from the root); at level k the circuit takes the node those turns reach (a mux over the
-    level's nodes) and requires the turn to be right exactly when x[f] >= threshold there."""
+def leaf_reached(cs, shape: TreeShape, i: int, selectors, thresholds, values, x, path: int | None,
+                 name: str = "path"):
+    """The value of the leaf x reaches in tree i. The prover names the leaf (its index's bits, the turns
+    from the root; the private input tree[i]/<name>); at level k the circuit takes the node those turns
+    reach (a mux over the level's nodes) and requires the turn to be right exactly when x[f] >= threshold
+    there."""
     D = shape.depth
-    bits = private_bits(cs, f"tree[{i}]/path", path, D)  # bit D-1-k: the turn at level k (1 = right)
+    bits = private_bits(cs, f"tree[{i}]/{name}", path, D)  # bit D-1-k: the turn at level k (1 = right)
     with cs.scope(f"tree[{i}]"):
         chosen = [select_feature(cs, s, x) for s in selectors]
         for k in range(D):
@@ -189,18 +253,59 @@ def score_sums(cs, shape: TreeShape, base: Sequence, per_tree: Sequence) -> list
     return [cs.sum([base[k], *(per_tree[i] for i in range(k, shape.n_trees, n))]) for k in range(n)]
 
 
-def keeps_decision(cs, shape: TreeShape, decision, low: Sequence, high: Sequence) -> None:
-    """Scores bounded below by `low` and above by `high` decide `decision` strictly: binary, the score
-    signed towards y is >= 1 (y = 1: low > 0; y = 0: high < 0); multiclass, low_y > high_c for every c != y."""
+def decision_one_hot(cs, shape: TreeShape, decision) -> list:
+    """[decision == c] per class c, checked to name one class."""
+    one_hot = [cs.is_equal(decision, c) for c in range(shape.n_scores)]
+    cs.assert_equal(cs.sum(one_hot), 1)
+    return one_hot
+
+
+def is_the_decision(cs, shape: TreeShape, decision, scores: Sequence) -> None:
+    """`decision` is the scores' decision (`fairness.trees.ensemble.decision_of`), strict or not: binary,
+    y = [score > 0]; multiclass, score_y >= score_c for every c, strictly for c < y (lowest index on a tie)."""
+    width = shape.score_bits + 2
+    with cs.scope("decides"):
+        if shape.n_scores == 1:
+            cs.assert_is_bool(decision)
+            cs.assert_range(cs.select(decision, scores[0] - 1, -scores[0]), width)
+            return
+        one_hot = decision_one_hot(cs, shape, decision)
+        score_y = cs.inner_product(one_hot, list(scores))
+        for c in range(shape.n_scores):
+            above = cs.sum(one_hot[c + 1:])  # [y > c]: then c must lose strictly
+            cs.assert_range(cs.mul(1 - one_hot[c], score_y - scores[c] - above), width)
+
+
+def keeps_decision(cs, shape: TreeShape, decision, low: Sequence, high: Sequence, gate) -> None:
+    """Where gate is 1: scores bounded below by `low` and above by `high` decide `decision` strictly:
+    binary, the score signed towards y is >= 1 (y = 1: low > 0; y = 0: high < 0); multiclass, low_y > high_c
+    for every c != y. Where gate is 0, nothing."""
     width = shape.score_bits + 2  # |low_y - high_c - 1| < 2^(score_bits + 2)
     with cs.scope("decides"):
         if shape.n_scores == 1:
-            if not decision.boolean:
-                cs.assert_is_bool(decision)
-            cs.assert_range(cs.select(decision, low[0], -high[0]) - 1, width)
+            cs.assert_range(cs.mul(gate, cs.select(decision, low[0], -high[0]) - 1), width)
             return
-        one_hot = [cs.is_equal(decision, c) for c in range(shape.n_scores)]
-        cs.assert_equal(cs.sum(one_hot), 1)
+        one_hot = decision_one_hot(cs, shape, decision)
         low_y = cs.inner_product(one_hot, list(low))
         for c in range(shape.n_scores):
-            cs.assert_range(cs.mul(1 - one_hot[c], low_y - high[c] - 1), width)
+            cs.assert_range(cs.mul(cs.mul(gate, 1 - one_hot[c]), low_y - high[c] - 1), width)
+
+
+def not_strictly(cs, shape: TreeShape, decision, scores: Sequence, gate, rival: int | None) -> None:
+    """Where gate is 1: the scores do not decide `decision` strictly (binary: y = 1 and score <= 0, or
+    y = 0 and score >= 0; multiclass: the private rival class, not y, scores at least y's)."""
+    width = shape.score_bits + 2
+    with cs.scope("not_strictly"):
+        if shape.n_scores == 1:
+            cs.assert_range(cs.mul(gate, cs.select(decision, -scores[0], scores[0])), width)
+            return
+        bits = cs.private_inputs("rival", shape.n_scores,
+                                 None if rival is None else [int(c == rival) for c in range(shape.n_scores)])
+        with cs.scope("rival"):
+            for b in bits:
+                cs.assert_is_bool(b)
+            cs.assert_equal(cs.sum(bits), 1)
+        one_hot = decision_one_hot(cs, shape, decision)
+        cs.assert_equal(cs.mul(gate, cs.inner_product(bits, one_hot)), 0)
+        cs.assert_range(cs.mul(gate, cs.inner_product(bits, list(scores)) - cs.inner_product(one_hot, list(scores))),
+                        width)

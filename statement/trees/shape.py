@@ -6,7 +6,8 @@ never on the model's structure. Widths (all checked in the circuit on the privat
 
 - thresholds in [-2^threshold_bits, 2^threshold_bits);
 - leaf values and the base in [-2^value_range_bits, 2^value_range_bits);
-- eps = E / 2^eps_bits with 1 <= E <= eps_cap (the network code's cap, `fairness.trees.radius.eps_cap`).
+- eps = E / 2^eps_bits with 1 <= E <= eps_cap for a certified radius, E = 0 for a flip (the cap is the
+  network code's, `fairness.trees.radius.eps_cap`).
 
 Derived widths (`coordinate_bits`, `score_bits`, `reach_bits`) bound every intermediate value so that
 no comparison's operands leave its range and no sum wraps the field.
@@ -63,7 +64,7 @@ class TreeShape:
         if not self.slices or any(len(s) != len(cols) for s in self.slices) or len(set(self.slices)) != len(self.slices):
             raise TreeShapeError("slices must be distinct, one value per sensitive column")
         if self.eps_cap < 1:
-            raise TreeShapeError("eps_cap must be at least 1 (a statement proves E >= 1)")
+            raise TreeShapeError("eps_cap must be at least 1 (a certified radius proves E >= 1)")
         if self.reach_bits + 2 > MAX_SIGNED_BITS:
             raise TreeShapeError(f"the reachability comparison needs {self.reach_bits} bits: too wide for the field")
 

@@ -2,29 +2,42 @@
 
 Reachability is computed by the plaintext certificate's own functions (`fairness.trees.radius`:
 `leaf_box`, `distance_sq`, `reachable`) on every leaf of every padded tree, so the circuit's bits are
-those of the plaintext bound, leaf for leaf.
+those of the plaintext bound, leaf for leaf; the status and the flip slice are `flip_check`'s.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Sequence
 
+from circuits.field import R
 from fairness.trees.ensemble import TreeModel
-from fairness.trees.radius import distance_sq, leaf_box, reachable
+from fairness.trees.radius import distance_sq, flip_check, leaf_box, reachable
 
 from .commitment import commit
 from .padding import CompleteTree, pad_tree
 from .shape import TreeShape, TreeShapeError
 
 
+# The status public input: the radius is certified, or a slice flips the decision (E = 0).
+CERTIFIED_STATUS, FLIP_STATUS = 0, 1
+
+
 @dataclass(frozen=True)
 class TreePublic:
-    """The statement's public inputs, in declaration order: commitment, decision, E, query."""
+    """The statement's public inputs, in declaration order: commitment, decision, E, status, flip slice,
+    query (the network certificate's order, `statement.public_inputs`)."""
 
     commitment: int
     decision: int
     eps: int
+    status: int
+    flip_slice: int
     query: tuple[int, ...]
+
+    def signals(self) -> list[int]:
+        """The public inputs as field elements, in declaration order."""
+        return [self.commitment, self.decision, self.eps, self.status, self.flip_slice,
+                *(v % R for v in self.query)]
 
 
 @dataclass(frozen=True)
@@ -44,6 +57,10 @@ class TreeWitness:
     base: tuple[int, ...]
     paths: tuple[int, ...]  # per tree, the leaf the query reaches
     worst: tuple[tuple[WorstLeaves, ...], ...]  # per slice, per tree
+    # The query with the flip slice's sensitive values: per tree the leaf it reaches, and (multiclass) a
+    # class other than y scoring at least y's there (checked only under a flip).
+    flip_paths: tuple[int, ...]
+    rival: int
 
 
 def reach_bits(model: TreeModel, tree: CompleteTree, query: Sequence[int], slice_values: Sequence[int],
@@ -66,17 +83,30 @@ def worst_leaves(tree: CompleteTree, reach: Sequence[bool]) -> WorstLeaves:
     return WorstLeaves(low, tree.value[low], high, tree.value[high])
 
 
+def rival_class(scores: Sequence[int], decision: int) -> int:
+    """A class other than `decision` with the largest score (the first on a tie); 0 for one score."""
+    if len(scores) == 1:
+        return 0
+    return max((c for c in range(len(scores)) if c != decision), key=lambda c: (scores[c], -c))
+
+
 def tree_statement_inputs(model: TreeModel, shape: TreeShape, query: Sequence[int], eps: int,
                           salt: int) -> tuple[TreePublic, TreeWitness]:
-    """(public, witness) for `query` at E = eps over every slice of the model. The decision is the model's;
-    whether E is provable is the circuit's question (the honest witness at a larger E is refused)."""
+    """(public, witness) for `query` at E = eps over every slice of the model. The decision, the status and
+    the flip slice are the model's (`flip_check`: a flip is proved at E = 0); whether E is provable is the
+    circuit's question (the honest witness at a larger E, or at E > 0 under a flip, is refused)."""
     ens = model.ensemble
     if (len(ens.trees), ens.n_inputs, ens.n_classes, model.sensitive_columns) != \
             (shape.n_trees, shape.n_inputs, shape.n_classes, shape.sensitive_columns):
         raise TreeShapeError("the model does not have the shape's trees, inputs, classes or sensitive columns")
     q = model.check_query(query)
+    y, flip, _ = flip_check(model, q)
+    status, flip_slice = (CERTIFIED_STATUS, 0) if flip is None else (FLIP_STATUS, flip)
+    counterfactual = model.with_slice(q, shape.slices[flip_slice])
     trees = tuple(pad_tree(t, shape.depth) for t in ens.trees)
     worst = tuple(tuple(worst_leaves(t, reach_bits(model, t, q, s, eps, shape.eps_bits)) for t in trees)
                   for s in shape.slices)
-    public = TreePublic(commit(salt, trees, ens.base, shape), ens.decision(q), eps, q)
-    return public, TreeWitness(salt, trees, tuple(ens.base), tuple(t.leaf_of(q) for t in trees), worst)
+    public = TreePublic(commit(salt, trees, ens.base, shape), y, eps, status, flip_slice, q)
+    return public, TreeWitness(salt, trees, tuple(ens.base), tuple(t.leaf_of(q) for t in trees), worst,
+                               tuple(t.leaf_of(counterfactual) for t in trees),
+                               rival_class(ens.scores(counterfactual), y))
