@@ -4,8 +4,8 @@ Small random integer ensembles (3-6 trees, depth 2-3, 4-6 inputs, the last one s
 witness satisfies the constraint system at the plaintext certificate's E and the same witness at E + 1 does
 not (the circuit proves exactly the plaintext bound); a single tree, whose bound is exact, gets no E + 1.
 Every dishonest witness is refused by the constraint named: another feature selector or threshold or leaf
-value (the commitment), a selector that is not one-hot, another path, a leaf box or a reachable bit that is
-not the one its path gives, a worst value that is not the worst. Counterfactual flips (status 1, E = 0)
+value (the commitment), a selector that is not one-hot, another path, a split fact or a reachable bit that is
+not the one the committed splits give, a worst value that is not the worst. Counterfactual flips (status 1, E = 0)
 are proved where the plaintext finds one, ties included, and refused where it does not: a flip the model
 does not make, another flip slice, E > 0 under a flip, a radius claimed over a flip, a rival class that is
 y or scores below it, another counterfactual path.
@@ -13,6 +13,7 @@ y or scores below it, another counterfactual path.
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 
 import pytest
@@ -24,8 +25,9 @@ from circuits.groth16 import check_proof, prove, r1cs_digest, setup
 from fairness.fixed_point import SensitiveDomain
 from fairness.trees.ensemble import LEAF, Tree, TreeEnsemble, TreeModel
 from fairness.trees.exact import exact_radius
-from fairness.trees.radius import CERTIFIED, FLIP, certifies, certify_trees
+from fairness.trees.radius import CERTIFIED, FLIP, certifies, certify_trees, distance_sq, leaf_box
 from statement.trees import (TreeShapeError, build_tree_statement, pad_tree, tree_shape, tree_statement_inputs)
+from statement.trees.reach import reachable_leaves
 from statement.trees.witness import CERTIFIED_STATUS, FLIP_STATUS, TreePublic, TreeWitness, reach_bits
 from statement_cases import unsatisfied_labels
 
@@ -160,6 +162,76 @@ def test_the_circuit_proves_exactly_the_plaintext_bound(seed, trees, depth, n_in
     assert not satisfied(build(model, depth, *inputs(model, depth, query, eps + 1)))
 
 
+def circuit_reach(model: TreeModel, depth: int, query, eps: int) -> list[list[list[int]]]:
+    """Per tree, slice and leaf: the reachable bit `statement.trees.reach` computes, the splits as private inputs."""
+    shape = tree_shape(model, depth, eps_bits=S)
+    cs = ConstraintSystem(with_values=True, strict=False)
+    x = cs.private_inputs("x", shape.n_inputs, list(query))
+    out = []
+    for i, tree in enumerate(pad_tree(t, depth) for t in model.ensemble.trees):
+        selectors = [cs.private_inputs(f"sel[{i}][{k}]", shape.n_inputs, [int(f == tree.feature[k]) for f in range(shape.n_inputs)])
+                     for k in range(shape.n_nodes)]
+        for bits in selectors:
+            for b in bits:
+                cs.assert_is_bool(b)
+        thresholds = cs.private_inputs(f"t[{i}]", shape.n_nodes, list(tree.threshold))
+        x_at = [cs.inner_product(bits, x) for bits in selectors]
+        reach = reachable_leaves(cs, shape, selectors, thresholds, x_at, cs.constant(eps * eps << (2 * S)))
+        out.append([[r if isinstance(r, int) else r.value for r in row] for row in reach])
+    assert satisfied(cs)
+    return out
+
+
+def with_thresholds_past_the_box(model: TreeModel, rng: random.Random) -> TreeModel:
+    """Some free splits moved past the domain box, so that some leaves meet it nowhere."""
+    trees = []
+    for t in model.ensemble.trees:
+        threshold = [v if f < 0 or f == 3 or rng.random() < 0.7 else rng.choice((-3 * ONE, 3 * ONE, 2 * ONE + 1))
+                     for f, v in zip(t.feature, t.threshold)]
+        trees.append(dataclasses.replace(t, threshold=tuple(threshold)))
+    return dataclasses.replace(model, ensemble=dataclasses.replace(model.ensemble, trees=tuple(trees)))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_reachable_bits_are_the_plaintexts_leaf_for_leaf(seed):
+    """On random trees (contradictory paths, thresholds on and past the box's edges, the sensitive column
+    split) and random E from 0 to the cap, every leaf's bit in every slice equals `reach_bits`."""
+    rng = random.Random(seed)
+    model = random_model(100 + seed, 3, 3, 4)
+    if seed % 2:
+        model = with_thresholds_past_the_box(model, rng)
+    shape = tree_shape(model, 3, eps_bits=S)
+    trees = [pad_tree(t, 3) for t in model.ensemble.trees]
+    for _ in range(3):
+        q = tuple(rng.randint(-2 * ONE, 2 * ONE) for _ in range(3)) + (rng.choice((0, ONE)),)
+        # E at random, and on both sides of some leaves' distances (where a leaf's bit changes)
+        distances = sorted({distance_sq(q, *box, model.free_columns) for tree in trees for path in tree.paths()
+                            for sv in shape.slices if (box := leaf_box(model, path, sv)) is not None})
+        edges = [e for d2 in rng.sample(distances, min(3, len(distances))) for e in (math.isqrt(d2), math.isqrt(d2) + 1)]
+        for eps in {0, 1, rng.randint(1, shape.eps_cap), shape.eps_cap, *(min(e, shape.eps_cap) for e in edges)}:
+            assert_same_reach(model, 3, q, eps)
+
+
+def assert_same_reach(model: TreeModel, depth: int, q, eps: int) -> None:
+    got = circuit_reach(model, depth, q, eps)
+    for i, tree in enumerate(pad_tree(t, depth) for t in model.ensemble.trees):
+        for s, slice_values in enumerate(model.slices()):
+            assert got[i][s] == [int(b) for b in reach_bits(model, tree, q, slice_values, eps, S)], (i, s, eps)
+
+
+def test_two_turns_on_one_feature_count_the_larger_violation_once():
+    """x[0] = 0 and a leaf behind x[0] >= 1 and x[0] >= 2: its distance is 2 (not sqrt(1 + 4)), so it is
+    reachable at E = 2 + 2^-8 and not at E = 2."""
+    tree = Tree((0, 1, 0, LEAF, LEAF, LEAF, LEAF), (ONE, 0, 2 * ONE, 0, 0, 0, 0), (1, 3, 5, -1, -1, -1, -1),
+                (2, 4, 6, -1, -1, -1, -1), (0, 0, 0, 1, 2, 3, 4))
+    model = TreeModel(TreeEnsemble(4, 2, S, 8, (tree,), (0,)), (-2 * ONE,) * 3 + (0,), (2 * ONE,) * 3 + (ONE,),
+                      (SensitiveDomain.scalar("group", 3, (0, ONE), ("g0", "g1")),))
+    q = (0, 0, 0, 0)
+    for eps in (2 * ONE, 2 * ONE + 1):
+        assert_same_reach(model, 2, q, eps)
+    assert circuit_reach(model, 2, q, 2 * ONE + 1)[0][0][3] == 1 and circuit_reach(model, 2, q, 2 * ONE)[0][0][3] == 0
+
+
 @pytest.mark.parametrize("seed", [40, 41, 42])
 def test_a_single_tree_is_tight_and_gets_no_more(seed):
     """One tree: the bound is the exact radius, and E + 1 (beyond it) is not provable."""
@@ -283,18 +355,19 @@ def tampered(cs: ConstraintSystem, wire_name: str, delta: int) -> set[str]:
     return bad
 
 
-def test_a_leaf_box_or_a_reachable_bit_other_than_its_path_gives_is_refused(small):
+def test_a_split_fact_or_a_reachable_bit_other_than_the_committed_splits_give_is_refused(small):
+    """The reachability bits are computed from the committed splits and the query, never chosen: a node's
+    violation, a pair's same-feature bit, a leaf's bit in a slice, each moved alone, fails the constraint
+    that computes it."""
     model, public, witness = small
     cs = build(model, 2, public, witness)
     assert satisfied(cs)
-    f = witness.trees[0].feature[0]
-    box_wire = f"tree[0]/leaves/node[0]/right/x[{f}]/max/select/out"  # the right child's lower bound on f
-    labels = tampered(cs, box_wire, -1)
-    assert any(label.startswith(f"tree[0]/leaves/node[0]/right/x[{f}]/max") for label in labels), labels
-    reach_wire = "slice[0]/tree[0]/leaf[0]/mul"
-    labels = tampered(cs, reach_wire, 1)
-    assert "slice[0]/tree[0]/leaf[0]" in labels, labels
-    assert tampered(cs, reach_wire, 0) == set()  # the untouched witness passes: the check can tell
+    for wire, scope in [("tree[0]/reach/node[0]/violation/mul", "tree[0]/reach/node[0]/violation"),
+                        ("tree[0]/reach/pair[0,1]/same/is_zero/out", "tree[0]/reach/pair[0,1]/same/is_zero"),
+                        ("tree[0]/reach/slice[0]/leaf[0]/mul", "tree[0]/reach/slice[0]/leaf[0]")]:
+        labels = tampered(cs, wire, 1)
+        assert any(label.startswith(scope) for label in labels), (wire, labels)
+        assert tampered(cs, wire, 0) == set()  # the untouched witness passes: the check can tell
 
 
 def test_a_lying_decision_or_eps_beyond_the_cap_is_refused(small):

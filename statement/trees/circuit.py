@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from .commitment import commit_in_circuit
-from .gadgets import (WorstChoice, box_distance2, feature_selector, free_nonempty, holds_slice, is_close,
-                      leaf_boxes, max_over_reachable, select_feature)
+from .gadgets import WorstChoice, feature_selector, max_over_reachable, select_feature
+from .reach import reachable_leaves
 from .shape import TreeShape
 from .witness import TreePublic, TreeWitness
 
@@ -61,12 +61,16 @@ def build_tree_statement(cs, shape: TreeShape, public: TreePublic | None = None,
         query_in_domain(cs, shape, pub.query)
     ensemble = committed_ensemble(cs, shape, pub.commitment, wit)
     with cs.scope("inference"):
-        reached = [leaf_reached(cs, shape, i, ensemble.selectors[i], ensemble.thresholds[i], ensemble.values[i],
-                                pub.query, None if wit is None else wit.paths[i]) for i in range(shape.n_trees)]
+        x_at = []  # per tree, per node: the query's value at the node's feature
+        for i, selectors in enumerate(ensemble.selectors):
+            with cs.scope(f"tree[{i}]"):
+                x_at.append([select_feature(cs, s, pub.query) for s in selectors])
+        reached = [leaf_reached(cs, shape, i, x_at[i], ensemble.thresholds[i], ensemble.values[i],
+                                None if wit is None else wit.paths[i]) for i in range(shape.n_trees)]
         is_the_decision(cs, shape, pub.decision, score_sums(cs, shape, ensemble.base, reached))
     with cs.scope("flip"):
-        flip_claim(cs, shape, pub, ensemble, wit)
-    radius_claim(cs, shape, pub, ensemble, wit)
+        flip_claim(cs, shape, pub, ensemble, x_at, wit)
+    radius_claim(cs, shape, pub, ensemble, x_at, wit)
 
 
 def declare_public_inputs(cs, shape: TreeShape, pub: TreePublic | None) -> TreeSignals:
@@ -97,68 +101,55 @@ class CommittedEnsemble:
     base: list  # per score
 
 
-def flip_claim(cs, shape: TreeShape, pub: TreeSignals, ensemble: CommittedEnsemble, wit: TreeWitness | None) -> None:
+def flip_claim(cs, shape: TreeShape, pub: TreeSignals, ensemble: CommittedEnsemble, x_at: Sequence,
+               wit: TreeWitness | None) -> None:
     """The flip slice names a slice (0 unless status is 1); under a flip, the query with that slice's
     sensitive values does not decide y strictly."""
     at = [cs.is_equal(pub.flip_slice, s) for s in range(len(shape.slices))]
     cs.assert_equal(cs.sum(at), 1)
     cs.assert_equal(cs.mul(1 - pub.status, pub.flip_slice), 0)
-    point = list(pub.query)
-    for k, c in enumerate(shape.sensitive_columns):
-        point[c] = cs.lin_comb([(values[k], a) for values, a in zip(shape.slices, at)])
-    reached = [leaf_reached(cs, shape, i, ensemble.selectors[i], ensemble.thresholds[i], ensemble.values[i], point,
-                            None if wit is None else wit.flip_paths[i], "flip_path") for i in range(shape.n_trees)]
+    # the counterfactual differs from x only on the sensitive columns: its value at a node's feature is
+    # x's plus, per sensitive column c, selector[c] (slice value - x[c])
+    shift = {c: cs.lin_comb([(values[k], a) for values, a in zip(shape.slices, at)]) - pub.query[c]
+             for k, c in enumerate(shape.sensitive_columns)}
+    reached = []
+    for i in range(shape.n_trees):
+        with cs.scope(f"tree[{i}]"):
+            point_at = [cs.sum([x, *(cs.mul(selector[c], d) for c, d in shift.items())])
+                        for x, selector in zip(x_at[i], ensemble.selectors[i])]
+        reached.append(leaf_reached(cs, shape, i, point_at, ensemble.thresholds[i], ensemble.values[i],
+                                    None if wit is None else wit.flip_paths[i], "flip_path"))
     not_strictly(cs, shape, pub.decision, score_sums(cs, shape, ensemble.base, reached), pub.status,
                  None if wit is None else wit.rival)
 
 
-def radius_claim(cs, shape: TreeShape, pub: TreeSignals, ensemble: CommittedEnsemble, wit: TreeWitness | None) -> None:
+def radius_claim(cs, shape: TreeShape, pub: TreeSignals, ensemble: CommittedEnsemble, x_at: Sequence,
+                 wit: TreeWitness | None) -> None:
     """Status 0: in every slice, the worst reachable leaves at E keep y strictly (step 4)."""
     certified = 1 - pub.status
-    x = pub.query
-    domain = ([cs.constant(v) for v in shape.box_lower], [cs.constant(v + 1) for v in shape.box_upper])
     eps_sq_scaled = cs.square(pub.eps) * (1 << (2 * shape.scale_bits))
-    boxes, near = [], []
+    reach = []  # per tree, per slice, per leaf
     for i in range(shape.n_trees):
-        with cs.scope(f"tree[{i}]/leaves"):
-            tree_boxes = leaf_boxes(cs, ensemble.selectors[i], ensemble.thresholds[i], domain, shape.coordinate_bits)
-            boxes.append(tree_boxes)
-            near.append([near_query(cs, shape, b, x, eps_sq_scaled) for b in tree_boxes])
-    for s, slice_values in enumerate(shape.slices):
+        with cs.scope(f"tree[{i}]/reach"):
+            reach.append(reachable_leaves(cs, shape, ensemble.selectors[i], ensemble.thresholds[i], x_at[i],
+                                          eps_sq_scaled))
+    for s in range(len(shape.slices)):
         with cs.scope(f"slice[{s}]"):
             lowest, highest = [], []
             for i in range(shape.n_trees):
                 with cs.scope(f"tree[{i}]"):
-                    reach = [reachable(cs, j, n, holds_slice(cs, b, shape.sensitive_columns, slice_values,
-                                                             shape.coordinate_bits))
-                             for j, (n, b) in enumerate(zip(near[i], boxes[i]))]
                     worst = None if wit is None else wit.worst[s][i]
                     low = worst_choice(cs, shape, f"slice[{s}]/tree[{i}]/lowest",
                                        None if worst is None else (worst.lowest_value, worst.lowest_index))
                     high = worst_choice(cs, shape, f"slice[{s}]/tree[{i}]/highest",
                                         None if worst is None else (worst.highest_value, worst.highest_index))
-                    lowest.append(max_over_reachable(cs, ensemble.values[i], reach, low, shape.value_range_bits,
+                    lowest.append(max_over_reachable(cs, ensemble.values[i], reach[i][s], low, shape.value_range_bits,
                                                      certified, lowest=True))
-                    highest.append(max_over_reachable(cs, ensemble.values[i], reach, high, shape.value_range_bits,
-                                                      certified))
+                    highest.append(max_over_reachable(cs, ensemble.values[i], reach[i][s], high,
+                                                      shape.value_range_bits, certified))
             with cs.scope("margin"):
                 keeps_decision(cs, shape, pub.decision, score_sums(cs, shape, ensemble.base, lowest),
                                score_sums(cs, shape, ensemble.base, highest), certified)
-
-
-def near_query(cs, shape: TreeShape, box, x, eps_sq_scaled):
-    """1 if the leaf's box meets the domain box and lies closer than eps to x over the free columns
-    (the slice-independent part of reachability), else 0."""
-    W = shape.coordinate_bits
-    d2 = box_distance2(cs, box, x, shape.free_columns, shape.box_upper, W)
-    return cs.and_(free_nonempty(cs, box, shape.free_columns, W),
-                   is_close(cs, d2, eps_sq_scaled, shape.eps_bits, shape.reach_bits))
-
-
-def reachable(cs, j: int, near, in_slice):
-    """Leaf j's reachable bit in a slice: near (in the box, closer than eps) and holding the slice's values."""
-    with cs.scope(f"leaf[{j}]"):
-        return cs.and_(near, in_slice)
 
 
 def query_in_domain(cs, shape: TreeShape, x: Sequence) -> None:
@@ -220,21 +211,19 @@ def private_bits(cs, name: str, value: int | None, n: int) -> list:
     return bits
 
 
-def leaf_reached(cs, shape: TreeShape, i: int, selectors, thresholds, values, x, path: int | None,
-                 name: str = "path"):
-    """The value of the leaf x reaches in tree i. The prover names the leaf (its index's bits, the turns
-    from the root; the private input tree[i]/<name>); at level k the circuit takes the node those turns
-    reach (a mux over the level's nodes) and requires the turn to be right exactly when x[f] >= threshold
-    there."""
+def leaf_reached(cs, shape: TreeShape, i: int, x_at, thresholds, values, path: int | None, name: str = "path"):
+    """The value of the leaf a point reaches in tree i, x_at[k] the point's value at node k's feature. The
+    prover names the leaf (its index's bits, the turns from the root; the private input tree[i]/<name>);
+    at level k the circuit takes the node those turns reach (a mux over the level's nodes) and requires
+    the turn to be right exactly when x[f] >= threshold there."""
     D = shape.depth
     bits = private_bits(cs, f"tree[{i}]/{name}", path, D)  # bit D-1-k: the turn at level k (1 = right)
     with cs.scope(f"tree[{i}]"):
-        chosen = [select_feature(cs, s, x) for s in selectors]
         for k in range(D):
             with cs.scope(f"level[{k}]"):
                 turns = bits[D - k:]  # the turns above level k, little-endian: the node's index in its level
                 level = range((1 << k) - 1, (1 << (k + 1)) - 1)
-                xf = cs.mux(turns, [chosen[n] for n in level])
+                xf = cs.mux(turns, [x_at[n] for n in level])
                 t = cs.mux(turns, [thresholds[n] for n in level])
                 cs.assert_equal(bits[D - 1 - k], 1 - cs.is_less(xf, t, shape.coordinate_bits))
         with cs.scope("leaf"):

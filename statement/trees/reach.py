@@ -1,0 +1,176 @@
+"""Which leaves of a committed tree are reachable within E of the query: the circuit form of
+`fairness.trees.radius.leaf_box` + `distance_sq` + `reachable`, without building any leaf's box.
+
+A leaf's set is the conjunction of its path's turns: x[f_a] >= t_a (right) or x[f_a] < t_a (left) at
+each ancestor a. Everything the plaintext computes from the box follows from facts about single
+ancestors and about pairs of ancestors on one path, so no per-feature work is done per node:
+
+- per ancestor (`NodeFacts`): whether the query goes right there, and the violation of each turn by the
+  query on a free feature, max(0, t - x[f]) to go right, max(0, x[f] - t) to go left (0 on a sensitive
+  feature); whether each turn meets the domain box on its feature (t <= box_hi to go right, t > box_lo
+  to go left); per slice, whether the slice's sensitive value takes each turn;
+- per ancestor a and descendant b (`PairFacts`): whether they split on the same feature, whether their
+  turns are compatible (a right turn's threshold below a left turn's on the same feature), and whether
+  a's violation is at least b's;
+- per leaf: the box is nonempty exactly when every turn meets the domain box and every pair is
+  compatible; on a nonempty box the gap on a free feature is the largest violation among the path's
+  turns on it, so the squared distance is the sum, over the path's turns, of the violation squared of
+  the turn that is the largest on its feature (the first among equals): each feature is counted once.
+
+The closure of a nonempty leaf clipped to the domain has the same distance to x (x lies in the box) as
+the unclipped one, so these bits are the plaintext's, leaf for leaf.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from .gadgets import is_close
+from .shape import TreeShape
+
+LEFT, RIGHT = 0, 1
+
+
+@dataclass
+class NodeFacts:
+    """One internal node's split against the query (see the module docstring); per direction, a pair
+    (left, right)."""
+
+    feature: object  # the committed feature index
+    violation: tuple  # per direction: the query's distance to the turn's closed half-line on a free feature
+    square: tuple  # per direction: violation^2
+    in_box: tuple  # per direction: the turn meets the domain box on its feature
+    in_slice: list  # per slice, per direction: the slice's sensitive value takes the turn (1 on a free feature)
+
+
+def node_facts(cs, shape: TreeShape, selector: Sequence, threshold, x_at) -> NodeFacts:
+    """The facts of one node: selector its one-hot feature bits, x_at the query's value at its feature."""
+    W = shape.coordinate_bits
+    sens = shape.sensitive_columns
+    feature = cs.lin_comb([(f, b) for f, b in enumerate(selector)])
+    sensitive = boolean(cs.sum([selector[c] for c in sens]))  # a sub-sum of a checked one-hot
+    with cs.scope("goes_right"):
+        goes_right = 1 - cs.is_less(x_at, threshold, W)
+    with cs.scope("violation"):
+        below = cs.mul(1 - sensitive, threshold - x_at)  # free: t - x (0 on a sensitive feature)
+        above = cs.mul(below, goes_right)  # free and right of t: t - x <= 0
+        violation = (-above, below - above)  # left: max(0, x - t); right: max(0, t - x)
+        square = (cs.square(violation[LEFT]), cs.square(violation[RIGHT]))
+    with cs.scope("in_box"):
+        box_lo = cs.lin_comb([(shape.box_lower[f], b) for f, b in enumerate(selector)])
+        box_hi = cs.lin_comb([(shape.box_upper[f], b) for f, b in enumerate(selector)])
+        in_box = (cs.is_less(box_lo, threshold, W), cs.is_less_or_equal(threshold, box_hi, W))
+    in_slice = []
+    for s, values in enumerate(shape.slices):
+        with cs.scope(f"slice[{s}]"):
+            at = cs.lin_comb([(v, selector[c]) for c, v in zip(sens, values)])  # 0 on a free feature
+            right = cs.mul(sensitive, 1 - cs.is_less(at, threshold, W))  # sensitive and the value is >= t
+            in_slice.append((1 - right, boolean(1 - sensitive + right)))  # right implies sensitive
+    return NodeFacts(feature, violation, square, in_box, in_slice)
+
+
+@dataclass
+class PairFacts:
+    """An ancestor a and a descendant b on one path; a's direction is fixed by b's side, so every fact is
+    per direction of b."""
+
+    compatible: tuple  # not (same feature, opposite turns, right threshold >= left threshold)
+    same_and_a_first: tuple  # same feature and a's violation >= b's: b is not the largest first
+    same_and_b_larger: tuple  # same feature and b's violation > a's: a is not the largest
+
+
+def pair_facts(cs, shape: TreeShape, a: NodeFacts, a_threshold, a_dir: int, b: NodeFacts, b_threshold) -> PairFacts:
+    W = shape.coordinate_bits
+    with cs.scope("same"):
+        same = cs.is_equal(a.feature, b.feature)
+    with cs.scope("order"):
+        a_below_b = cs.is_less(a_threshold, b_threshold, W)
+        b_below_a = cs.is_less(b_threshold, a_threshold, W)
+    compatible, a_first, b_larger = [], [], []
+    for b_dir in (LEFT, RIGHT):
+        with cs.scope("left" if b_dir == LEFT else "right"):
+            if a_dir == b_dir:
+                compatible.append(1)
+            else:  # the right turn's threshold must be below the left turn's
+                ordered = a_below_b if a_dir == RIGHT else b_below_a
+                compatible.append(1 - cs.mul(same, 1 - ordered))
+            at_least = 1 - cs.is_less(a.violation[a_dir], b.violation[b_dir], W + 1)
+            first = cs.mul(same, at_least)
+            a_first.append(first)
+            b_larger.append(boolean(same - first))  # first implies same
+    return PairFacts(tuple(compatible), tuple(a_first), tuple(b_larger))
+
+
+def path_of(depth: int, leaf: int) -> list[tuple[int, int]]:
+    """(node, direction) from the root down to leaf `leaf` (heap order; bit depth-1-k of the index is the
+    turn at level k, 1 = right)."""
+    out, node = [], 0
+    for k in range(depth - 1, -1, -1):
+        turn = (leaf >> k) & 1
+        out.append((node, turn))
+        node = 2 * node + 1 + turn
+    return out
+
+
+def reachable_leaves(cs, shape: TreeShape, selectors: Sequence, thresholds: Sequence, x_at: Sequence,
+                     eps_sq_scaled) -> list[list]:
+    """Per slice, per leaf of one padded tree: reachable at E (`fairness.trees.radius`, bit for bit).
+    x_at[k] is the query's value at node k's feature."""
+    nodes = []
+    for k in range(shape.n_nodes):
+        with cs.scope(f"node[{k}]"):
+            nodes.append(node_facts(cs, shape, selectors[k], thresholds[k], x_at[k]))
+    pairs: dict[tuple[int, int], PairFacts] = {}
+    for leaf in range(0, shape.n_leaves, 2):  # every (ancestor, descendant) pair lies on an even leaf's path
+        path = path_of(shape.depth, leaf)
+        for i, (b, _) in enumerate(path):
+            for a, a_dir in path[:i]:
+                if (a, b) not in pairs:
+                    with cs.scope(f"pair[{a},{b}]"):
+                        pairs[a, b] = pair_facts(cs, shape, nodes[a], thresholds[a], a_dir, nodes[b], thresholds[b])
+    near = []
+    for leaf in range(shape.n_leaves):
+        with cs.scope(f"leaf[{leaf}]"):
+            near.append(near_leaf(cs, shape, nodes, pairs, path_of(shape.depth, leaf), eps_sq_scaled))
+    out = []
+    for s in range(len(shape.slices)):
+        row = []
+        for leaf in range(shape.n_leaves):
+            with cs.scope(f"slice[{s}]/leaf[{leaf}]"):
+                takes = [nodes[n].in_slice[s][d] for n, d in path_of(shape.depth, leaf)]
+                row.append(cs.and_(near[leaf], all_of(cs, takes)))
+        out.append(row)
+    return out
+
+
+def near_leaf(cs, shape: TreeShape, nodes: Sequence[NodeFacts], pairs, path, eps_sq_scaled):
+    """1 if the leaf's box meets the domain box and lies closer than eps to x over the free columns."""
+    checks = [nodes[n].in_box[d] for n, d in path]
+    terms = []
+    for i, (b, b_dir) in enumerate(path):
+        largest = []  # b's turn is the largest (first among equals) on its feature
+        for a, _ in path[:i]:
+            checks.append(pairs[a, b].compatible[b_dir])
+            largest.append(1 - pairs[a, b].same_and_a_first[b_dir])
+        for c, c_dir in path[i + 1:]:
+            largest.append(boolean(1 - pairs[b, c].same_and_b_larger[c_dir]))
+        terms.append(cs.mul(all_of(cs, largest), nodes[b].square[b_dir]) if largest else nodes[b].square[b_dir])
+    d2 = cs.sum(terms)
+    return cs.and_(all_of(cs, checks), is_close(cs, d2, eps_sq_scaled, shape.eps_bits, shape.reach_bits))
+
+
+def boolean(lc):
+    """Mark a linear form known to be 0 or 1 by construction (the comment at each use says why), so that
+    the builder's boolean operations do not check it again."""
+    lc.boolean = True
+    return lc
+
+
+def all_of(cs, bits: Sequence):
+    """The product of boolean values (1 for none; constants 1 are skipped)."""
+    out = None
+    for b in bits:
+        if isinstance(b, int) and b == 1:
+            continue
+        out = b if out is None else cs.and_(out, b)
+    return 1 if out is None else out
