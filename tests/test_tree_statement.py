@@ -176,7 +176,7 @@ def circuit_reach(model: TreeModel, depth: int, query, eps: int) -> list[list[li
                 cs.assert_is_bool(b)
         thresholds = cs.private_inputs(f"t[{i}]", shape.n_nodes, list(tree.threshold))
         x_at = [cs.inner_product(bits, x) for bits in selectors]
-        reach = reachable_leaves(cs, shape, selectors, thresholds, x_at, cs.constant(eps * eps << (2 * S)))
+        reach = reachable_leaves(cs, shape, selectors, thresholds, x_at, cs.constant(eps * eps << shape.eps_sq_shift))
         out.append([[r if isinstance(r, int) else r.value for r in row] for row in reach])
     assert satisfied(cs)
     return out

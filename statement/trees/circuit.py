@@ -127,7 +127,7 @@ def radius_claim(cs, shape: TreeShape, pub: TreeSignals, ensemble: CommittedEnse
                  wit: TreeWitness | None) -> None:
     """Status 0: in every slice, the worst reachable leaves at E keep y strictly (step 4)."""
     certified = 1 - pub.status
-    eps_sq_scaled = cs.square(pub.eps) * (1 << (2 * shape.scale_bits))
+    eps_sq_scaled = cs.square(pub.eps) * (1 << shape.eps_sq_shift)
     reach = []  # per tree, per slice, per leaf
     for i in range(shape.n_trees):
         with cs.scope(f"tree[{i}]/reach"):

@@ -96,10 +96,11 @@ def holds_slice(cs, box: Box, columns: Sequence[int], values: Sequence[int], wid
         return flag
 
 
-def is_close(cs, d2, eps_sq_scaled, eps_bits: int, width: int):
-    """[d2 2^(2t) < E^2 2^(2s)] (E^2 2^(2s) passed in): some point of the box is closer than eps."""
+def is_close(cs, d2, eps_sq_scaled, d2_shift: int, width: int):
+    """[d2 2^d2_shift < eps_sq_scaled]: some point of the box is closer than eps (the caller scales E^2; the
+    plaintext's d2 2^(2t) < E^2 2^(2s) divided by the power of two both sides share)."""
     with cs.scope("close"):
-        return cs.is_less(d2 * (1 << (2 * eps_bits)), eps_sq_scaled, width)
+        return cs.is_less(d2 * (1 << d2_shift), eps_sq_scaled, width)
 
 
 @dataclass(frozen=True)

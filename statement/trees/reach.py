@@ -37,6 +37,8 @@ class NodeFacts:
     (left, right)."""
 
     feature: object  # the committed feature index
+    goes_right: object  # [x[f] >= t]: the query's own turn
+    magnitude: object  # the violation of the turn the query does not take, |t - x[f]| on a free feature
     violation: tuple  # per direction: the query's distance to the turn's closed half-line on a free feature
     square: tuple  # per direction: violation^2
     in_box: tuple  # per direction: the turn meets the domain box on its feature
@@ -66,7 +68,7 @@ def node_facts(cs, shape: TreeShape, selector: Sequence, threshold, x_at) -> Nod
             at = cs.lin_comb([(v, selector[c]) for c, v in zip(sens, values)])  # 0 on a free feature
             right = cs.mul(sensitive, 1 - cs.is_less(at, threshold, W))  # sensitive and the value is >= t
             in_slice.append((1 - right, boolean(1 - sensitive + right)))  # right implies sensitive
-    return NodeFacts(feature, violation, square, in_box, in_slice)
+    return NodeFacts(feature, goes_right, violation[LEFT] + violation[RIGHT], violation, square, in_box, in_slice)
 
 
 @dataclass
@@ -83,18 +85,17 @@ def pair_facts(cs, shape: TreeShape, a: NodeFacts, a_threshold, a_dir: int, b: N
     W = shape.coordinate_bits
     with cs.scope("same"):
         same = cs.is_equal(a.feature, b.feature)
-    with cs.scope("order"):
-        a_below_b = cs.is_less(a_threshold, b_threshold, W)
-        b_below_a = cs.is_less(b_threshold, a_threshold, W)
+    with cs.scope("order"):  # the one order that matters: a's turn against b's opposite one
+        ordered = cs.is_less(a_threshold, b_threshold, W) if a_dir == RIGHT else cs.is_less(b_threshold, a_threshold, W)
+    with cs.scope("larger"):  # a's violation against the one b's turns can have (the other is 0)
+        a_at_least = 1 - cs.is_less(a.violation[a_dir], b.magnitude, W + 1)
     compatible, a_first, b_larger = [], [], []
     for b_dir in (LEFT, RIGHT):
         with cs.scope("left" if b_dir == LEFT else "right"):
-            if a_dir == b_dir:
-                compatible.append(1)
-            else:  # the right turn's threshold must be below the left turn's
-                ordered = a_below_b if a_dir == RIGHT else b_below_a
-                compatible.append(1 - cs.mul(same, 1 - ordered))
-            at_least = 1 - cs.is_less(a.violation[a_dir], b.violation[b_dir], W + 1)
+            # the right turn's threshold must be below the left turn's
+            compatible.append(1 if a_dir == b_dir else 1 - cs.mul(same, 1 - ordered))
+            against = b.goes_right if b_dir == LEFT else 1 - b.goes_right  # b's violation is its magnitude
+            at_least = 1 - cs.mul(against, 1 - a_at_least)  # else it is 0: a's is at least as large
             first = cs.mul(same, at_least)
             a_first.append(first)
             b_larger.append(boolean(same - first))  # first implies same
@@ -156,7 +157,7 @@ def near_leaf(cs, shape: TreeShape, nodes: Sequence[NodeFacts], pairs, path, eps
             largest.append(boolean(1 - pairs[b, c].same_and_b_larger[c_dir]))
         terms.append(cs.mul(all_of(cs, largest), nodes[b].square[b_dir]) if largest else nodes[b].square[b_dir])
     d2 = cs.sum(terms)
-    return cs.and_(all_of(cs, checks), is_close(cs, d2, eps_sq_scaled, shape.eps_bits, shape.reach_bits))
+    return cs.and_(all_of(cs, checks), is_close(cs, d2, eps_sq_scaled, shape.d2_shift, shape.reach_bits))
 
 
 def boolean(lc):

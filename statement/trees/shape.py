@@ -102,10 +102,21 @@ class TreeShape:
         return self.eps_cap.bit_length()
 
     @property
+    def d2_shift(self) -> int:
+        """d2 2^(2t) < E^2 2^(2s) is compared as d2 2^d2_shift < E^2 2^eps_sq_shift (the shared power of
+        two divided out)."""
+        return 2 * (self.eps_bits - min(self.eps_bits, self.scale_bits))
+
+    @property
+    def eps_sq_shift(self) -> int:
+        return 2 * (self.scale_bits - min(self.eps_bits, self.scale_bits))
+
+    @property
     def reach_bits(self) -> int:
-        """Width of d2 2^(2t) < E^2 2^(2s): a gap is < 2^(W+1), so d2 < n_free 2^(2W+2)."""
-        distance = 2 * (self.coordinate_bits + 1) + 2 * self.eps_bits + max(len(self.free_columns), 1).bit_length()
-        radius = 2 * self.eps_value_bits + 2 * self.scale_bits
+        """Width of the reachability comparison: a gap is < 2^(W+1), and a leaf's squared distance counts
+        each free feature once, so d2 < n_free 2^(2W+2)."""
+        distance = 2 * (self.coordinate_bits + 1) + self.d2_shift + max(len(self.free_columns), 1).bit_length()
+        radius = 2 * self.eps_value_bits + self.eps_sq_shift
         return max(distance, radius) + 1
 
     def to_json(self) -> dict[str, Any]:
