@@ -3,6 +3,7 @@
 `shape` holds the public parameters (counts, padded depth, scales, box, slices, widths), `padding` the
 complete trees the statement commits to, `commitment` the salted Poseidon commitment, `witness` the
 public inputs and honest witness from a `fairness.trees.TreeModel`, `gadgets` the named pieces and
+`reach` which leaves are reachable (from facts about splits and pairs of splits, never a box), and
 `circuit` the constraint system (`build_tree_statement`), the circuit twin of `fairness.trees.radius`.
 """
 from __future__ import annotations

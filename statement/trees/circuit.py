@@ -7,8 +7,9 @@ node, a value per leaf, the base, the query's path per tree, the counterfactual'
 rival class, and per slice and tree the prover's lowest and highest reachable leaf (value and index).
 The circuit proves, for the ensemble committed in C:
 
-1. commitment: Poseidon(tag, shape digest, salt, base, per tree (feature, threshold)*, values*) = C, each
-   feature the index named by a checked one-hot selector, thresholds and values range-checked;
+1. commitment: Poseidon over the tag, the shape digest, the salt and the packed base, features,
+   thresholds and values (`commitment`) = C, each feature the index named by a checked one-hot selector,
+   thresholds and values range-checked;
 2. inference: at every level the path turns right exactly when x[f] >= threshold at the node it reached;
    y is the decision of the reached leaves' values plus the base (binary: y = [score > 0]; multiclass:
    the largest score, the lowest index on a tie);
@@ -16,11 +17,11 @@ The circuit proves, for the ensemble committed in C:
    decide y strictly (binary: the score is not on y's side of 0; multiclass: the rival class, not y,
    scores at least y's). Status 0: the flip slice is 0;
 4. status 0, the radius: 1 <= E <= eps_cap, and in every slice, for every leaf of every tree (all 2^D,
-   derived from the committed path, no prover choice), reachable = [the leaf meets the domain box] and
-   [the slice's sensitive values lie in its box] and [d2 2^(2t) < E^2 2^(2s)], with d2 the squared
-   distance from x over the free columns; the prover's lowest and highest values are reachable leaves'
-   values bounding every reachable leaf; and base + the worst leaves keep y strictly
-   (radius.margin_bounds). Under a flip (E = 0) no leaf is reachable and these checks are off.
+   no prover choice), the reachable bit of `fairness.trees.radius` (the leaf's set meets the box, holds
+   the slice's sensitive values and lies closer than eps to x), computed by `reach` from the committed
+   splits and x; the prover's lowest and highest values are reachable leaves' values bounding every
+   reachable leaf; and base + the worst leaves keep y strictly (radius.margin_bounds). Under a flip
+   (E = 0) no leaf is reachable and these checks are off.
 
 Every point closer than eps (in the box, sensitive columns at a slice) reaches one reachable leaf per
 tree, so its scores are bounded by step 4's sums: y is its strict decision.
