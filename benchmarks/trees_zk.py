@@ -9,7 +9,8 @@ Then, on the first `--queries` test customers:
 - accuracy on the test split: the library's own prediction, and the fixed-point ensemble's; the rows
   where the two disagree are counted (the checked import refuses a model on any such row);
 - the bound radius (`fairness.trees.radius.certify_trees`, exact integers) and its plaintext time; the
-  exact radius where the ensemble is small enough to enumerate (`fairness.trees.exact`); and an attack's
+  exact radius where the ensemble is small enough to enumerate (`fairness.trees.exact`, within
+  `--exact-max-nodes`); and an attack's
   counterexample: random directions over the free columns, every slice, the distance grown geometrically
   until the decision changes, then bisected: the nearest changed point found is an upper bound on the
   true radius (a bound above it would be a soundness failure, and is counted);
@@ -212,7 +213,7 @@ def measure(name: str, library: str, args: argparse.Namespace) -> Row:
             over_attack.append(float(cert.eps_value / attack))
             above += cert.eps_value > attack
         try:
-            exact = exact_radius(model, q, eps_bits=DEFAULT_EPS_BITS)
+            exact = exact_radius(model, q, eps_bits=DEFAULT_EPS_BITS, max_nodes=args.exact_max_nodes)
             if exact.eps:
                 over_exact.append(cert.eps / exact.eps)
         except CertificationError:
@@ -281,6 +282,8 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=4)
     parser.add_argument("--queries", type=int, default=20, help="test customers certified in plaintext")
     parser.add_argument("--prove", type=int, default=20, help="of those, how many are proved")
+    parser.add_argument("--exact-max-nodes", type=int, default=200_000,
+                        help="search nodes the exact radius may visit before it is called not computable")
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args()
     if DEFAULT_SCALE_BITS != 16:
