@@ -262,13 +262,17 @@ def measure(name: str, library: str, args: argparse.Namespace) -> Row:
 
 
 def table(rows: Sequence[Row]) -> str:
-    head = ("| model | trees x depth | accuracy lib / fixed | certified / flips | bound / attack | constraints | "
-            "setup s | witness s | prove s | online p50 / p95 s | verified | peak MiB |")
+    head = ("| model | trees x depth | inputs | accuracy lib / fixed | certified / flips | eps median | bound / attack | "
+            "bound / exact | constraints | setup s | witness s | prove s | online p50 / p95 s | verified | peak MiB |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
+
+    def ratio(v: float | None) -> str:
+        return "-" if v is None else f"{v:.2f}"
+
     for r in rows:
-        ratio = "-" if r.bound_over_attack_median is None else f"{r.bound_over_attack_median:.2f}"
-        lines.append(f"| {r.dataset} {r.library} | {r.trees} x {r.depth} | {r.accuracy_library:.3f} / "
-                     f"{r.accuracy_fixed_point:.3f} | {r.certified} / {r.flips} | {ratio} | {r.constraints:,} | "
+        lines.append(f"| {r.dataset} {r.library} | {r.trees} x {r.depth} | {r.inputs} | {r.accuracy_library:.3f} / "
+                     f"{r.accuracy_fixed_point:.3f} | {r.certified} / {r.flips} | {r.eps_median:.3f} | "
+                     f"{ratio(r.bound_over_attack_median)} | {ratio(r.bound_over_exact_median)} | {r.constraints:,} | "
                      f"{r.setup_s:.1f} | {r.witness_median_s:.2f} | {r.prove_median_s:.2f} | "
                      f"{r.online_median_s:.2f} / {r.online_p95_s:.2f} | {r.verified} | {r.peak_rss_mib:.0f} |")
     return "\n".join(lines)
