@@ -33,11 +33,12 @@ DEFAULT_SCALE_BITS = 16
 DEFAULT_VALUE_BITS = 32
 Scalings = Mapping[int, tuple[float, float]]
 
-# A tree as read: ("leaf", value) or ("split", feature, threshold, left, right).
-RawNode = Union[tuple[str, Fraction], tuple[str, int, Fraction, Any, Any]]
+# A tree as read: ("leaf", value) or ("split", feature, threshold, left, right), left taken by the
+# converter's rule (x < t or x <= t), or ("split", feature, threshold, left, right, rule) with a rule of its own.
+RawNode = Union[tuple[str, Fraction], tuple[str, int, Fraction, Any, Any], tuple[str, int, Fraction, Any, Any, str]]
 
 
-class _Converter:
+class Converter:
     """Raw trees -> integer trees under one split rule, one input scale and one value scale."""
 
     def __init__(self, rule: str, scale_bits: int, value_bits: int, scalings: Scalings | None):
@@ -49,11 +50,11 @@ class _Converter:
             if not (math.isfinite(m) and math.isfinite(s) and s > 0):
                 raise ModelError(f"input {c}: scaling (x - {m}) / {s} cannot be folded into thresholds")
 
-    def threshold(self, feature: int, t: Fraction) -> int:
+    def threshold(self, feature: int, t: Fraction, rule: str | None = None) -> int:
         if feature in self.scalings:
             m, s = self.scalings[feature]
             t = Fraction(m) + Fraction(s) * t
-        convert = threshold_below if self.rule == "<" else threshold_at_most
+        convert = threshold_below if (rule or self.rule) == "<" else threshold_at_most
         return convert(t, self.scale_bits)
 
     def tree(self, root: RawNode) -> Tree:
@@ -73,8 +74,8 @@ class _Converter:
             if node[0] == "leaf":
                 value[i] = quantise_leaf(node[1], self.value_bits)  # type: ignore[misc]
                 return i
-            _, f, t, lo, hi = node  # type: ignore[misc]
-            feature[i], threshold[i] = int(f), self.threshold(int(f), t)
+            _, f, t, lo, hi, *rule = node  # type: ignore[misc]
+            feature[i], threshold[i] = int(f), self.threshold(int(f), t, *rule)
             left[i] = add(lo)
             right[i] = add(hi)
             return i
@@ -137,7 +138,7 @@ def from_xgboost(model: Mapping[str, Any] | str | bytes | bytearray | Path, *, n
                          "FairProof reads (binary:logistic, binary:logitraw, multi:softprob, multi:softmax)")
     if tree_info != [i % n_scores for i in range(len(trees_json))]:
         raise ModelError("XGBoost model: trees are not laid out one per class in turn")
-    conv = _Converter("<", scale_bits, value_bits, scalings)
+    conv = Converter("<", scale_bits, value_bits, scalings)
     trees = tuple(conv.tree(_xgb_tree(t, i)) for i, t in enumerate(trees_json))
     n = _inputs(n_inputs, n_features, "XGBoost model")
     return TreeEnsemble(n, n_classes, scale_bits, value_bits, trees,
@@ -181,7 +182,7 @@ def from_xgboost_dump(dump: Sequence[str | Mapping[str, Any]], *, n_classes: int
     if len(base_margin) != n_scores:
         raise ModelError(f"XGBoost dump: {len(base_margin)} base margin(s) for {n_scores} score(s)")
     names = {n: i for i, n in enumerate(feature_names or ())}
-    conv = _Converter("<", scale_bits, value_bits, scalings)
+    conv = Converter("<", scale_bits, value_bits, scalings)
     trees = []
     for i, text in enumerate(dump):
         where = f"XGBoost dump tree {i}"
@@ -232,7 +233,7 @@ def from_lightgbm(dump: Mapping[str, Any] | str | bytes | bytearray | Path, *, n
                          "(binary, multiclass)")
     if data.get("average_output"):
         raise ModelError("LightGBM model: random-forest mode (averaged output) is not read; use boosting")
-    conv = _Converter("<=", scale_bits, value_bits, scalings)
+    conv = Converter("<=", scale_bits, value_bits, scalings)
     trees = []
     for i, info in enumerate(infos):
         if info.get("is_linear"):
@@ -269,18 +270,18 @@ def from_sklearn(estimator: Any, *, scale_bits: int = DEFAULT_SCALE_BITS, value_
         raise ModelError(f"{name}: not a fitted classifier of at least two classes")
     n = int(estimator.n_features_in_)
     if isinstance(estimator, GradientBoostingClassifier):
-        conv = _Converter("<=", scale_bits, value_bits, scalings)
+        conv = Converter("<=", scale_bits, value_bits, scalings)
         stages = estimator.estimators_
         lr = float(estimator.learning_rate)
         trees = [conv.tree(_sk_tree(stages[i, k].tree_, lambda v, lr=lr: Fraction(lr * float(v[0])), f"{name} tree"))
                  for i in range(stages.shape[0]) for k in range(stages.shape[1])]
         base = estimator._raw_predict_init(np.zeros((1, n), dtype=np.float32))[0]
     elif isinstance(estimator, HistGradientBoostingClassifier):
-        conv = _Converter("<=", scale_bits, value_bits, scalings)
+        conv = Converter("<=", scale_bits, value_bits, scalings)
         trees = [conv.tree(_hgb_tree(p.nodes, f"{name} tree")) for stage in estimator._predictors for p in stage]
         base = np.asarray(estimator._baseline_prediction, dtype=np.float64).ravel()
     elif isinstance(estimator, (RandomForestClassifier, ExtraTreesClassifier)):
-        conv = _Converter("<=", scale_bits, value_bits, scalings)
+        conv = Converter("<=", scale_bits, value_bits, scalings)
         trees = []
         for t in estimator.estimators_:
             for c in range(1 if n_classes == 2 else n_classes):
