@@ -378,11 +378,10 @@ def test_a_lying_decision_or_eps_beyond_the_cap_is_refused(small):
     refused(model, dataclasses.replace(public, eps=0), witness, "domain")
 
 
-def test_a_groth16_proof_verifies_and_another_eps_or_decision_does_not(small):
-    """One proof end to end for the 3-tree depth-2 ensemble (about 6.3k constraints): the key comes from the
-    shape alone (no values), the proof from the honest witness."""
-    model, public, witness = small
-    shape = tree_shape(model, 2, eps_bits=S)
+def proved(model: TreeModel, depth: int, public: TreePublic, witness: TreeWitness):
+    """(verifying key, proof, backend): the key set up from the shape alone (no values), the proof from the
+    witness, whose public values are checked to be the signals in declaration order."""
+    shape = tree_shape(model, depth, eps_bits=S)
     backend = get_backend()
     setup_cs = ConstraintSystem(with_values=False)
     build_tree_statement(setup_cs, shape)
@@ -390,9 +389,16 @@ def test_a_groth16_proof_verifies_and_another_eps_or_decision_does_not(small):
     pk, vk = setup(relation, backend)
     cs = ConstraintSystem(with_values=True)
     build_tree_statement(cs, shape, public, witness)
-    proof = prove(pk, relation, cs.witness(), backend)
+    assert cs.public_values() == public.signals()
+    return vk, prove(pk, relation, cs.witness(), backend), backend
+
+
+def test_a_groth16_proof_verifies_and_another_eps_or_decision_does_not(small):
+    """One proof end to end for the 3-tree depth-2 ensemble: the key comes from the shape alone (no values),
+    the proof from the honest witness."""
+    model, public, witness = small
+    vk, proof, backend = proved(model, 2, public, witness)
     signals = public.signals()
-    assert cs.public_values() == signals
     assert check_proof(vk, signals, proof, backend).ok
     assert not check_proof(vk, [*signals[:2], signals[2] + 1, *signals[3:]], proof, backend).ok
     assert not check_proof(vk, [signals[0], 1 - signals[1], *signals[2:]], proof, backend).ok
@@ -486,16 +492,8 @@ def test_another_counterfactual_path_or_rival_is_refused():
 
 def test_a_groth16_proof_of_a_flip_verifies_and_the_certified_reading_does_not():
     model, query, cert = flip_case(51, 3, 2, 4)
-    shape = tree_shape(model, 2, eps_bits=S)
     public, witness = inputs(model, 2, query, 0)
-    backend = get_backend()
-    setup_cs = ConstraintSystem(with_values=False)
-    build_tree_statement(setup_cs, shape)
-    relation = setup_cs.compile(wire_names=False)
-    pk, vk = setup(relation, backend)
-    cs = ConstraintSystem(with_values=True)
-    build_tree_statement(cs, shape, public, witness)
-    proof = prove(pk, relation, cs.witness(), backend)
+    vk, proof, backend = proved(model, 2, public, witness)
     signals = public.signals()
     assert signals[3:5] == [FLIP_STATUS, cert.flip_slice]
     assert check_proof(vk, signals, proof, backend).ok
