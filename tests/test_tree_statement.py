@@ -39,40 +39,47 @@ SALT = 0x7EE5
 # --------------------------------------------------------------------------- random ensembles
 
 
-def random_tree(rng: random.Random, depth: int, n_inputs: int) -> Tree:
-    """A random tree of depth <= `depth`; the sensitive (last) column is split on rarely, at its middle."""
+def random_tree(rng: random.Random, depth: int, n_inputs: int, trained: bool = False) -> Tree:
+    """A random tree of depth <= `depth`; the sensitive (last) column is split on rarely, at its middle.
+    trained=True: as a trained tree is, every threshold inside its node's interval on the feature (no
+    leaf that no point reaches); else anywhere in the box, contradictions and empty leaves included."""
     feature: list[int] = []
     threshold: list[int] = []
     left: list[int] = []
     right: list[int] = []
     value: list[int] = []
 
-    def add(d: int) -> int:
+    def add(d: int, bounds: dict[int, tuple[int, int]]) -> int:
         i = len(feature)
         for a in (feature, threshold, left, right, value):
             a.append(0)
-        if d == 0 or rng.random() < 0.2:
-            feature[i], value[i], left[i], right[i] = LEAF, rng.randint(-100, 100), -1, -1
-            return i
         f = rng.randrange(n_inputs)
         if f == n_inputs - 1 and rng.random() < 0.7:
             f = rng.randrange(n_inputs - 1)
+        lo, hi = bounds.get(f, (-2 * ONE, 2 * ONE) if f < n_inputs - 1 else (0, ONE))
+        if d == 0 or rng.random() < 0.2 or (trained and hi - lo < 2):
+            feature[i], value[i], left[i], right[i] = LEAF, rng.randint(-100, 100), -1, -1
+            return i
         feature[i] = f
-        threshold[i] = ONE // 2 if f == n_inputs - 1 else rng.randint(-2 * ONE, 2 * ONE)
-        left[i] = add(d - 1)
-        right[i] = add(d - 1)
+        if f == n_inputs - 1:
+            threshold[i] = ONE // 2
+        else:
+            threshold[i] = rng.randint(lo + 1, hi) if trained else rng.randint(-2 * ONE, 2 * ONE)
+        left[i] = add(d - 1, {**bounds, f: (lo, threshold[i] - 1)})  # x < t
+        right[i] = add(d - 1, {**bounds, f: (threshold[i], hi)})  # x >= t
         return i
 
-    add(depth)
+    add(depth, {})
     return Tree(tuple(feature), tuple(threshold), tuple(left), tuple(right), tuple(value))
 
 
-def random_model(seed: int, trees: int, depth: int, n_inputs: int, classes: int = 2) -> TreeModel:
+def random_model(seed: int, trees: int, depth: int, n_inputs: int, classes: int = 2, trained: bool = False) -> TreeModel:
     """`trees` trees per score (3 classes: 3 x trees); free inputs in [-2, 2]; the last input a sensitive
     code in {0, 1} (binary) or {0, 1/2, 1} (3 classes: three slices)."""
     rng = random.Random(seed)
     scores = 1 if classes == 2 else classes
-    ens = TreeEnsemble(n_inputs, classes, S, 8, tuple(random_tree(rng, depth, n_inputs) for _ in range(trees * scores)),
+    ens = TreeEnsemble(n_inputs, classes, S, 8,
+                       tuple(random_tree(rng, depth, n_inputs, trained) for _ in range(trees * scores)),
                        tuple(rng.randint(-30, 30) for _ in range(scores)))
     codes = (0, ONE) if classes == 2 else (0, ONE // 2, ONE)
     lower = (-2 * ONE,) * (n_inputs - 1) + (0,)
@@ -81,10 +88,10 @@ def random_model(seed: int, trees: int, depth: int, n_inputs: int, classes: int 
     return TreeModel(ens, lower, upper, (group,))
 
 
-def certified_case(seed: int, trees: int, depth: int, n_inputs: int, classes: int = 2):
+def certified_case(seed: int, trees: int, depth: int, n_inputs: int, classes: int = 2, trained: bool = False):
     """(model, query, E) of the first seed from `seed` on with a certified, uncapped query of E >= 1."""
     for attempt in range(seed, seed + 50):
-        model = random_model(attempt, trees, depth, n_inputs, classes)
+        model = random_model(attempt, trees, depth, n_inputs, classes, trained)
         rng = random.Random(attempt)
         for _ in range(60):
             codes = model.sensitive[0].points
@@ -232,10 +239,11 @@ def test_two_turns_on_one_feature_count_the_larger_violation_once():
     assert circuit_reach(model, 2, q, 2 * ONE + 1)[0][0][3] == 1 and circuit_reach(model, 2, q, 2 * ONE)[0][0][3] == 0
 
 
-@pytest.mark.parametrize("seed", [40, 41, 42])
+@pytest.mark.parametrize("seed", [40, 41, 42, 43, 44])
 def test_a_single_tree_is_tight_and_gets_no_more(seed):
-    """One tree: the bound is the exact radius, and E + 1 (beyond it) is not provable."""
-    model, query, eps = certified_case(seed, 1, 3, 4)
+    """One tree as trained trees are (every leaf reached by some point): the bound is the exact radius,
+    and E + 1 (beyond it) is not provable."""
+    model, query, eps = certified_case(seed, 1, 3, 4, trained=True)
     assert exact_radius(model, query, eps_bits=S).eps == eps
     assert satisfied(build(model, 3, *inputs(model, 3, query, eps)))
     assert not satisfied(build(model, 3, *inputs(model, 3, query, eps + 1)))

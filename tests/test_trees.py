@@ -19,7 +19,7 @@ from fairness.fixed_point import SensitiveDomain, quantise_vector
 from fairness.trees.ensemble import LEAF, Tree, TreeEnsemble, TreeModel, threshold_at_most, threshold_below
 from fairness.trees.exact import exact_radius
 from fairness.trees.loaders import from_lightgbm, from_sklearn, from_xgboost, from_xgboost_dump
-from fairness.trees.radius import CERTIFIED, FLIP, certifies, certify_trees, eps_cap, leaf_box
+from fairness.trees.radius import CERTIFIED, FLIP, certifies, certify_trees, eps_cap, leaf_box, path_distance
 
 S = 16
 ONE = 1 << S
@@ -394,6 +394,23 @@ def test_leaf_box_respects_the_slice_and_the_box():
     assert leaf_box(model, {0: (None, -2 * ONE + 1)}, (0,)) == ((-2 * ONE, -2 * ONE, -2 * ONE, 0),
                                                                 (-2 * ONE + 1, 2 * ONE, 2 * ONE, 0))
     assert eps_cap(model, 0) == 6  # the free box's diagonal: sqrt(3 * 4^2) = 6.9...
+
+
+def test_path_distance_is_the_largest_violation_per_column_and_asks_no_point_to_exist():
+    """The bound's reachability: per free column the largest violation of the path's turns, per sensitive
+    column the slice's value taking them; a path no point takes (contradictory turns, or past the box)
+    still gets a distance, which can only make the bound smaller (sound, looser)."""
+    model = model_of(TreeEnsemble(4, 2, S, 0, (random_tree(random.Random(0), 1),), (0,)))
+    q = (0, 0, 0, 0)
+    assert path_distance(model, {0: (ONE, None)}, (0,), q) == ONE ** 2  # x0 >= 1
+    assert path_distance(model, {0: (ONE, None), 1: (None, -ONE)}, (0,), q) == 2 * ONE ** 2  # and x1 < -1
+    assert path_distance(model, {0: (-ONE, ONE)}, (0,), q) == 0  # -1 <= x0 < 1 holds at the query
+    assert path_distance(model, {3: (None, ONE // 2)}, (ONE,), q) is None  # the slice's value fails the turn
+    assert path_distance(model, {3: (None, ONE // 2)}, (0,), q) == 0
+    assert leaf_box(model, {0: (ONE, -ONE)}, (0,)) is None  # x0 >= 1 and x0 < -1: no point
+    assert path_distance(model, {0: (ONE, -ONE)}, (0,), q) == ONE ** 2
+    assert leaf_box(model, {0: (3 * ONE, None)}, (0,)) is None  # past the box
+    assert path_distance(model, {0: (3 * ONE, None)}, (0,), q) == 9 * ONE ** 2
 
 
 def test_queries_outside_the_model_are_refused():

@@ -6,12 +6,21 @@ the model's input units, lies inside the domain box, and has its sensitive colum
 is decided y strictly. As for networks, a slice that does not decide y strictly at x* itself is a
 flip: eps = 0 and the slice is named.
 
-Per slice and per tree, each leaf is the box of its path (lo <= x < hi on the split features),
-intersected with the domain box; a sensitive column must hold the slice's value inside the path's
-interval, else the leaf is unreachable in that slice. Its squared distance from x* over the free
-columns (the nearest point of the closed box, integers at 2^(2s)) decides reachability at E:
+Per slice and per tree, each leaf is its path's turns: x[f] >= lo_f (the right turns' largest
+threshold) and x[f] < hi_f (the left turns' smallest) on each split feature. A sensitive column must
+hold the slice's value within its turns, else the leaf is unreachable in that slice. On a free column
+the query's gap is max(0, lo_f - x*_f, x*_f - hi_f), its distance to the closure of the turns'
+interval; d2, the sum of the gaps squared (integers at 2^(2s)), decides reachability at E:
 
-    reachable  <=>  d2 * 2^(2t)  <  E^2 * 2^(2s)      (some point of the leaf is closer than eps)
+    reachable  <=>  d2 * 2^(2t)  <  E^2 * 2^(2s)
+
+A point p closer than eps that reaches the leaf satisfies every turn, so |p_f - x*_f| is at least the
+gap on each column and |p - x*| >= sqrt(d2): the leaf is reachable. The rule does not look for leaves
+that no point reaches (turns that contradict each other, or an interval outside the domain box): such
+a leaf may count as reachable, which can only lower the bound. Trained trees have none (a split's
+threshold lies inside its node's interval, which the box contains), and the statement
+(`statement.trees.reach`) computes the same bits without a comparison per pair of opposite turns or
+per box bound.
 
 Every point closer than eps reaches, in every tree, one of that tree's reachable leaves; so each
 margin score_y - score_c is at least the base margin plus, per tree, the worst reachable leaf's
@@ -19,8 +28,8 @@ contribution (a tree adds to one score only: a tree of class y contributes its s
 value, a tree of class c minus its largest, other trees nothing; binary: the score, signed towards y).
 eps is certified when every such bound is > 0 in every slice; E is the largest such value in
 [0, cap] (bisection; the bound is monotone in E). cap is the network code's: floor(2^t x the free
-box's diagonal). All arithmetic is exact integers. The bound equals the true radius for one tree and
-is never above it (`fairness.trees.exact`).
+box's diagonal). All arithmetic is exact integers. The bound is never above the true radius
+(`fairness.trees.exact`), and equals it for one tree without unreachable leaves.
 """
 from __future__ import annotations
 
@@ -93,13 +102,31 @@ def distance_sq(query: Sequence[int], lower: Sequence[int], upper: Sequence[int]
     return total
 
 
+def path_distance(model: TreeModel, path: dict[int, tuple[int | None, int | None]], slice_values: Sequence[int],
+                  query: Sequence[int]) -> int | None:
+    """The squared distance (at 2^(2s)) from the query to a leaf's turns over the free columns, the
+    sensitive columns at the slice; None when the slice's values do not take the turns."""
+    fixed = dict(zip(model.sensitive_columns, slice_values))
+    d2 = 0
+    for f, (lo, hi) in path.items():
+        if f in fixed:
+            v = fixed[f]
+            if (lo is not None and v < lo) or (hi is not None and v >= hi):
+                return None
+            continue
+        q = query[f]
+        gap = max(0, 0 if lo is None else lo - q, 0 if hi is None else q - hi)
+        d2 += gap * gap
+    return d2
+
+
 def reach_table(model: TreeModel, tree: Tree, query: Sequence[int], slice_values: Sequence[int]) -> list[LeafReach]:
-    """Every leaf of the tree reachable in the slice, as (squared distance, value), nearest first."""
+    """Every leaf of the tree the slice's values take, as (squared distance, value), nearest first."""
     out = []
     for node, path in tree.leaves():
-        box = leaf_box(model, path, slice_values)
-        if box is not None:
-            out.append((distance_sq(query, box[0], box[1], model.free_columns), tree.value[node]))
+        d2 = path_distance(model, path, slice_values, query)
+        if d2 is not None:
+            out.append((d2, tree.value[node]))
     return sorted(out)
 
 

@@ -17,9 +17,9 @@ The circuit proves, for the ensemble committed in C:
    decide y strictly (binary: the score is not on y's side of 0; multiclass: the rival class, not y,
    scores at least y's). Status 0: the flip slice is 0;
 4. status 0, the radius: 1 <= E <= eps_cap, and in every slice, for every leaf of every tree (all 2^D,
-   no prover choice), the reachable bit of `fairness.trees.radius` (the leaf's set meets the box, holds
-   the slice's sensitive values and lies closer than eps to x), computed by `reach` from the committed
-   splits and x; the prover's lowest and highest values are reachable leaves' values bounding every
+   no prover choice), the reachable bit of `fairness.trees.radius` (the slice's sensitive values take the
+   leaf's turns and the turns lie closer than eps to x), computed by `reach` from the committed splits
+   and x; the prover's lowest and highest values are reachable leaves' values bounding every
    reachable leaf; and base + the worst leaves keep y strictly (radius.margin_bounds). Under a flip
    (E = 0) no leaf is reachable and these checks are off.
 

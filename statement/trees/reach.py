@@ -1,24 +1,20 @@
 """Which leaves of a committed tree are reachable within E of the query: the circuit form of
-`fairness.trees.radius.leaf_box` + `distance_sq` + `reachable`, without building any leaf's box.
+`fairness.trees.radius.path_distance` + `reachable`, from facts about single turns and pairs of turns.
 
 A leaf's set is the conjunction of its path's turns: x[f_a] >= t_a (right) or x[f_a] < t_a (left) at
-each ancestor a. Everything the plaintext computes from the box follows from facts about single
-ancestors and about pairs of ancestors on one path, so no per-feature work is done per node:
+each ancestor a. Per free column the plaintext's gap is the largest violation of the path's turns on
+it; per sensitive column the slice's value must take every turn. So:
 
 - per ancestor (`NodeFacts`): whether the query goes right there, and the violation of each turn by the
   query on a free feature, max(0, t - x[f]) to go right, max(0, x[f] - t) to go left (0 on a sensitive
-  feature); whether each turn meets the domain box on its feature (t <= box_hi to go right, t > box_lo
-  to go left); per slice, whether the slice's sensitive value takes each turn;
-- per ancestor a and descendant b (`PairFacts`): whether they split on the same feature, whether their
-  turns are compatible (a right turn's threshold below a left turn's on the same feature), and whether
+  feature); per slice, whether the slice's sensitive value takes each turn (always on a free feature);
+- per ancestor a and descendant b (`PairFacts`): whether they split on the same feature, and whether
   a's violation is at least b's;
-- per leaf: the box is nonempty exactly when every turn meets the domain box and every pair is
-  compatible; on a nonempty box the gap on a free feature is the largest violation among the path's
-  turns on it, so the squared distance is the sum, over the path's turns, of the violation squared of
-  the turn that is the largest on its feature (the first among equals): each feature is counted once.
+- per leaf: the squared distance is the sum, over the path's turns, of the violation squared of the
+  turn that is the largest on its feature (the first among equals): each feature is counted once.
 
-The closure of a nonempty leaf clipped to the domain has the same distance to x (x lies in the box) as
-the unclipped one, so these bits are the plaintext's, leaf for leaf.
+These are the plaintext's bits, leaf for leaf (both leave aside whether any point reaches the leaf at
+all: see `fairness.trees.radius`).
 """
 from __future__ import annotations
 
@@ -41,7 +37,6 @@ class NodeFacts:
     magnitude: object  # the violation of the turn the query does not take, |t - x[f]| on a free feature
     violation: tuple  # per direction: the query's distance to the turn's closed half-line on a free feature
     square: tuple  # per direction: violation^2
-    in_box: tuple  # per direction: the turn meets the domain box on its feature
     in_slice: list  # per slice, per direction: the slice's sensitive value takes the turn (1 on a free feature)
 
 
@@ -58,17 +53,13 @@ def node_facts(cs, shape: TreeShape, selector: Sequence, threshold, x_at) -> Nod
         above = cs.mul(below, goes_right)  # free and right of t: t - x <= 0
         violation = (-above, below - above)  # left: max(0, x - t); right: max(0, t - x)
         square = (cs.square(violation[LEFT]), cs.square(violation[RIGHT]))
-    with cs.scope("in_box"):
-        box_lo = cs.lin_comb([(shape.box_lower[f], b) for f, b in enumerate(selector)])
-        box_hi = cs.lin_comb([(shape.box_upper[f], b) for f, b in enumerate(selector)])
-        in_box = (cs.is_less(box_lo, threshold, W), cs.is_less_or_equal(threshold, box_hi, W))
     in_slice = []
     for s, values in enumerate(shape.slices):
         with cs.scope(f"slice[{s}]"):
             at = cs.lin_comb([(v, selector[c]) for c, v in zip(sens, values)])  # 0 on a free feature
             right = cs.mul(sensitive, 1 - cs.is_less(at, threshold, W))  # sensitive and the value is >= t
             in_slice.append((1 - right, boolean(1 - sensitive + right)))  # right implies sensitive
-    return NodeFacts(feature, goes_right, violation[LEFT] + violation[RIGHT], violation, square, in_box, in_slice)
+    return NodeFacts(feature, goes_right, violation[LEFT] + violation[RIGHT], violation, square, in_slice)
 
 
 @dataclass
@@ -76,30 +67,25 @@ class PairFacts:
     """An ancestor a and a descendant b on one path; a's direction is fixed by b's side, so every fact is
     per direction of b."""
 
-    compatible: tuple  # not (same feature, opposite turns, right threshold >= left threshold)
     same_and_a_first: tuple  # same feature and a's violation >= b's: b is not the largest first
     same_and_b_larger: tuple  # same feature and b's violation > a's: a is not the largest
 
 
-def pair_facts(cs, shape: TreeShape, a: NodeFacts, a_threshold, a_dir: int, b: NodeFacts, b_threshold) -> PairFacts:
+def pair_facts(cs, shape: TreeShape, a: NodeFacts, a_dir: int, b: NodeFacts) -> PairFacts:
     W = shape.coordinate_bits
     with cs.scope("same"):
         same = cs.is_equal(a.feature, b.feature)
-    with cs.scope("order"):  # the one order that matters: a's turn against b's opposite one
-        ordered = cs.is_less(a_threshold, b_threshold, W) if a_dir == RIGHT else cs.is_less(b_threshold, a_threshold, W)
     with cs.scope("larger"):  # a's violation against the one b's turns can have (the other is 0)
         a_at_least = 1 - cs.is_less(a.violation[a_dir], b.magnitude, W + 1)
-    compatible, a_first, b_larger = [], [], []
+    a_first, b_larger = [], []
     for b_dir in (LEFT, RIGHT):
         with cs.scope("left" if b_dir == LEFT else "right"):
-            # the right turn's threshold must be below the left turn's
-            compatible.append(1 if a_dir == b_dir else 1 - cs.mul(same, 1 - ordered))
             against = b.goes_right if b_dir == LEFT else 1 - b.goes_right  # b's violation is its magnitude
             at_least = 1 - cs.mul(against, 1 - a_at_least)  # else it is 0: a's is at least as large
             first = cs.mul(same, at_least)
             a_first.append(first)
             b_larger.append(boolean(same - first))  # first implies same
-    return PairFacts(tuple(compatible), tuple(a_first), tuple(b_larger))
+    return PairFacts(tuple(a_first), tuple(b_larger))
 
 
 def path_of(depth: int, leaf: int) -> list[tuple[int, int]]:
@@ -128,7 +114,7 @@ def reachable_leaves(cs, shape: TreeShape, selectors: Sequence, thresholds: Sequ
             for a, a_dir in path[:i]:
                 if (a, b) not in pairs:
                     with cs.scope(f"pair[{a},{b}]"):
-                        pairs[a, b] = pair_facts(cs, shape, nodes[a], thresholds[a], a_dir, nodes[b], thresholds[b])
+                        pairs[a, b] = pair_facts(cs, shape, nodes[a], a_dir, nodes[b])
     near = []
     for leaf in range(shape.n_leaves):
         with cs.scope(f"leaf[{leaf}]"):
@@ -145,19 +131,16 @@ def reachable_leaves(cs, shape: TreeShape, selectors: Sequence, thresholds: Sequ
 
 
 def near_leaf(cs, shape: TreeShape, nodes: Sequence[NodeFacts], pairs, path, eps_sq_scaled):
-    """1 if the leaf's box meets the domain box and lies closer than eps to x over the free columns."""
-    checks = [nodes[n].in_box[d] for n, d in path]
+    """1 if the leaf's turns lie closer than eps to x over the free columns."""
     terms = []
     for i, (b, b_dir) in enumerate(path):
         largest = []  # b's turn is the largest (first among equals) on its feature
         for a, _ in path[:i]:
-            checks.append(pairs[a, b].compatible[b_dir])
             largest.append(1 - pairs[a, b].same_and_a_first[b_dir])
         for c, c_dir in path[i + 1:]:
             largest.append(boolean(1 - pairs[b, c].same_and_b_larger[c_dir]))
         terms.append(cs.mul(all_of(cs, largest), nodes[b].square[b_dir]) if largest else nodes[b].square[b_dir])
-    d2 = cs.sum(terms)
-    return cs.and_(all_of(cs, checks), is_close(cs, d2, eps_sq_scaled, shape.d2_shift, shape.reach_bits))
+    return is_close(cs, cs.sum(terms), eps_sq_scaled, shape.d2_shift, shape.reach_bits)
 
 
 def boolean(lc):

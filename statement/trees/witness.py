@@ -1,7 +1,7 @@
 """The public inputs and the honest witness of a tree statement, from a TreeModel, a query and E.
 
 Reachability is computed by the plaintext certificate's own functions (`fairness.trees.radius`:
-`leaf_box`, `distance_sq`, `reachable`) on every leaf of every padded tree, so the circuit's bits are
+`path_distance`, `reachable`) on every leaf of every padded tree, so the circuit's bits are
 those of the plaintext bound, leaf for leaf; the status and the flip slice are `flip_check`'s.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Sequence
 
 from circuits.field import R
 from fairness.trees.ensemble import TreeModel
-from fairness.trees.radius import distance_sq, flip_check, leaf_box, reachable
+from fairness.trees.radius import flip_check, path_distance, reachable
 
 from .commitment import commit
 from .padding import CompleteTree, pad_tree
@@ -68,9 +68,8 @@ def reach_bits(model: TreeModel, tree: CompleteTree, query: Sequence[int], slice
     """Per leaf of the padded tree: reachable in the slice at E (the plaintext certificate's test)."""
     out = []
     for path in tree.paths():
-        box = leaf_box(model, path, slice_values)
-        out.append(box is not None and reachable(distance_sq(query, box[0], box[1], model.free_columns), eps,
-                                                 eps_bits, model.scale_bits))
+        d2 = path_distance(model, path, slice_values, query)
+        out.append(d2 is not None and reachable(d2, eps, eps_bits, model.scale_bits))
     return out
 
 
