@@ -6,7 +6,8 @@ For each dataset (German, Credit, Adult, the paper's preprocessing and sensitive
 split and read with `fairness.trees.loaders` into exact fixed point (inputs at 2^16, leaf values at 2^32).
 Then, on the first `--queries` test customers:
 
-- accuracy on the test split: the library's own prediction, and the fixed-point ensemble's; the rows
+- accuracy on the test split: the library's own prediction, and the fixed-point ensemble's (leaf values at
+  2^-`--value-bits`); the rows
   where the two disagree are counted (the checked import refuses a model on any such row);
 - the bound radius (`fairness.trees.radius.certify_trees`, exact integers) and its plaintext time; the
   exact radius where the ensemble is small enough to enumerate (`fairness.trees.exact`, within
@@ -52,7 +53,7 @@ from fairness.fixed_point import SensitiveDomain, quantise_ceil, quantise_floor 
 from fairness.errors import CertificationError  # noqa: E402
 from fairness.trees.ensemble import TreeEnsemble, TreeModel  # noqa: E402
 from fairness.trees.exact import exact_radius  # noqa: E402
-from fairness.trees.loaders import DEFAULT_SCALE_BITS, from_lightgbm, from_xgboost  # noqa: E402
+from fairness.trees.loaders import DEFAULT_SCALE_BITS, DEFAULT_VALUE_BITS, from_lightgbm, from_xgboost  # noqa: E402
 from fairness.trees.radius import CERTIFIED, certify_trees  # noqa: E402
 from statement.trees import build_tree_statement, tree_shape, tree_statement_inputs  # noqa: E402
 
@@ -74,22 +75,23 @@ def p95(values: Sequence[float]) -> float:
 # --------------------------------------------------------------------------- models
 
 
-def train(library: str, X: np.ndarray, y: np.ndarray, n_classes: int, trees: int, depth: int) -> tuple[object, TreeEnsemble]:
-    """(the library's fitted classifier, its ensemble read exactly)."""
+def train(library: str, X: np.ndarray, y: np.ndarray, trees: int, depth: int,
+          value_bits: int) -> tuple[object, TreeEnsemble]:
+    """(the library's fitted classifier, its ensemble read exactly, leaf values at 2^value_bits)."""
     n = X.shape[1]
     if library == "xgboost":
         import xgboost as xgb
 
         clf = xgb.XGBClassifier(n_estimators=trees, max_depth=depth, n_jobs=2, random_state=0)
         clf.fit(X, y)
-        return clf, from_xgboost(clf.get_booster().save_raw("json"), n_inputs=n)
+        return clf, from_xgboost(clf.get_booster().save_raw("json"), n_inputs=n, value_bits=value_bits)
     if library == "lightgbm":
         import lightgbm as lgb
 
         clf = lgb.LGBMClassifier(n_estimators=trees, max_depth=depth, num_leaves=1 << depth, n_jobs=2, verbose=-1,
                                  random_state=0)
         clf.fit(X, y)
-        return clf, from_lightgbm(clf.booster_.dump_model(), n_inputs=n)
+        return clf, from_lightgbm(clf.booster_.dump_model(), n_inputs=n, value_bits=value_bits)
     raise SystemExit(f"unknown library {library!r}: xgboost or lightgbm")
 
 
@@ -189,7 +191,7 @@ class Row:
 
 def measure(name: str, library: str, args: argparse.Namespace) -> Row:
     dataset = load_dataset(name)
-    clf, ensemble = train(library, dataset.X_train, dataset.y_train, dataset.n_classes, args.trees, args.depth)
+    clf, ensemble = train(library, dataset.X_train, dataset.y_train, args.trees, args.depth, args.value_bits)
     model = tree_model_of(dataset, ensemble)
     library_pred = np.asarray(clf.predict(dataset.X_test)).astype(int)
     queries = [quantised(model, x) for x in dataset.X_test]
@@ -286,6 +288,8 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=4)
     parser.add_argument("--queries", type=int, default=20, help="test customers certified in plaintext")
     parser.add_argument("--prove", type=int, default=20, help="of those, how many are proved")
+    parser.add_argument("--value-bits", type=int, default=DEFAULT_VALUE_BITS,
+                        help=f"leaf values at 2^-V (default {DEFAULT_VALUE_BITS}, the loaders')")
     parser.add_argument("--exact-max-nodes", type=int, default=200_000,
                         help="search nodes the exact radius may visit before it is called not computable")
     parser.add_argument("--out", default=str(RESULTS))
