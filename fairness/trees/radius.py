@@ -69,6 +69,11 @@ class TreeCertificate:
         return Fraction(self.eps, 1 << self.eps_bits)
 
 
+def within(v: int, lo: int | None, hi: int | None) -> bool:
+    """lo <= v < hi (a missing bound: no limit): v takes every turn of a path on its column."""
+    return (lo is None or v >= lo) and (hi is None or v < hi)
+
+
 def leaf_box(model: TreeModel, box: dict[int, tuple[int | None, int | None]],
              slice_values: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
     """The closure of a leaf's set inside the domain box with the sensitive columns at the slice, as
@@ -77,8 +82,7 @@ def leaf_box(model: TreeModel, box: dict[int, tuple[int | None, int | None]],
     fixed = dict(zip(model.sensitive_columns, slice_values))
     for f, (lo, hi) in box.items():
         if f in fixed:
-            v = fixed[f]
-            if (lo is not None and v < lo) or (hi is not None and v >= hi):
+            if not within(fixed[f], lo, hi):
                 return None
             continue
         low = lower[f] if lo is None else max(lower[f], lo)
@@ -110,8 +114,7 @@ def path_distance(model: TreeModel, path: dict[int, tuple[int | None, int | None
     d2 = 0
     for f, (lo, hi) in path.items():
         if f in fixed:
-            v = fixed[f]
-            if (lo is not None and v < lo) or (hi is not None and v >= hi):
+            if not within(fixed[f], lo, hi):
                 return None
             continue
         q = query[f]
