@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import multiprocessing
 import resource
 import statistics
@@ -30,6 +29,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _measures import p95  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "bound_radius_zk.json"
 DEFAULT_MODELS = "credit:32x16,adult:32x16,credit:64x32,adult:64x32"
@@ -37,11 +39,6 @@ DEFAULT_MODELS = "credit:32x16,adult:32x16,credit:64x32,adult:64x32"
 
 def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
-
-
-def p95(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
 
 
 def _exact_one(model, query) -> None:

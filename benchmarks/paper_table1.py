@@ -38,7 +38,6 @@ import argparse
 import json
 import multiprocessing
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -49,7 +48,9 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _measures import p95, peak_rss_mib  # noqa: E402
 from fairness.radius import REGION_RADII, Radius
 from prover_service.commands.radius_option import DEFAULT_EXACT_BUDGET
 
@@ -66,10 +67,6 @@ PAPER_PROOF_KB = 43.5
 
 def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
-
-
-def peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def isolated(fn, *args):
@@ -357,12 +354,6 @@ def by_customer(rounds: list[dict], key: str) -> list[float]:
         for j, v in zip(r["order"], r[key]):
             best[j] = min(v, best.get(j, v))
     return [best[j] for j in sorted(best)]
-
-
-def p95(values: list[float]) -> float:
-    """The 95th percentile, nearest rank: the value at least 95% of the customers are at or below."""
-    ordered = sorted(values)
-    return ordered[max(0, -(-95 * len(ordered) // 100) - 1)]
 
 
 def summarize(model: dict, radius: str, setup: dict, rounds: list[dict], loads: list, max_constraints) -> dict:

@@ -30,7 +30,6 @@ import argparse
 import json
 import math
 import random
-import resource
 import statistics
 import sys
 import time
@@ -43,6 +42,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _measures import p95, peak_rss_mib  # noqa: E402
 
 from circuits.backends import get_backend  # noqa: E402
 from circuits.builder import ConstraintSystem  # noqa: E402
@@ -60,16 +62,6 @@ from statement.trees import build_tree_statement, tree_shape, tree_statement_inp
 RESULTS = ROOT / "benchmarks" / "results" / "trees_zk.json"
 SALT = 0x5A17
 ATTACK_DIRECTIONS = 64
-
-
-def peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def p95(values: Sequence[float]) -> float:
-    """Nearest rank."""
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
 
 
 # --------------------------------------------------------------------------- models
