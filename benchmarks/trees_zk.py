@@ -3,7 +3,7 @@ proving time and memory.
 
 For each dataset (German, Credit, Adult, the paper's preprocessing and sensitive attribute) and library
 (XGBoost, LightGBM), a classifier of `--trees` trees of depth `--depth` is trained here on the training
-split and read with `fairness.trees.loaders` into exact fixed point (inputs at 2^16, leaf values at 2^32).
+split and read with `fairness.trees.loaders` into exact fixed point (inputs at 2^16, leaf values at 2^20).
 Then, on the first `--queries` test customers:
 
 - accuracy on the test split: the library's own prediction, and the fixed-point ensemble's (leaf values at
