@@ -39,16 +39,17 @@ from fairness.schema import FeatureSchema
 
 from .canonical import I_JSON_MAX, FrDecimal, NonCanonical, canonical_bytes
 from .card_circuits import (BOUND_RADIUS, EXACT_RADIUS, FAST_RADIUS, AuditCircuit, Blake2bHex, BucketShape,
-                            CircuitBucket, ContributionRecord, RadiusKind, SetupRecord, VerifyingKeyJson,
-                            audit_circuit_name, bucket_name)
-from .card_model import (ArchitectureCard, FeatureEncoding, PersistenceLensCard, SensitiveFeatureCard, SpreadLensCard,
-                         _Frozen, scaled_delta)
+                            CircuitBucket, ContributionRecord, RadiusKind, SetupRecord, TreeBucketShape,
+                            VerifyingKeyJson, audit_circuit_name, bucket_name, tree_bucket_name)
+from .card_model import (RELU_NETWORK, TREE_ENSEMBLE, ArchitectureCard, FeatureEncoding, ModelKind,
+                         PersistenceLensCard, SensitiveFeatureCard, SpreadLensCard, _Frozen, scaled_delta)
 
 __all__ = [
     "ArchitectureCard", "AuditCircuit", "BOUND_RADIUS", "Blake2bHex", "BucketShape", "CARD_VERSION", "CircuitBucket",
     "ContributionRecord", "EXACT_RADIUS", "FAST_RADIUS", "FeatureEncoding", "LEGACY_CARD_MESSAGE",
-    "LEGACY_CARD_VERSION", "ModelCard", "PersistenceLensCard", "RadiusKind", "SensitiveFeatureCard", "SetupRecord",
-    "SpreadLensCard", "VerifyingKeyJson", "audit_circuit_name", "bucket_name", "scaled_delta",
+    "LEGACY_CARD_VERSION", "ModelCard", "ModelKind", "PersistenceLensCard", "RELU_NETWORK", "RadiusKind",
+    "SensitiveFeatureCard", "SetupRecord", "SpreadLensCard", "TREE_ENSEMBLE", "TreeBucketShape", "VerifyingKeyJson",
+    "audit_circuit_name", "bucket_name", "scaled_delta", "tree_bucket_name",
 ]
 
 CARD_VERSION: Final = 3  # Final: its type is Literal[3], the field's
@@ -112,6 +113,7 @@ class ModelCard(_Frozen):
             raise ValueError("the spread lens's favourable class is not a class of the model")
         if self.persistence is not None:
             self._persistence_fits(self.persistence, columns)
+        self._buckets_fit_kind()
         buckets = [c.bucket for c in self.circuits] + [c.name for c in self.audit_circuits]
         if len(set(buckets)) != len(buckets):
             raise ValueError("circuit bucket names must be unique")
@@ -131,6 +133,17 @@ class ModelCard(_Frozen):
             if len(set(values)) != len(values):
                 raise ValueError(f"two circuit buckets share one {what}: each bucket's statement has its own")
         return self
+
+    def _buckets_fit_kind(self) -> None:
+        """A network's buckets prove network statements, a tree ensemble's tree statements; a tree ensemble's
+        certificates prove the radius alone (no lens, no group counts: no statement of theirs covers trees)."""
+        trees = self.architecture.kind == TREE_ENSEMBLE
+        for c in self.circuits:
+            if isinstance(c.shape, TreeBucketShape) != trees:
+                raise ValueError(f"bucket {c.bucket}: a {self.architecture.kind}'s card lists only "
+                                 f"{'tree-ensemble' if trees else 'network'} statements")
+        if trees and (self.spread is not None or self.persistence is not None or self.audit_circuits):
+            raise ValueError("a tree ensemble's card proves the radius alone: no lens and no audit circuit")
 
     def _persistence_fits(self, lens: PersistenceLensCard, sensitive_columns: list[int]) -> None:
         if self.architecture.n_classes != 2:
@@ -261,8 +274,25 @@ class ModelCard(_Frozen):
             "box_lower": list(self.box_lower), "box_upper": list(self.box_upper), "scale_bits": self.scale_bits,
         }
 
+    def tree_shape_json(self, bucket: CircuitBucket) -> dict[str, Any]:
+        """The full public shape of a tree-ensemble bucket's statement (statement.trees.TreeShape's fields)."""
+        shape = bucket.shape
+        if not isinstance(shape, TreeBucketShape):
+            raise ValueError(f"bucket {bucket.bucket} is not a tree-ensemble statement")
+        a = self.architecture
+        return {
+            "n_trees": shape.n_trees, "depth": shape.depth, "n_inputs": a.n_inputs, "n_classes": a.n_classes,
+            "scale_bits": self.scale_bits, "value_bits": shape.value_bits, "eps_bits": self.eps_scale_bits,
+            "box_lower": list(self.box_lower), "box_upper": list(self.box_upper),
+            "sensitive_columns": list(self.sensitive_columns), "slices": [list(s) for s in self.slices()],
+            "threshold_bits": shape.threshold_bits, "value_range_bits": shape.value_range_bits,
+            "eps_cap": shape.eps_cap,
+        }
+
     def statement_shape_json(self, bucket: CircuitBucket) -> dict[str, Any]:
-        """The full public shape of `bucket`'s statement (statement.StatementShape.from_json)."""
+        """The full public shape of a network bucket's statement (statement.StatementShape.from_json)."""
+        if isinstance(bucket.shape, TreeBucketShape):
+            raise ValueError(f"bucket {bucket.bucket} is a tree-ensemble statement (tree_shape_json)")
         return {
             **self._model_shape_json(), "eps_bits": self.eps_scale_bits,
             "eps_cap": bucket.shape.eps_cap,

@@ -21,8 +21,8 @@ from .canonical import Sha256Hex, hex_validator
 from .card_model import _Frozen
 
 __all__ = ["AuditCircuit", "BOUND_RADIUS", "Blake2bHex", "BucketShape", "CircuitBucket", "ContributionRecord",
-           "EXACT_RADIUS", "FAST_RADIUS", "RadiusKind", "SetupRecord", "VerifyingKeyJson", "audit_circuit_name",
-           "bucket_name"]
+           "EXACT_RADIUS", "FAST_RADIUS", "RadiusKind", "SetupRecord", "TreeBucketShape", "VerifyingKeyJson",
+           "audit_circuit_name", "bucket_name", "tree_bucket_name"]
 
 Blake2bHex: TypeAlias = Annotated[str, hex_validator(128, "BLAKE2b-512 hash")]
 
@@ -93,6 +93,30 @@ class BucketShape(_Frozen):
         return data
 
 
+class TreeBucketShape(_Frozen):
+    """What a tree-ensemble bucket's statement adds to the model's public shape (statement/trees/shape.py):
+    the trees padded to one depth, the leaf-value scale and the widths its committed values are checked
+    against. Its statement proves the bound radius (the worst reachable leaf of each tree), whole."""
+
+    kind: Literal["tree-ensemble"]
+    n_trees: int = Field(ge=1, le=1 << 16)
+    depth: int = Field(ge=1, le=16)
+    value_bits: int = Field(ge=0, le=64)  # leaf values and the base at 2^value_bits
+    threshold_bits: int = Field(ge=0, le=128)
+    value_range_bits: int = Field(ge=0, le=128)
+    eps_cap: int = Field(ge=1)
+    radius: Literal[Radius.BOUND] = BOUND_RADIUS
+
+    @property
+    def per_slice(self) -> bool:
+        return False
+
+
+def tree_bucket_name(n_trees: int, depth: int) -> str:
+    """A tree-ensemble bucket's name: t<trees>-d<depth>-bound."""
+    return f"t{n_trees}-d{depth}-bound"
+
+
 class ContributionRecord(_Frozen):
     """One phase-2 contribution to a bucket's key, as the ceremony transcript records it."""
 
@@ -133,8 +157,9 @@ class SetupRecord(_Frozen):
 class CircuitBucket(_Frozen):
     """One circuit shape, its constraint system's digest, its verifying key and where the key came from."""
 
-    bucket: str = Field(pattern=r"^k[0-9]{1,6}-f[0-9]{1,6}(-exact(-slice)?|-bound)?$")  # k<K>-f<F>[-exact[-slice]|-bound]
-    shape: BucketShape
+    # k<K>-f<F>[-exact[-slice]|-bound] for a network, t<trees>-d<depth>-bound for a tree ensemble
+    bucket: str = Field(pattern=r"^(k[0-9]{1,6}-f[0-9]{1,6}(-exact(-slice)?|-bound)?|t[0-9]{1,5}-d[0-9]{1,2}-bound)$")
+    shape: BucketShape | TreeBucketShape
     n_constraints: int = Field(ge=0)
     n_public: int = Field(ge=0)
     r1cs_digest: Sha256Hex  # circuits.groth16.r1cs_digest of the statement for this shape
@@ -144,7 +169,9 @@ class CircuitBucket(_Frozen):
 
     @model_validator(mode="after")
     def _named_by_shape(self) -> "CircuitBucket":
-        named = bucket_name(self.shape.region_slots, self.shape.farkas_slots, self.shape.radius, self.shape.per_slice)
+        shape = self.shape
+        named = (tree_bucket_name(shape.n_trees, shape.depth) if isinstance(shape, TreeBucketShape)
+                 else bucket_name(shape.region_slots, shape.farkas_slots, shape.radius, shape.per_slice))
         if self.bucket != named:
             raise ValueError(f"bucket {self.bucket!r} does not name its shape ({named})")
         if self.verifying_key.nPublic != self.n_public:

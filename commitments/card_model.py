@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Annotated
+from typing import Annotated, Any, Final, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from .canonical import DecimalInt
 
-__all__ = ["ArchitectureCard", "FeatureEncoding", "PersistenceLensCard", "SensitiveFeatureCard", "SpreadLensCard",
-           "scaled_delta"]
+__all__ = ["ArchitectureCard", "FeatureEncoding", "ModelKind", "PersistenceLensCard", "RELU_NETWORK",
+           "SensitiveFeatureCard", "SpreadLensCard", "TREE_ENSEMBLE", "scaled_delta"]
 
 
 class _Frozen(BaseModel):
@@ -86,11 +86,20 @@ class SensitiveFeatureCard(_Frozen):
         return point[0] if self.columns is None else tuple(point)
 
 
+RELU_NETWORK: Final = "relu-network"
+TREE_ENSEMBLE: Final = "tree-ensemble"
+ModelKind: TypeAlias = Literal["relu-network", "tree-ensemble"]
+
+
 class ArchitectureCard(_Frozen):
+    """What kind of model the commitment is to, and its public sizes: a ReLU network's hidden layers, or
+    a tree ensemble (no hidden layers; its trees' count and depth are its buckets' shapes)."""
+
     n_inputs: int = Field(gt=0)
     hidden_sizes: tuple[int, ...]
     n_classes: int = Field(ge=2)
     class_labels: tuple[str, ...]
+    kind: ModelKind = RELU_NETWORK  # unwritten for a network: cards from before tree ensembles keep their digests
 
     @model_validator(mode="after")
     def _labels_match(self) -> "ArchitectureCard":
@@ -98,7 +107,16 @@ class ArchitectureCard(_Frozen):
             raise ValueError("one class label per class")
         if any(h <= 0 for h in self.hidden_sizes):
             raise ValueError("hidden layer sizes must be positive")
+        if self.kind == TREE_ENSEMBLE and self.hidden_sizes:
+            raise ValueError("a tree ensemble has no hidden layers")
         return self
+
+    @model_serializer(mode="wrap")
+    def _network_unwritten(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.kind == RELU_NETWORK:
+            data.pop("kind", None)
+        return data
 
 
 class FeatureEncoding(_Frozen):

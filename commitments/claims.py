@@ -40,9 +40,16 @@ from circuits.field import R
 from .bundle import (STATUS_CERTIFIED, STATUS_FLIP, STATUS_NAMES, CertificateBundle, CounterfactualSpread, FlipSlice,
                      PersistenceBound, PersistenceStatus, PersistentBias, radius_decimal)
 from .canonical import NonCanonical, parse_decimal
-from .card import BOUND_RADIUS, EXACT_RADIUS, CircuitBucket, ModelCard, PersistenceLensCard, RadiusKind, SpreadLensCard
+from .card import (BOUND_RADIUS, EXACT_RADIUS, RELU_NETWORK, TREE_ENSEMBLE, CircuitBucket, ModelCard, ModelKind,
+                   PersistenceLensCard, RadiusKind, SpreadLensCard)
 
 HEAD_SIGNALS = 5  # commitment, decision, E, status, flip index
+# How a bound radius is reached, by model kind (the words every verifier prints).
+BOUND_METHOD: dict[str, str] = {RELU_NETWORK: "linear bound propagation",
+                                TREE_ENSEMBLE: "the worst reachable leaf of each tree"}
+BOUND_EXPLAINED: dict[str, str] = {RELU_NETWORK: "linear bound propagation through the network",
+                                   TREE_ENSEMBLE: "the worst leaf each tree can reach within eps, summed"}
+COMMITTED: dict[str, str] = {RELU_NETWORK: "the weights", TREE_ENSEMBLE: "the trees"}
 _HALF_R = (R - 1) // 2
 
 
@@ -145,6 +152,8 @@ class Claims:
     spread: SpreadClaims | None = None
     # The persistence lens, when the card proves it.
     persistence: PersistenceClaims | None = None
+    # What the commitment is to (the card's architecture): a bound radius is reached differently for each.
+    model_kind: ModelKind = RELU_NETWORK
 
     @property
     def eps(self) -> Fraction:
@@ -164,7 +173,7 @@ class Claims:
         if self.eps_exact:
             return f"eps = {self.eps_decimal} (exact: the true radius rounded down to 2^-{t})"
         if self.radius == BOUND_RADIUS:
-            return f"eps >= {self.eps_decimal} is a lower bound (bound: linear bound propagation; the true radius may be larger)"
+            return f"eps >= {self.eps_decimal} is a lower bound (bound: {BOUND_METHOD[self.model_kind]}; the true radius may be larger)"
         return f"eps >= {self.eps_decimal} is a lower bound (fast: the true radius may be larger)"
 
     @property
@@ -249,7 +258,8 @@ def claims_from_signals(signals: Sequence[str], card: ModelCard, bucket: Circuit
                   decision_label=labels[decision], status=STATUS_NAMES[status],
                   eps_numerator=eps_numerator, eps_scale_bits=card.eps_scale_bits,
                   capped=status == STATUS_CERTIFIED and eps_numerator == bucket.shape.eps_cap,
-                  flip=flip, query=query, radius=bucket.shape.radius, spread=spread, persistence=persistence)
+                  flip=flip, query=query, radius=bucket.shape.radius, spread=spread, persistence=persistence,
+                  model_kind=card.architecture.kind)
 
 
 def _spread_claims(values: Sequence[int], card: ModelCard, lens: SpreadLensCard, query: tuple[int, ...],

@@ -35,7 +35,7 @@ from circuits.snarkjs.json_formats import proof_from_json, verifying_key_from_js
 from commitments.attestation import Attestation, AttestationError, check_attestations
 from commitments.bundle import CertificateBundle, SnarkjsProof
 from commitments.card import BOUND_RADIUS, AuditCircuit, CircuitBucket, ModelCard, RadiusKind
-from commitments.claims import ClaimError, Claims, bundle_claims, part_signals
+from commitments.claims import BOUND_EXPLAINED, COMMITTED, ClaimError, Claims, bundle_claims, part_signals
 
 from .pins import PinCheck
 
@@ -272,12 +272,12 @@ def explain(claims: Claims, card: ModelCard) -> str:
                          f"also exhibits a change of {sensitive} and of your other features by less than "
                          f"eps + 2^-{claims.eps_scale_bits} at which another decision at least ties yours.")
         elif claims.radius == BOUND_RADIUS:
-            lines.append("This eps is a lower bound (bound radius: linear bound propagation through the network): "
+            lines.append(f"This eps is a lower bound (bound radius: {BOUND_EXPLAINED[claims.model_kind]}): "
                          "the decision may stay the same for larger changes too.")
         else:
             lines.append("This eps is a lower bound (fast radius): the decision may stay the same for larger "
                          "changes too.")
-    lines.append("The proof shows this was computed from the weights the bank committed to.")
+    lines.append(f"The proof shows this was computed from {COMMITTED[claims.model_kind]} the bank committed to.")
     return "\n".join(lines)
 
 

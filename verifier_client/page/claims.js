@@ -150,7 +150,7 @@ function claimsFromSignals(signals, card, bucketName, sliceIndex = 0) {
     model_id: card.model_id, bucket: bucketName, commitment, decision, decision_label: labels[num(decision)],
     status: STATUS_NAMES[num(status)], eps_numerator: eps, eps_scale_bits: card.eps_scale_bits,
     capped: status === 0n && eps === bucket.shape.eps_cap, flip, query, radius: bucket.shape.radius || "fast",
-    spread, persistence,
+    spread, persistence, model_kind: card.architecture.kind || "relu-network",
   };
 }
 

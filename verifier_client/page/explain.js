@@ -70,12 +70,21 @@ const num = (v) => Number(v);
 // The logits' fixed-point scale: inputs and weights at 2^s, one more 2^s per layer (ModelCard.logit_scale_bits).
 const logitScaleBits = (card) => num(card.scale_bits) * (card.architecture.hidden_sizes.length + 2);
 
+// How a bound radius is reached, by the card's model kind (commitments/claims.py BOUND_METHOD, BOUND_EXPLAINED,
+// COMMITTED).
+const BOUND_METHOD = { "relu-network": "linear bound propagation", "tree-ensemble": "the worst reachable leaf of each tree" };
+const BOUND_EXPLAINED = {
+  "relu-network": "linear bound propagation through the network",
+  "tree-ensemble": "the worst leaf each tree can reach within eps, summed",
+};
+const COMMITTED = { "relu-network": "the weights", "tree-ensemble": "the trees" };
+
 function epsStatement(claims) {
   const t = claims.eps_scale_bits;
   const eps = radiusDecimal(claims.eps_numerator, t);
   if (claims.capped) return `eps >= ${eps}, the whole input domain (the cap; ${claims.radius} statement)`;
   if (claims.radius === "exact") return `eps = ${eps} (exact: the true radius rounded down to 2^-${t})`;
-  if (claims.radius === "bound") return `eps >= ${eps} is a lower bound (bound: linear bound propagation; the true radius may be larger)`;
+  if (claims.radius === "bound") return `eps >= ${eps} is a lower bound (bound: ${BOUND_METHOD[claims.model_kind]}; the true radius may be larger)`;
   return `eps >= ${eps} is a lower bound (fast: the true radius may be larger)`;
 }
 
@@ -103,14 +112,14 @@ function explain(claims, card) {
         + `also exhibits a change of ${sensitive} and of your other features by less than `
         + `eps + 2^-${t} at which another decision at least ties yours.`);
     } else if (!claims.capped && claims.radius === "bound") {
-      lines.push("This eps is a lower bound (bound radius: linear bound propagation through the network): "
+      lines.push(`This eps is a lower bound (bound radius: ${BOUND_EXPLAINED[claims.model_kind]}): `
         + "the decision may stay the same for larger changes too.");
     } else if (!claims.capped) {
       lines.push("This eps is a lower bound (fast radius): the decision may stay the same for larger "
         + "changes too.");
     }
   }
-  lines.push("The proof shows this was computed from the weights the bank committed to.");
+  lines.push(`The proof shows this was computed from ${COMMITTED[claims.model_kind]} the bank committed to.`);
   return lines.join("\n");
 }
 

@@ -129,7 +129,9 @@ function readCard(text, schema) {
   return { card, canonicalText };
 }
 
+// commitments/card_circuits.py: bucket_name, or tree_bucket_name for a tree-ensemble statement.
 function bucketName(shape) {
+  if (shape.kind === "tree-ensemble") return `t${shape.n_trees}-d${shape.depth}-bound`;
   const radius = shape.radius === "exact" ? "-exact" : shape.radius === "bound" ? "-bound" : "";
   return `k${shape.region_slots}-f${shape.farkas_slots}${radius}${shape.per_slice === true ? "-slice" : ""}`;
 }
@@ -166,6 +168,8 @@ function cardProblem(card) {
   }
   if (a.class_labels.length !== num(a.n_classes)) return "one class label per class";
   if (a.hidden_sizes.some((h) => h <= 0n)) return "hidden layer sizes must be positive";
+  const trees = a.kind === "tree-ensemble";
+  if (trees && a.hidden_sizes.length) return "a tree ensemble has no hidden layers";
   for (const f of card.sensitive) {
     const problem = sensitiveFeatureProblem(f);
     if (problem) return problem;
@@ -198,6 +202,17 @@ function cardProblem(card) {
     if (lens.default_delta > cap) return "the persistence lens's default delta exceeds the widest moved column of the domain box";
   }
   const audits = card.audit_circuits || [];
+  // ModelCard._buckets_fit_kind: a network's buckets prove network statements, a tree ensemble's tree ones,
+  // and a tree ensemble's card proves the radius alone.
+  const kind = trees ? "tree-ensemble" : "relu-network";
+  for (const c of card.circuits) {
+    if ((c.shape.kind === "tree-ensemble") !== trees) {
+      return `bucket ${c.bucket}: a ${kind}'s card lists only ${trees ? "tree-ensemble" : "network"} statements`;
+    }
+  }
+  if (trees && (card.spread != null || card.persistence != null || audits.length)) {
+    return "a tree ensemble's card proves the radius alone: no lens and no audit circuit";
+  }
   const names = [...card.circuits.map((c) => c.bucket), ...audits.map((c) => c.name)];
   if (new Set(names).size !== names.length) return "circuit bucket names must be unique";
   for (const c of card.circuits) {
