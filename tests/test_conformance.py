@@ -102,6 +102,39 @@ def test_fairproof_verify_gives_every_one_hot_vector_its_verdict_and_code(onehot
     assert not wrong, "\n".join(wrong)
 
 
+# The tree-ensemble family (tests/vectors/v1-trees): a bank's XGBoost pipeline, committed and proved.
+
+@pytest.fixture(scope="module")
+def tree_vectors():
+    return load_vectors("v1-trees")
+
+
+def test_the_tree_family_covers_its_acceptances_and_refusals(tree_vectors):
+    index = json.loads((VECTORS / "v1-trees" / "index.json").read_text())
+    assert index["version"] == "v1-trees" and [e["id"] for e in index["vectors"]] == [v.id for v in tree_vectors]
+    for v in tree_vectors:
+        if v.verdict == "VALID":
+            card = json.loads(v.card)
+            assert card["architecture"]["kind"] == "tree-ensemble"
+            assert all(b["shape"]["kind"] == "tree-ensemble" for b in card["circuits"])
+    found = Counter((v.verdict, v.code) for v in tree_vectors)
+    for expected in (("VALID", None), ("INVALID", "proof.rejected"), ("INVALID", "claims.card-digest"),
+                     ("INVALID", "claims.commitment"), ("INVALID", "customer.record"), ("UNUSABLE", None)):
+        assert found[expected] >= 1, expected
+    assert found["VALID", None] >= 2 and found["UNUSABLE", None] >= 3
+
+
+def test_fairproof_verify_gives_every_tree_vector_its_verdict_and_code(tree_vectors, tmp_path):
+    wrong = _python_disagreements(tree_vectors, tmp_path)
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_page_gives_every_tree_vector_its_verdict_and_code(tree_vectors):
+    assert sum(v.applies_to("page") for v in tree_vectors) == len(tree_vectors)
+    wrong = _page_disagreements(tree_vectors)
+    assert not wrong, "\n".join(wrong)
+
+
 def test_the_page_gives_every_vector_its_verdict_and_code(vectors):
     wrong = _page_disagreements(vectors)
     assert not wrong, "\n".join(wrong)

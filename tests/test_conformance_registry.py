@@ -6,7 +6,8 @@ then verifyCertificate, verifyPerSliceCertificate or verifyGroupCounts with the 
 signals. A VALID vector must be accepted; an INVALID one refused at the same stage its reason code names:
 at deployment (key.*), on its signals before any pairing (claims.*, groups.signals) or by the pairing
 (proof.*). The registry returns a boolean, so the stage is all it can say of a reason. The one-hot family
-(tests/vectors/v1-onehot: a sensitive attribute over three inputs) runs the same way.
+(tests/vectors/v1-onehot: a sensitive attribute over three inputs) and the tree-ensemble family
+(tests/vectors/v1-trees) run the same way.
 """
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from test_solidity import evm  # noqa: F401 (fixture)
 
 
 # Each family and the stages at which its vectors are refused (the one-hot family's cards all have sound keys).
-FAMILIES = {"v1": {None, "key", "claims", "proof"}, "v1-onehot": {None, "claims", "proof"}}
+FAMILIES = {"v1": {None, "key", "claims", "proof"}, "v1-onehot": {None, "claims", "proof"},
+            "v1-trees": {None, "claims", "proof"}}
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))

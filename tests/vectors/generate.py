@@ -2,6 +2,7 @@
 
     python tests/vectors/generate.py [--out tests/vectors/v1] [--cache DIR]
     python tests/vectors/generate.py --onehot [--out tests/vectors/v1-onehot]
+    python tests/vectors/generate.py --trees [--out tests/vectors/v1-trees]
 
 (from the repository root, where the tests find the German Credit data; about 90 s on two cores)
 
@@ -15,6 +16,10 @@ judges each, the judgement must be the builder's expectation, and the corpus is 
 With --onehot it writes instead the one-hot family (tests/vectors/v1-onehot, the same format): a synthetic bank
 whose sensitive attribute spans three inputs (tests/onehot_bank.py), its honest certificates, queries between
 the attribute's points, own-value persistence bounds excluding 0, forgeries and cards listing other points.
+
+With --trees it writes the tree-ensemble family (tests/vectors/v1-trees): a bank's XGBoost pipeline on German
+credit imported, committed and proved (tests/tree_bank.py), its honest certificates, forged signals, a bundle
+under a card the bank set up again with keys of its own, and cards mixing kinds.
 """
 from __future__ import annotations
 
@@ -794,13 +799,17 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None,
                         help="the corpus directory (default tests/vectors/v1, or v1-onehot with --onehot)")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "fairproof-models")
-    parser.add_argument("--onehot", action="store_true",
+    family = parser.add_mutually_exclusive_group()
+    family.add_argument("--onehot", action="store_true",
                         help="write the one-hot family (a synthetic bank, no dataset) instead of the main corpus")
+    family.add_argument("--trees", action="store_true",
+                        help="write the tree-ensemble family (a bank's XGBoost pipeline) instead of the main corpus")
     args = parser.parse_args()
-    version = "v1-onehot" if args.onehot else "v1"
+    version = "v1-onehot" if args.onehot else "v1-trees" if args.trees else "v1"
     out = args.out or HERE / version
     with tempfile.TemporaryDirectory() as tmp:
-        vectors = onehot_corpus(Path(tmp)) if args.onehot else main_corpus(Path(tmp), args.cache)
+        vectors = (onehot_corpus(Path(tmp)) if args.onehot else trees_corpus(Path(tmp)) if args.trees
+                   else main_corpus(Path(tmp), args.cache))
         lines, index, cards = judged(vectors, version, Path(tmp))
     if out.exists():
         shutil.rmtree(out)
@@ -843,6 +852,65 @@ def onehot_corpus(tmp: Path) -> list[Vector]:
     finally:
         bank.db.dispose()
         dropped.db.dispose()
+
+
+def trees_corpus(tmp: Path) -> list[Vector]:
+    """The tree-ensemble bank's vectors (tests/vectors/v1-trees)."""
+    from tree_bank import TreeBank
+
+    print("building the tree-ensemble bank (import, commit, prove)...", file=sys.stderr, flush=True)
+    bank = TreeBank(tmp / "trees")
+    twin = TreeBank(tmp / "twin")  # the same bank committing again: another salt, keys of its own
+    return tree_vectors(bank, twin)
+
+
+def tree_vectors(bank, twin) -> list[Vector]:
+    """A tree ensemble's card (architecture kind tree-ensemble, bucket t<N>-d<D>-bound): honest certificates, the
+    forgeries a bank can build from its own documents, and cards whose kind and buckets disagree."""
+    from circuits.field import R
+
+    card, genuine = bank.card, bank.bundles[0]
+    record = json.dumps(bank.proved_records[0])
+    cap = card.circuits[0].shape.eps_cap
+
+    def signals(edit):
+        values = [int(v) for v in genuine.public_signals]
+        edit(values)
+        return [v % R for v in values]
+
+    def raised(s):
+        s[2] = s[2] + 1 if s[2] < cap else s[2] - 1
+    def decided(s):
+        s[1] = 1 - s[1]
+    def flipped(s):
+        s[2], s[3] = 0, 1
+    def certified(s):
+        s[2], s[3], s[4] = max(s[2], 1), 0, 0
+
+    forged_status = flipped if genuine.status == "certified" else certified
+    twin_bundle = twin.bundles[0]
+    out = [
+        vector("trees: honest, its record", card, genuine, {"record": record}, "VALID"),
+        vector("trees: honest, a second customer", card, bank.bundles[1], {}, "VALID"),
+        vector("trees: E moved by one, every field following", card, following(genuine, card, signals(raised))),
+        vector("trees: the other decision, every field following", card, following(genuine, card, signals(decided))),
+        vector("trees: the status turned, every field following", card,
+               following(genuine, card, signals(forged_status))),
+        vector("trees: another customer's record", card, bank.bundles[1], {"record": record}),
+        vector("trees: a bundle under the card the bank committed again with keys of its own", card, twin_bundle),
+        vector("trees: that bundle re-pointed at the pinned card", card,
+               twin_bundle.model_copy(update={"card_digest": card.digest()})),
+        vector("trees: the other bank's card, its own bundle", twin.card, twin_bundle, {}, "VALID"),
+        vector("trees: the card re-published as a network's (kind dropped)", edited(card, lambda d: d[
+            "architecture"].pop("kind")), genuine, {}, "UNUSABLE", "D3"),
+        vector("trees: the card with a hidden layer", edited(card, lambda d: d["architecture"].__setitem__(
+            "hidden_sizes", [4])), genuine, {}, "UNUSABLE", "D3"),
+        vector("trees: the bucket renamed for another tree count", card.canonical_json().replace(
+            f'"{genuine.bucket}"', '"t999-d2-bound"'), genuine, {}, "UNUSABLE", "D3"),
+        vector("trees: a tree bucket with a lens on the card", edited(card, lambda d: d.__setitem__(
+            "spread", {"favourable_class": 0, "bucket_width": 1})), genuine, {}, "UNUSABLE", "D3"),
+    ]
+    return out
 
 
 def dropped_vectors(bank) -> list[Vector]:
