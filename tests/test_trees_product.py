@@ -12,63 +12,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from commitments.bundle import CertificateBundle
 from commitments.card import ModelCard
 from fairness.errors import CertificationError, ModelError
-from fairness.fixed_point import quantise_vector
-from prover_service.importers.trees import check_tree_import, read_tree_pipeline
-from prover_service.tree_proving import TreeProver, TreeWorkspace, commit_trees, save_tree_model
-from tests.bank_pipelines import GERMAN, column_transformer, frame, german_rows
-from tests.test_trees_import import FACTS
+from prover_service.tree_proving import TreeProver, TreeWorkspace, commit_trees
+from tree_bank import TreeBank
 from verifier_client.verify import verify_bundle
-
-pytestmark = pytest.mark.integration
-
-
-def fitted(library: str):
-    import lightgbm as lgb
-    import xgboost as xgb
-    from sklearn.pipeline import Pipeline
-    from threadpoolctl import threadpool_limits
-
-    rows = german_rows(300)
-    y = np.array([r[GERMAN.label] == "good" for r in rows], dtype=int)
-    clf = (xgb.XGBClassifier(n_estimators=4, max_depth=2, n_jobs=1) if library == "xgboost"
-           else lgb.LGBMClassifier(n_estimators=4, num_leaves=4, max_depth=2, verbose=-1, n_jobs=1))
-    with threadpool_limits(1):
-        pipe = Pipeline([("prepare", column_transformer(GERMAN)), ("classify", clf)]).fit(frame(GERMAN, rows), y)
-    records = [{k: v for k, v in r.items() if k != GERMAN.label} for r in rows]
-    return pipe, records
-
 
 @pytest.fixture(scope="module", params=["xgboost", "lightgbm"])
 def committed(request, tmp_path_factory):
-    from circuits.backends import get_backend
-
-    pipe, records = fitted(request.param)
-    bank = read_tree_pipeline(pipe, FACTS)
-    check = check_tree_import(bank, records)
-    root = save_tree_model(tmp_path_factory.mktemp(request.param) / "model", bank.model.ensemble, bank.schema,
-                           {"source": bank.source, "import_check": {"rows": check.rows, "runtime": check.runtime}})
-    workspace = TreeWorkspace.open(root)
-    backend = get_backend()
-    card = commit_trees(workspace, backend, model_id=f"german-{request.param}")
-    return workspace, card, bank, records, backend
-
-
-def provable(workspace: TreeWorkspace, bank, records, prover: TreeProver):
-    """The first customer with a certificate the statement proves (a positive eps, or a flip)."""
-    s = bank.model.scale_bits
-    for record in records:
-        query = quantise_vector(bank.schema.encode({a: record[a] for a in bank.schema.attributes}), s)
-        try:
-            return prover.prove(query)
-        except CertificationError:
-            continue
-    pytest.fail("no customer with a provable certificate")
+    bank = TreeBank(tmp_path_factory.mktemp(request.param) / "model", library=request.param, n_proved=1,
+                    model_id=f"german-{request.param}")
+    return bank.workspace, bank.card, bank, bank.backend
 
 
 def test_the_card_says_tree_ensemble_and_reads_back(committed):
@@ -84,10 +41,8 @@ def test_the_card_says_tree_ensemble_and_reads_back(committed):
 
 
 def test_a_customer_certificate_verifies_and_its_forgeries_do_not(committed):
-    workspace, card, bank, records, backend = committed
-    prover = TreeProver(workspace, backend)
-    result = provable(workspace, bank, records, prover)
-    bundle = result.bundle
+    workspace, card, bank, backend = committed
+    bundle = bank.bundles[0]
     verdict = verify_bundle(bundle, card, backend, query=bundle.query)
     assert verdict.valid, verdict.reasons
     assert verdict.claims.model_kind == "tree-ensemble" and verdict.claims.radius == "bound"
@@ -110,13 +65,13 @@ def test_a_customer_certificate_verifies_and_its_forgeries_do_not(committed):
 def test_a_bundle_under_a_key_the_bank_set_up_again_is_refused(committed, tmp_path):
     """The bank re-publishes the card with a new key of its own (new toxic waste) and proves under it: the
     customer's pinned card names the old key, so the new bundle's card digest is refused."""
-    workspace, card, bank, records, backend = committed
+    workspace, card, bank, backend = committed
     import shutil
 
     twin = TreeWorkspace.open(shutil.copytree(workspace.root, tmp_path / "twin"))
     forged_card = commit_trees(twin, backend, model_id=card.model_id, force=True)
     assert forged_card.digest() != card.digest()
-    bundle = provable(twin, bank, records, TreeProver(twin, backend)).bundle
+    bundle = TreeProver(twin, backend).prove(bank.bundles[0].query).bundle
     assert verify_bundle(bundle, forged_card, backend).valid  # valid under the card it names ...
     refused = verify_bundle(bundle, card, backend)  # ... never under the pinned one
     assert not refused.valid and refused.code == "claims.card-digest"
@@ -140,3 +95,91 @@ def test_a_card_mixing_a_network_bucket_into_a_tree_ensemble_is_refused(committe
 def test_a_directory_of_another_kind_is_refused(tmp_path):
     with pytest.raises(ModelError, match="not a tree-ensemble model directory"):
         TreeWorkspace.open(tmp_path)
+
+
+# ------------------------------------------------------------------------------------------ the commands
+
+
+def _bank_files(root: Path, library: str = "xgboost"):
+    """The bank's pipeline.joblib, facts.yaml and scored.csv (its raw rows and its own decision of each)."""
+    import joblib
+    import yaml
+
+    from bank_pipelines import GERMAN, frame, german_rows, write_csv
+    from tree_bank import FACTS, fitted_pipeline
+
+    pipe, records = fitted_pipeline(library)
+    root.mkdir(parents=True, exist_ok=True)
+    joblib.dump(pipe, root / "pipeline.joblib")
+    facts = {"name": FACTS.name, "label_column": "decision", "sensitive": list(FACTS.sensitive),
+             "domains": {k: list(v) for k, v in FACTS.domains.items()}, "units": dict(FACTS.units),
+             "value_labels": {k: dict(v) for k, v in FACTS.value_labels.items()}}
+    (root / "facts.yaml").write_text(yaml.safe_dump(facts))
+    decisions = [str(int(d)) for d in pipe.predict(frame(GERMAN, german_rows(300)))]
+    write_csv(root / "scored.csv", german_rows(300), decisions)
+    return pipe, records, decisions
+
+
+def test_the_commands_import_commit_certify_prove_and_verify(tmp_path, capsys):
+    from prover_service.cli import main as fairproof
+    from verifier_client.cli import main as verify
+
+    _, records, decisions = _bank_files(tmp_path)
+    model = tmp_path / "model"
+    assert fairproof(["import-model", str(tmp_path / "pipeline.joblib"), "--facts", str(tmp_path / "facts.yaml"),
+                      "--check", str(tmp_path / "scored.csv"), "--out", str(model)]) == 0, capsys.readouterr().err
+    said = capsys.readouterr().out
+    assert "4 trees over" in said and "decisions checked on 300 rows" in said
+    assert fairproof(["commit", "--model", str(model)]) == 0, capsys.readouterr().err
+    assert "committed tree ensemble" in capsys.readouterr().out
+    card = ModelCard.from_json((model / "card.json").read_bytes())
+    assert card.import_check and "300 rows" in card.import_check
+
+    from circuits.backends import get_backend
+
+    prover = TreeProver(TreeWorkspace.open(model), get_backend())
+    schema = card.feature_schema
+    for index, record in enumerate(records):  # the first customer with a provable certificate
+        raw = {a: record[a] for a in schema.attributes}
+        try:
+            prover.prove(TreeBank.query_of(prover.model, schema, raw))
+        except CertificationError:
+            continue
+        break
+    (tmp_path / "customer.json").write_text(json.dumps(raw))
+    assert fairproof(["certify", "--model", str(model), "--record", str(tmp_path / "customer.json"), "--json"]) == 0
+    certified = json.loads(capsys.readouterr().out)
+    assert certified["radius"] == "bound" and certified["decision"] == int(decisions[index])
+    bundle = tmp_path / "bundle.json"
+    assert fairproof(["prove", "--model", str(model), "--index", str(index), "--data", str(tmp_path / "scored.csv"),
+                      "--out", str(bundle)]) == 0, capsys.readouterr().err
+    assert "eps: " in capsys.readouterr().out
+    proved = CertificateBundle.model_validate_json(bundle.read_text())
+    assert proved.eps.numerator == certified["eps_numerator"]
+    assert verify([str(bundle), "--card", str(model / "card.json"), "--record", str(tmp_path / "customer.json")]) == 0
+    out = capsys.readouterr().out
+    assert "VALID" in out and "the worst leaf each tree can reach within eps" in out and "the trees the bank" in out
+
+    # the rejection twins: another customer's record; options a tree ensemble has no use for
+    age = int(raw["age"])
+    other = dict(raw, age=str(age + 1 if age < 75 else age - 1))
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    assert verify([str(bundle), "--card", str(model / "card.json"), "--record", str(tmp_path / "other.json")]) == 1
+    assert fairproof(["prove", "--model", str(model), "--record", str(tmp_path / "customer.json"), "--out",
+                      str(tmp_path / "b2.json"), "--per-slice"]) == 1
+    assert "--per-slice do(es) not apply" in capsys.readouterr().err
+
+
+def test_an_import_that_disagrees_with_the_banks_decisions_is_refused_naming_the_rows(tmp_path, capsys):
+    from bank_pipelines import german_rows, write_csv
+    from prover_service.cli import main as fairproof
+
+    _, _, decisions = _bank_files(tmp_path)
+    wrong = list(decisions)
+    wrong[4] = "1" if wrong[4] == "0" else "0"
+    write_csv(tmp_path / "wrong.csv", german_rows(300), wrong)
+    assert fairproof(["import-model", str(tmp_path / "pipeline.joblib"), "--facts", str(tmp_path / "facts.yaml"),
+                      "--check", str(tmp_path / "wrong.csv"), "--out", str(tmp_path / "model")]) == 1
+    err = capsys.readouterr().err
+    assert "import refused" in err and "on 1 of 300 rows: row 6: recorded" in err
+    assert not (tmp_path / "model" / "trees.json").exists()

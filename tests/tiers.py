@@ -34,7 +34,7 @@ INTEGRATION_MODULES: frozenset[str] = frozenset({
     "test_audit_any_model.py", "test_bank_pipelines.py", "test_end_to_end.py", "test_geocert.py",
     "test_model_import.py", "test_model_io.py", "test_onnx_pipelines.py", "test_secrets_dir.py",
     "test_service_operations.py", "test_soundness.py", "test_training.py", "test_trees.py", "test_trees_import.py",
-    "test_trees_onnx.py",
+    "test_trees_onnx.py", "test_trees_product.py",
     # a subprocess service (`fairproof serve`), the guides' commands run end to end; node, Chromium, solc and
     # the EVM, tmux
     "test_guides.py", "test_http_limits.py",

@@ -80,5 +80,9 @@ class TreeBank:
                 break
 
     def query(self, record: dict[str, Any]) -> tuple[int, ...]:
-        schema = self.bank.schema
-        return quantise_vector(schema.encode({a: record[a] for a in schema.attributes}), self.bank.model.scale_bits)
+        return self.query_of(self.bank.model, self.bank.schema, record)
+
+    @staticmethod
+    def query_of(model, schema, record: dict[str, Any]) -> tuple[int, ...]:
+        """A raw record as the model's query (the schema's encoding, quantised half up)."""
+        return quantise_vector(schema.encode({a: record[a] for a in schema.attributes}), model.scale_bits)

@@ -44,6 +44,12 @@ def run(args: argparse.Namespace) -> int:
                                             query_from_record, read_record)
     from offline_precompute.db import open_database, resolve_store_url
 
+    from prover_service.tree_proving import is_tree_model
+
+    if is_tree_model(args.model):
+        from .tree_commands import certify_tree_command
+
+        return certify_tree_command(args)
     check_exact_budget(args.exact_budget)
     scale = DEFAULT_SCALE_BITS if args.scale_bits is None else args.scale_bits
     artifact, model = load_fixed_point(args.model, scale)

@@ -36,7 +36,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from prover_service.tree_proving import is_tree_model
     from prover_service.workspace import ModelWorkspace
+
+    if is_tree_model(args.model):
+        from .tree_commands import commit_trees_command
+
+        return commit_trees_command(args)
     from prover_service.publishing import commit_model
 
     workspace = ModelWorkspace.open(args.model)

@@ -134,6 +134,15 @@ def _import_bank_model(args: argparse.Namespace) -> int:
     from prover_service.model_import import DEFAULT_TIE_TOLERANCE, check_import, recorded_decisions
 
     fmt = args.format or detect_format(args.file)
+    if fmt == "sklearn" and not args.schema:
+        from prover_service.importers.sklearn_pipeline import load_pickled
+        from prover_service.importers.trees import is_tree_pipeline
+
+        pipeline = load_pickled(args.file)
+        if is_tree_pipeline(pipeline):
+            from .import_trees import import_tree_pipeline
+
+            return import_tree_pipeline(args, pipeline)
     started = time.perf_counter()
     bank, loaded = _read_bank_model(args, fmt)
     seconds = time.perf_counter() - started

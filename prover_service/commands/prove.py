@@ -52,6 +52,12 @@ def run(args: argparse.Namespace) -> int:
     from prover_service.proving import Prover
     from prover_service.workspace import ModelWorkspace, write_atomically
 
+    from prover_service.tree_proving import is_tree_model
+
+    if is_tree_model(args.model):
+        from .tree_commands import prove_tree_command
+
+        return prove_tree_command(args)
     check_exact_budget(args.exact_budget)
     workspace = ModelWorkspace.open(args.model)
     db = open_database(resolve_store_url(args.store, workspace.root))

@@ -63,6 +63,18 @@ def tree_model(ensemble: TreeEnsemble, schema: FeatureSchema) -> TreeModel:
     return TreeModel(ensemble, lower, upper, sensitive)
 
 
+# The classifiers a tree pipeline may end with (the loaders read each one's own fitted trees).
+TREE_CLASSIFIERS = frozenset({"XGBClassifier", "LGBMClassifier", "GradientBoostingClassifier",
+                              "HistGradientBoostingClassifier", "RandomForestClassifier", "ExtraTreesClassifier"})
+
+
+def is_tree_pipeline(obj: Any) -> bool:
+    """Whether `obj` is a fitted Pipeline whose last step is one of the tree-ensemble classifiers read here."""
+    from sklearn.pipeline import Pipeline
+
+    return isinstance(obj, Pipeline) and len(obj.steps) >= 2 and type(obj.steps[-1][1]).__name__ in TREE_CLASSIFIERS
+
+
 def read_tree_pipeline(source: Any, facts: BankFacts, *, columns: Sequence[str] | None = None,
                        scale_bits: int = DEFAULT_SCALE_BITS, value_bits: int = DEFAULT_VALUE_BITS) -> TreeBankModel:
     """A fitted Pipeline (or its joblib file) whose last step is a tree-ensemble classifier, under the facts."""
