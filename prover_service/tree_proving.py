@@ -39,9 +39,9 @@ from statement.trees.padding import pad_tree
 
 from .bucket_keys import InstalledKeys, load_keys, save_keys
 from .importers.trees import tree_model
-from .workspace import ModelWorkspace, write_atomically
+from .proving import Timings
+from .workspace import TREES_FILE, ModelWorkspace, write_atomically
 
-TREES_FILE = "trees.json"
 IMPORT_FILE = "import.json"
 RELATION_FILE = "relation.npz"
 TREE_COMMITMENT_SCHEME = ("poseidon-chain/circomlib; [tag, shape digest, salt, packed base, features, thresholds, "
@@ -72,11 +72,11 @@ class TreeWorkspace:
     files: ModelWorkspace
 
     @classmethod
-    def open(cls, directory: str | Path) -> "TreeWorkspace":
+    def open(cls, directory: str | Path, secrets_dir: str | Path | None = None) -> "TreeWorkspace":
         root = Path(directory)
         if not is_tree_model(root):
             raise ModelError(f"{root} is not a tree-ensemble model directory (no {TREES_FILE}): import one first")
-        return cls(ModelWorkspace(root))
+        return cls(ModelWorkspace.open(root, secrets_dir))
 
     @property
     def root(self) -> Path:
@@ -185,12 +185,12 @@ def _shape_fields(data: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class TreeProof:
+    """A proved certificate, as the network prover's `ProofResult` reports one."""
+
     bundle: CertificateBundle
     certificate: TreeCertificate
     n_constraints: int
-    certify_seconds: float
-    witness_seconds: float
-    prove_seconds: float
+    timings: Timings
 
 
 class TreeProver:
@@ -214,7 +214,14 @@ class TreeProver:
             raise ModelError(f"{directory / RELATION_FILE} is missing or not the card's statement: commit again")
         self.relation = relation
 
-    def prove(self, query: tuple[int, ...]) -> TreeProof:
+    def prove(self, query: tuple[int, ...], on_stage: Callable[[str, float], None] | None = None,
+              persistence_delta: int | None = None) -> TreeProof:
+        """The certificate of `query` proved (the network prover's call: a tree ensemble proves no lens, so
+        `persistence_delta` must be None)."""
+        if persistence_delta is not None:
+            raise ModelError("a tree ensemble's certificates prove no persistence lens: a request takes no delta")
+        stage = on_stage or (lambda _name, _progress: None)
+        stage("certify", 0.0)
         t0 = time.perf_counter()
         cert = certify_trees(self.model, query, eps_bits=self.shape.eps_bits)
         if cert.status != FLIP and cert.eps == 0:
@@ -223,6 +230,7 @@ class TreeProver:
                 "does not change the decision, but the bound finds leaves of another decision within every "
                 "distance (the tree bound certifies eps = 0)")
         t1 = time.perf_counter()
+        stage("witness", 0.1)
         public, witness = tree_statement_inputs(self.model, self.shape, cert.query, cert.eps, self.salt)
         if str(public.commitment) != self.card.commitment:
             raise ModelError("the model directory's ensemble or salt is not the one card.json commits to")
@@ -230,12 +238,16 @@ class TreeProver:
         build_tree_statement(cs, self.shape, public, witness)
         w = cs.witness()
         t2 = time.perf_counter()
+        stage("prove", 0.4)
         proof = prove(self.pk, self.relation, w, self.backend)
         t3 = time.perf_counter()
         if not check_proof(self.vk, public.signals(), proof, self.backend).ok:
             raise CertificationError("internal: the proof does not verify under the card's key")
         bundle = tree_bundle(self.card, self.bucket, self.model, cert, public.signals(), proof)
-        return TreeProof(bundle, cert, self.bucket.n_constraints, t1 - t0, t2 - t1, t3 - t2)
+        return TreeProof(bundle, cert, self.bucket.n_constraints, Timings(t1 - t0, t2 - t1, t3 - t2))
+
+    def decide(self, query: tuple[int, ...]) -> int:
+        return self.model.ensemble.decision(self.model.check_query(query))
 
 
 def tree_bundle(card: ModelCard, bucket: CircuitBucket, model: TreeModel, cert: TreeCertificate,

@@ -1,7 +1,8 @@
 """A model's directory on the bank side, and what lives in it.
 
     MODEL_DIR/
-      model.json, weights.npz     the float model (fairproof train / import-model)
+      model.json, weights.npz     the float model (fairproof train / import-model); a tree ensemble's
+                                  directory holds trees.json instead (prover_service.tree_proving)
       secret/salt                 the commitment's salt: never leaves the bank (mode 0600)
       card.json                   the public model card (fairproof commit)
       keys/<bucket>/              proving key, verification_key.json, phase-2 transcript
@@ -47,6 +48,7 @@ def write_atomically(path: Path, data: str | bytes, mode: int = 0o644) -> None:
 
 
 SECRETS_DIR_ENV = "FAIRPROOF_SECRETS_DIR"
+TREES_FILE = "trees.json"  # a tree ensemble's directory (prover_service.tree_proving) holds this, not model.json
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,7 @@ class ModelWorkspace:
         """The model directory `directory`; its salt under `secrets_dir` if given, else under
         $FAIRPROOF_SECRETS_DIR if set, else in the directory's own secret/."""
         root = Path(directory)
-        if not (root / "model.json").is_file():
+        if not (root / "model.json").is_file() and not (root / TREES_FILE).is_file():
             raise ModelError(f"{root} is not a model directory (no model.json): train or import a model first")
         if secrets_dir is None:
             secrets_dir = os.environ.get(SECRETS_DIR_ENV) or None
@@ -87,6 +89,10 @@ class ModelWorkspace:
     @cached_property
     def artifact(self) -> ModelArtifact:
         return load_artifact(self.root)
+
+    @property
+    def is_tree_ensemble(self) -> bool:
+        return (self.root / TREES_FILE).is_file()
 
     @property
     def is_committed(self) -> bool:

@@ -183,3 +183,45 @@ def test_an_import_that_disagrees_with_the_banks_decisions_is_refused_naming_the
     err = capsys.readouterr().err
     assert "import refused" in err and "on 1 of 300 rows: row 6: recorded" in err
     assert not (tmp_path / "model" / "trees.json").exists()
+
+
+# ------------------------------------------------------------------------------------------- the service
+
+
+def test_the_service_serves_a_tree_ensemble_and_its_customer_verifies_the_certificate(committed, tmp_path):
+    """Registered like any model: its card published in the log, a customer's record decided and proved by a
+    worker, the bundle (with its log evidence) verified by the customer under the published card; a radius
+    mode the tree statement does not prove is refused (422) before any job."""
+    import shutil
+    import time
+
+    from fastapi.testclient import TestClient
+
+    from prover_service.service.app import create_app
+    from prover_service.service.settings import Settings
+
+    workspace, card, bank, backend = committed
+    admin = {"X-API-Key": "k" * 32}
+    models = tmp_path / "models"
+    shutil.copytree(workspace.root, models / "trees")
+    record = {a: bank.proved_records[0][a] for a in card.feature_schema.attributes}
+    with TestClient(create_app(Settings(models_dir=models, admin_api_key=admin["X-API-Key"], workers=1))) as client:
+        assert client.post("/v1/admin/models", json={"directory": "trees"}, headers=admin).status_code == 201
+        published = ModelCard.from_json(client.get(f"/v1/models/{card.model_id}/card").content)
+        assert published.digest() == card.digest()
+        refused = client.post(f"/v1/models/{card.model_id}/decisions", json={"record": record, "radius": "exact"})
+        assert refused.status_code == 422 and "tree ensemble" in refused.json()["detail"], refused.text
+        bad = client.post(f"/v1/models/{card.model_id}/decisions", json={"record": {**record, "age": "800"}})
+        assert bad.status_code == 422
+        accepted = client.post(f"/v1/models/{card.model_id}/decisions", json={"record": record}).json()
+        headers = {"X-Job-Token": accepted["job_token"]}
+        deadline = time.monotonic() + 120
+        while (job := client.get(f"/v1/jobs/{accepted['job_id']}", headers=headers).json())["status"] not in (
+                "succeeded", "failed") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert job["status"] == "succeeded", job
+        served = CertificateBundle.model_validate_json(client.get(job["certificate_url"], headers=headers).content)
+    assert served.decision == bank.bundles[0].decision == accepted["decision"]
+    verdict = verify_bundle(served, published, backend, query=bank.bundles[0].query)
+    assert verdict.valid, verdict.reasons
+    assert verdict.claims.eps_numerator == bank.bundles[0].eps.numerator

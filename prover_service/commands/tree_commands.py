@@ -106,7 +106,7 @@ def prove_tree_command(args: argparse.Namespace) -> int:
     result = prover.prove(tree_query(prover.card, args))
     bundle = result.bundle
     write_atomically(Path(args.out), bundle.model_dump_json(indent=1) + "\n")
-    online = result.certify_seconds + result.witness_seconds + result.prove_seconds
+    t = result.timings
     if args.json:
         from prover_service.outputs import ProveOutput, Radius, emit
 
@@ -116,14 +116,12 @@ def prove_tree_command(args: argparse.Namespace) -> int:
             radius=Radius(numerator=bundle.eps.numerator, scale_bits=bundle.eps.scale_bits, decimal=bundle.eps.decimal,
                           kind="flip" if bundle.status != "certified" else "cap" if bundle.eps.capped
                           else prover.bucket.shape.radius),
-            online_seconds=online, certify_seconds=result.certify_seconds, witness_seconds=result.witness_seconds,
-            prove_seconds=result.prove_seconds))
+            online_seconds=t.online, certify_seconds=t.certify, witness_seconds=t.witness, prove_seconds=t.prove))
         return 0
     kind = "cap" if bundle.eps.capped else "bound: a lower bound"
     print(f"decision: {bundle.decision_label}   status: {bundle.status}   eps: {bundle.eps.decimal}"
           + ("" if bundle.status != "certified" else f" ({kind})"))
-    print(f"bucket {bundle.bucket}: {result.n_constraints} constraints; online {online:.2f} s (certify "
-          f"{result.certify_seconds:.2f}, witness {result.witness_seconds:.2f}, prove {result.prove_seconds:.2f}); "
-          "proof 128 bytes")
+    print(f"bucket {bundle.bucket}: {result.n_constraints} constraints; online {t.online:.2f} s (certify "
+          f"{t.certify:.2f}, witness {t.witness:.2f}, prove {t.prove:.2f}); proof 128 bytes")
     print(f"bundle written to {args.out}")
     return 0

@@ -25,13 +25,14 @@ from fastapi.responses import JSONResponse
 
 from commitments.api import (API_PREFIX, IDEMPOTENCY_KEY_HEADER, IDEMPOTENCY_KEY_PATTERN, RADIUS_MODES, DecisionAccepted,
                              DecisionRequest)
-from commitments.card import ModelCard
+from commitments.card import TREE_ENSEMBLE, ModelCard
+from fairness.radius import Radius
 
 from .contract import BODY_ERRORS, ContractRoute, answers
 from .errors import BadRequest, Conflict, NotFound, TooManyRequests, Unavailable, UnknownOption
 from .jobs import CERTIFICATE, JobRecord, QueueCaps, QueueFull
 from .record_contract import RecordContract
-from .registry import LoadedModel
+from .registry import LoadedModel, LoadedTreeModel
 from .state import ModelId, State, token_hash
 
 log = logging.getLogger("fairproof.service")
@@ -108,10 +109,13 @@ def _check_request(card: ModelCard, model_id: str, body: DecisionRequest) -> dic
     if missing:
         raise BadRequest(f"model {model_id} does not prove {', '.join(missing)}; its certificates prove "
                          f"{', '.join(card.lenses)}")
+    if card.architecture.kind == TREE_ENSEMBLE and body.radius not in (None, Radius.HYBRID, Radius.BOUND):
+        raise BadRequest(f"model {model_id} is a tree ensemble: its certificates state the bound radius, not "
+                         f"{body.radius!r}")
     return {**_radius(body.radius), **_persistence_delta(card, model_id, body.delta)}
 
 
-def _decide(loaded: LoadedModel, contract: RecordContract | None, record: dict) -> tuple[tuple[int, ...], int]:
+def _decide(loaded: LoadedModel | LoadedTreeModel, contract: RecordContract | None, record: dict) -> tuple[tuple[int, ...], int]:
     """The query and decision of a record the model's record contract takes; refused (422) otherwise, in the
     model's own words when its preprocessing refuses the record too."""
     try:

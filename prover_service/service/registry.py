@@ -20,6 +20,7 @@ from commitments.card import ModelCard
 from commitments.card_migration import is_legacy, legacy_digest
 from fairness.errors import FairnessError
 from fairness.fixed_point import FixedPointModel, IntVector
+from fairness.trees.ensemble import TreeModel
 from offline_precompute.certify import query_from_record
 from offline_precompute.db import Database, open_database, resolve_store_url
 from prover_service.workspace import ModelWorkspace
@@ -48,6 +49,27 @@ class LoadedModel:
         except FairnessError as exc:
             raise BadRequest(f"record refused: {exc}") from None
         return query, self.model.net.decision(query)
+
+
+@dataclass(frozen=True)
+class LoadedTreeModel:
+    """A served tree ensemble, loaded once per published commitment: a customer's record is encoded by the
+    card's schema, as every verifier encodes it."""
+
+    model_id: str
+    commitment: str
+    workspace: ModelWorkspace
+    model: TreeModel
+    card: ModelCard
+
+    def decide(self, record: Mapping[str, Any]) -> tuple[IntVector, int]:
+        from commitments.record import RecordError, encode_record
+
+        try:
+            query = self.model.check_query(encode_record(self.card, dict(record)))
+        except (FairnessError, RecordError) as exc:
+            raise BadRequest(f"record refused: {exc}") from None
+        return query, self.model.ensemble.decision(query)
 
 
 class ModelRegistry:
@@ -224,11 +246,18 @@ class ModelRegistry:
             if on_disk != commitment:
                 raise Unavailable(f"model {model_id}: its directory holds commitment {on_disk[:16]}..., the "
                                   f"published card {commitment[:16]}...; an admin must publish the new card")
-            loaded = LoadedModel(model_id, commitment, workspace, workspace.fixed_point())
+            loaded = (self._tree_model(model_id, commitment, workspace) if workspace.is_tree_ensemble
+                      else LoadedModel(model_id, commitment, workspace, workspace.fixed_point()))
         except (FairnessError, OSError) as exc:
             raise Unavailable(f"model {model_id} cannot be loaded: {exc}") from None
         with self._lock:
             return self._loaded.setdefault(model_id, loaded)
+
+    @staticmethod
+    def _tree_model(model_id: str, commitment: str, workspace: ModelWorkspace) -> LoadedTreeModel:
+        from prover_service.tree_proving import TreeWorkspace
+
+        return LoadedTreeModel(model_id, commitment, workspace, TreeWorkspace(workspace).model(), workspace.card())
 
     def store(self, model_id: str) -> Database:
         with self._lock:
@@ -245,28 +274,34 @@ class ModelRegistry:
         provers cache keys and LP results, and are not shared.
 
         Only admin jobs (`sets_up_keys`) set up a missing bucket; a customer's job meets `KeysNotReady`."""
-        from prover_service.bucket_keys import DeferredKeySetup, key_setup_for
-        from prover_service.proving import Prover
-
         radius = radius or self.settings.radius
         key = (model_id, threading.get_ident(), sets_up_keys, radius)
         with self._lock:
             prover = self._provers.get(key)
         if prover is None:
             loaded = self.get(model_id)
-            setup = (key_setup_for(self.settings.ptau, self.settings.single_party_setup) if sets_up_keys
-                     else DeferredKeySetup())
-            prover = Prover(loaded.workspace, self.store(model_id), self.backend, key_setup=setup,
-                            radius=radius, exact_budget=self.settings.exact_budget,
-                            exact_max_constraints=self.settings.exact_max_constraints,
-                            max_hot_keys=self.settings.max_hot_keys, bucket_growth=self.settings.bucket_growth,
-                            per_slice=self.settings.per_slice and radius == "exact")
+            prover = self._new_prover(model_id, loaded, sets_up_keys, radius)
             if prover.card.commitment != loaded.commitment:
                 raise Unavailable(f"model {model_id}: its directory was recommitted; an admin must publish the "
                                   "new card before it is proved against")
             with self._lock:
                 prover = self._provers.setdefault(key, prover)
         return prover
+
+    def _new_prover(self, model_id: str, loaded: LoadedModel | LoadedTreeModel, sets_up_keys: bool, radius: str):
+        from prover_service.bucket_keys import DeferredKeySetup, key_setup_for
+        from prover_service.proving import Prover
+        from prover_service.tree_proving import TreeProver, TreeWorkspace
+
+        if isinstance(loaded, LoadedTreeModel):  # one bucket, set up at commit: nothing to set up here
+            return TreeProver(TreeWorkspace(loaded.workspace), self.backend)
+        setup = (key_setup_for(self.settings.ptau, self.settings.single_party_setup) if sets_up_keys
+                 else DeferredKeySetup())
+        return Prover(loaded.workspace, self.store(model_id), self.backend, key_setup=setup,
+                      radius=radius, exact_budget=self.settings.exact_budget,
+                      exact_max_constraints=self.settings.exact_max_constraints,
+                      max_hot_keys=self.settings.max_hot_keys, bucket_growth=self.settings.bucket_growth,
+                      per_slice=self.settings.per_slice and radius == "exact")
 
     def close(self) -> None:
         with self._lock:
