@@ -221,7 +221,30 @@ def test_the_service_serves_a_tree_ensemble_and_its_customer_verifies_the_certif
             time.sleep(0.2)
         assert job["status"] == "succeeded", job
         served = CertificateBundle.model_validate_json(client.get(job["certificate_url"], headers=headers).content)
+        report = _monitor(client, tmp_path / "auditor")
+    # the auditor's monitor follows the log: the tree card and its certificate, no violation
+    assert report.exit_status == 0 and report.violations == []
+    followed = report.report["models"][card.model_id]
+    assert followed["certificates"] == 1 and followed["cards_published"] == 1
+    assert followed["eps_values"] == [served.eps.decimal] if served.status == "certified" else followed["flips"] == 1
     assert served.decision == bank.bundles[0].decision == accepted["decision"]
     verdict = verify_bundle(served, published, backend, query=bank.bundles[0].query)
     assert verdict.valid, verdict.reasons
     assert verdict.claims.eps_numerator == bank.bundles[0].eps.numerator
+
+
+def _monitor(client, state: Path):
+    """The auditor's monitor (verifier_client.monitor) over the in-process service."""
+    import httpx
+
+    from verifier_client.monitor import monitor
+    from verifier_client.service_client import ServiceClient
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        answer = client.request(request.method, request.url.raw_path.decode("ascii"), content=request.content,
+                                headers={"content-type": "application/json"})
+        return httpx.Response(answer.status_code, content=answer.content,
+                              headers={"content-type": answer.headers.get("content-type", "application/json")})
+
+    with ServiceClient("http://bank.test", transport=httpx.MockTransport(handle)) as service:
+        return monitor(service, state)
