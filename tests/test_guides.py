@@ -210,6 +210,17 @@ def prepare_bank(workdir: Path) -> None:
     (workdir / "facts.yaml").write_text(_yaml(GERMAN.facts))
     record = load_dataset("german").records_test[0]
     (workdir / "customer.json").write_text(json.dumps(dict(record)))
+    # a second bank model: a Pipeline ending in XGBoost, its facts and the rows it scored (decisions 0 / 1)
+    from tree_bank import FACTS, fitted_pipeline
+
+    trees, _ = fitted_pipeline("xgboost")
+    joblib.dump(trees, workdir / "trees.joblib")
+    scored = german_rows(300)
+    write_csv(workdir / "trees.csv", scored, [str(int(v)) for v in trees.predict(frame(GERMAN, scored))])
+    (workdir / "trees.yaml").write_text(_yaml({
+        "name": FACTS.name, "label_column": "decision", "sensitive": list(FACTS.sensitive),
+        "domains": {k: list(v) for k, v in FACTS.domains.items()}, "units": dict(FACTS.units),
+        "value_labels": {k: dict(v) for k, v in FACTS.value_labels.items()}}))
 
 
 def prepare_customer(workdir: Path) -> None:
@@ -257,9 +268,10 @@ def test_each_guide_has_commands_the_default_tier_runs():
 
 
 def test_the_bank_guide_runs(bank_workspace):
-    for model in ("g42", "bank"):
+    for model in ("g42", "bank", "trees"):
         card = json.loads((bank_workspace / "models" / model / "card.json").read_text())
         assert card["model_id"] == model
+    assert card["architecture"]["kind"] == "tree-ensemble" and (bank_workspace / "trees-bundle.json").is_file()
     assert (bank_workspace / "models" / "bank" / "schema.json").is_file()
     assert json.loads((bank_workspace / "german.json").read_text())
 
