@@ -38,7 +38,7 @@ from circuits.snarkjs.zkey_file import parse_zkey, vk_from_zkey
 from circuits.snarkjs.zkey_mpc import verify_contributions
 from circuits.snarkjs.zkey_new import new_zkey
 from commitments.attestation import AttestationStatement, AttestedCircuit
-from commitments.card import AuditCircuit, CircuitBucket, ContributionRecord, ModelCard
+from commitments.card import AuditCircuit, CircuitBucket, ContributionRecord, ModelCard, TreeBucketShape
 from statement import statement_relation
 from statement.group_counts import GroupCountsError, GroupCountsShape, group_counts_relation
 
@@ -107,6 +107,10 @@ def circuit_name(entry: CircuitBucket | AuditCircuit) -> str:
 
 def rebuild_relation(card: ModelCard, entry: CircuitBucket | AuditCircuit):
     """The constraint system the card's public shape for `entry` describes."""
+    if isinstance(entry, CircuitBucket) and isinstance(entry.shape, TreeBucketShape):
+        from .tree_keys import shape_from_card as tree_shape_from_card, tree_relation
+
+        return tree_relation(tree_shape_from_card(card, entry))
     if isinstance(entry, CircuitBucket):
         return statement_relation(shape_from_card(card, entry))
     try:

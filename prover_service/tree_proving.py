@@ -21,29 +21,27 @@ from pathlib import Path
 from typing import Any, Callable
 
 from circuits.builder import ConstraintSystem
-from circuits.groth16 import check_proof, prove, r1cs_digest, setup, vk_digest
+from circuits.groth16 import check_proof, prove, vk_digest
 from circuits.relation_arrays import ArrayR1CS
-from circuits.snarkjs.json_formats import verifying_key_to_json
 from commitments.bundle import CertificateBundle, FlipSlice, Radius
-from commitments.card import (TREE_ENSEMBLE, ArchitectureCard, CircuitBucket, ModelCard, SetupRecord,
-                              TreeBucketShape, tree_bucket_name)
+from commitments.card import TREE_ENSEMBLE, ArchitectureCard, CircuitBucket, ModelCard
 from commitments.publish import sensitive_card
 from fairness.errors import CertificationError, ModelError
 from fairness.schema import FeatureSchema
 from fairness.trees.ensemble import LEAF, Tree, TreeEnsemble, TreeModel
 from fairness.trees.radius import FLIP, TreeCertificate, certify_trees
 from statement.adapter import new_salt
-from statement.trees import TreeShape, build_tree_statement, tree_shape, tree_statement_inputs
+from statement.trees import build_tree_statement, tree_shape, tree_statement_inputs
 from statement.trees.commitment import commit
 from statement.trees.padding import pad_tree
 
-from .bucket_keys import InstalledKeys, load_keys, save_keys
+from .bucket_keys import load_keys
 from .importers.trees import tree_model
 from .proving import Timings
+from .tree_keys import RELATION_FILE, install_keys, shape_from_card, single_party_keys
 from .workspace import TREES_FILE, ModelWorkspace, write_atomically
 
 IMPORT_FILE = "import.json"
-RELATION_FILE = "relation.npz"
 TREE_COMMITMENT_SCHEME = ("poseidon-chain/circomlib; [tag, shape digest, salt, packed base, features, thresholds, "
                           "leaf values] (statement.trees.commitment)")
 Progress = Callable[[str], None]
@@ -125,17 +123,8 @@ def commit_trees(workspace: TreeWorkspace, backend: Any, *, model_id: str | None
     shape = tree_shape(model, max(depth or deepest, 1), eps_bits=eps_bits)
     salt = new_salt()
     commitment = commit(salt, [pad_tree(t, shape.depth) for t in model.ensemble.trees], model.ensemble.base, shape)
-    progress(f"building the statement for {shape.n_trees} trees of depth {shape.depth} ...")
-    cs = ConstraintSystem(with_values=False)
-    build_tree_statement(cs, shape)
-    relation = cs.compile(wire_names=False)
-    progress(f"  {relation.n_constraints:,} constraints; setting up its key (single party) ...")
-    pk, vk = setup(relation, backend)
-    installed = InstalledKeys(pk, vk, SetupRecord(method="single-party"))
-    bucket = tree_bucket(shape, relation, installed)
-    directory = files.keys_dir(bucket.bucket)
-    save_keys(directory, shape.to_json(), installed, backend)
-    ArrayR1CS.from_r1cs(relation).save(directory / RELATION_FILE, bucket.r1cs_digest)
+    relation, keys = single_party_keys(shape, backend, progress)
+    bucket = install_keys(files, shape, relation, keys, backend)
     schema = workspace.schema()
     card = ModelCard(
         model_id=model_id or workspace.root.resolve().name, description=description, dataset=schema.name,
@@ -146,7 +135,7 @@ def commit_trees(workspace: TreeWorkspace, backend: Any, *, model_id: str | None
                                       class_labels=schema.class_labels, kind=TREE_ENSEMBLE),
         scale_bits=shape.scale_bits, eps_scale_bits=eps_bits, box_lower=shape.box_lower, box_upper=shape.box_upper,
         commitment=str(commitment), commitment_scheme=TREE_COMMITMENT_SCHEME, circuits=(bucket,))
-    if TreeShape(**_shape_fields(card.tree_shape_json(bucket))) != shape:
+    if shape_from_card(card, bucket) != shape:
         raise ModelError("internal: the card does not describe the statement it was set up for")
     files.save_salt(salt)  # salt first: a card must never name a commitment whose salt was lost
     files.save_card(card)
@@ -160,24 +149,6 @@ def tree_depth(tree: Tree) -> int:
             return 0
         return 1 + max(below(tree.left[node]), below(tree.right[node]))
     return below(0)
-
-
-def tree_bucket(shape: TreeShape, relation: Any, keys: InstalledKeys) -> CircuitBucket:
-    return CircuitBucket(
-        bucket=tree_bucket_name(shape.n_trees, shape.depth),
-        shape=TreeBucketShape(kind=TREE_ENSEMBLE, n_trees=shape.n_trees, depth=shape.depth,
-                              value_bits=shape.value_bits, threshold_bits=shape.threshold_bits,
-                              value_range_bits=shape.value_range_bits, eps_cap=shape.eps_cap),
-        n_constraints=relation.n_constraints, n_public=relation.n_public, r1cs_digest=r1cs_digest(relation),
-        verifying_key_digest=vk_digest(keys.verifying_key), verifying_key=verifying_key_to_json(keys.verifying_key),
-        setup=keys.setup)
-
-
-def _shape_fields(data: dict[str, Any]) -> dict[str, Any]:
-    """A card's tree shape JSON as TreeShape's arguments (tuples where it holds tuples)."""
-    return {**data, "box_lower": tuple(data["box_lower"]), "box_upper": tuple(data["box_upper"]),
-            "sensitive_columns": tuple(data["sensitive_columns"]),
-            "slices": tuple(tuple(s) for s in data["slices"])}
 
 
 # ---------------------------------------------------------------------------------------------- prove
@@ -202,7 +173,7 @@ class TreeProver:
         if self.card.architecture.kind != TREE_ENSEMBLE or len(self.card.circuits) != 1:
             raise ModelError(f"{workspace.files.card_path} is not a tree ensemble's card with one bucket")
         self.bucket = self.card.circuits[0]
-        self.shape = TreeShape(**_shape_fields(self.card.tree_shape_json(self.bucket)))
+        self.shape = shape_from_card(self.card, self.bucket)
         self.model = workspace.model()
         self.salt = workspace.files.salt()
         directory = workspace.files.keys_dir(self.bucket.bucket)

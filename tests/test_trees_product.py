@@ -248,3 +248,44 @@ def _monitor(client, state: Path):
 
     with ServiceClient("http://bank.test", transport=httpx.MockTransport(handle)) as service:
         return monitor(service, state)
+
+
+# ------------------------------------------------------------------------------------------ key ceremonies
+
+
+def test_a_ceremony_replaces_the_banks_own_key_and_its_audit_passes(committed, tmp_path, capsys):
+    """The bank commits with a key of its own; a ceremony (the bank, an auditor, a beacon) for the committed
+    statement replaces it; the auditor's audit-keys rebuilds the tree statement from the card and checks
+    the chain; a customer who trusts the auditor accepts the new bundle and refused the old card's key."""
+    import shutil
+
+    from prover_service.cli import main as fairproof
+
+    workspace, card, bank, backend = committed
+    model = Path(shutil.copytree(workspace.root, tmp_path / "model"))
+    bucket = card.circuits[0].bucket
+    assert fairproof(["groth16", "dev-ptau", "13", str(tmp_path / "phase1.ptau")]) == 0
+    assert fairproof(["ceremony", "init", "--model", str(model), "--bucket", bucket, "--ptau",
+                      str(tmp_path / "phase1.ptau"), "--out", str(tmp_path / "c")]) == 0, capsys.readouterr().err
+    assert fairproof(["ceremony", "contribute", str(tmp_path / "c"), "--name", "auditor.example"]) == 0
+    assert fairproof(["ceremony", "finalize", str(tmp_path / "c"), "--beacon", "5e" * 16]) == 0
+    assert fairproof(["ceremony", "install", str(tmp_path / "c"), "--model", str(model)]) == 0, capsys.readouterr().err
+    installed = ModelCard.from_json((model / "card.json").read_bytes())
+    (new_bucket,) = installed.circuits
+    assert new_bucket.setup.method == "ceremony" and new_bucket.r1cs_digest == card.circuits[0].r1cs_digest
+    assert installed.commitment == card.commitment and installed.digest() != card.digest()
+    auditor = next(c.hash for c in new_bucket.setup.contributions if c.name == "auditor.example")
+
+    bundle = TreeProver(TreeWorkspace.open(model), backend).prove(bank.bundles[0].query).bundle
+    assert verify_bundle(bundle, installed, backend, trusted_contributors=[auditor]).valid
+    # the rejection twin: the bank's own key, under the old card, is refused by the same customer
+    refused = verify_bundle(bank.bundles[0], card, backend, trusted_contributors=[auditor])
+    assert not refused.valid and refused.code == "customer.contributor"
+
+    from prover_service.key_audit import audit_card
+
+    shutil.copyfile(model / "keys" / bucket / "bucket.zkey", tmp_path / f"{bucket}.zkey")
+    audit = audit_card(installed, tmp_path / "phase1.ptau", tmp_path, backend)
+    assert audit.ok, [r.reason for r in audit.buckets]
+    own = audit_card(card, tmp_path / "phase1.ptau", tmp_path, backend)  # the bank alone: nothing to check
+    assert not own.ok and "set up by the bank alone" in own.buckets[0].reason

@@ -35,7 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--model", required=True, type=Path, metavar="DIR", help="committed model directory")
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--bucket", help="bucket name, k<regions>-f<entries> (e.g. k4-f4), with -exact "
-                                        "for the exact-radius statement (k4-f4-exact)")
+                                        "for the exact-radius statement (k4-f4-exact); a tree ensemble's one "
+                                        "bucket, t<trees>-d<depth>-bound")
     which.add_argument("--audit-rows", type=int, metavar="N",
                        help="instead, the audit circuit proving group counts on audit datasets of N rows "
                             "(`fairproof audit prove-groups`)")
@@ -119,6 +120,14 @@ def _init(args: argparse.Namespace) -> int:
     card = workspace.card()
     if args.audit_rows is not None:
         return _init_audit(args, workspace)
+    if workspace.is_tree_ensemble:
+        from prover_service.tree_keys import init_ceremony
+
+        ceremony, bucket = init_ceremony(workspace, args.bucket, args.ptau, args.out, _backend(args), _say)
+        print(f"ceremony for {card.model_id} bucket {bucket.bucket} ({bucket.n_constraints} constraints) in {args.out}")
+        print(f"circuit hash {ceremony.state.circuit_hash}")
+        print(f"next: send {args.out} to each contributor (`fairproof ceremony contribute {args.out} --name NAME`)")
+        return 0
     k, f, radius = parse_bucket(args.bucket)
     shape = card_shape(card, workspace.fixed_point(), k, f, radius, is_per_slice_bucket(args.bucket))
     _say(f"building the statement of bucket {shape.bucket}")
@@ -154,8 +163,11 @@ def _init_audit(args: argparse.Namespace, workspace) -> int:
 
 def _check_circuit(ceremony):
     from prover_service.bucket_keys import ceremony_relation
+    from prover_service.tree_keys import TREE_SHAPE_KEY, ceremony_tree_relation
 
     _say("rebuilding the statement from the shape the ceremony names")
+    if TREE_SHAPE_KEY in ceremony.state.metadata:
+        return ceremony_tree_relation(ceremony)
     return ceremony_relation(ceremony)
 
 
@@ -209,6 +221,16 @@ def _install(args: argparse.Namespace) -> int:
 
     workspace = ModelWorkspace.open(args.model)
     ceremony = _open(args.ceremony)
+    if workspace.is_tree_ensemble:
+        from prover_service.tree_keys import install_ceremony
+
+        card = install_ceremony(workspace, ceremony, _backend(args), ptau=args.ptau, progress=_say)
+        (bucket,) = card.circuits
+        print(f"bucket {bucket.bucket} installed: {bucket.n_constraints} constraints, "
+              f"{len(bucket.setup.contributions)} contribution(s); card digest now {card.digest()}")
+        for c in bucket.setup.contributions:
+            print(f"  {c.kind:<12} {c.name!r}: {c.hash}")
+        return 0
     if AUDIT_SHAPE_KEY in ceremony.state.metadata:
         from prover_service.audit_proving import GroupCountsProver
 
