@@ -33,7 +33,7 @@ from fairness.trees.radius import FLIP, TreeCertificate, certify_trees
 from statement.adapter import new_salt
 from statement.trees import build_tree_statement, tree_shape, tree_statement_inputs
 from statement.trees.commitment import commit
-from statement.trees.padding import pad_tree
+from statement.trees.padding import pad_trees
 
 from .bucket_keys import load_keys
 from .importers.trees import tree_model
@@ -122,7 +122,8 @@ def commit_trees(workspace: TreeWorkspace, backend: Any, *, model_id: str | None
         raise ModelError(f"the ensemble has trees of depth {deepest}: --depth {depth} cannot hold them")
     shape = tree_shape(model, max(depth or deepest, 1), eps_bits=eps_bits)
     salt = new_salt()
-    commitment = commit(salt, [pad_tree(t, shape.depth) for t in model.ensemble.trees], model.ensemble.base, shape)
+    commitment = commit(salt, pad_trees(model.ensemble.trees, shape.depth, shape.sensitive_columns),
+                        model.ensemble.base, shape)
     relation, keys = single_party_keys(shape, backend, progress)
     bucket = install_keys(files, shape, relation, keys, backend)
     schema = workspace.schema()

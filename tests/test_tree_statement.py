@@ -26,7 +26,9 @@ from fairness.fixed_point import SensitiveDomain
 from fairness.trees.ensemble import LEAF, Tree, TreeEnsemble, TreeModel
 from fairness.trees.exact import exact_radius
 from fairness.trees.radius import CERTIFIED, FLIP, certifies, certify_trees, distance_sq, leaf_box
-from statement.trees import (TreeShapeError, build_tree_statement, pad_tree, tree_shape, tree_statement_inputs)
+from statement.trees import (TreeShapeError, build_tree_statement, pad_tree, pad_trees, tree_shape,
+                             tree_statement_inputs)
+from statement.trees.circuit import goes_right
 from statement.trees.reach import reachable_leaves
 from statement.trees.witness import CERTIFIED_STATUS, FLIP_STATUS, TreePublic, TreeWitness, reach_bits
 from statement_cases import unsatisfied_labels
@@ -135,7 +137,8 @@ def inputs(model: TreeModel, depth: int, query, eps: int) -> tuple[TreePublic, T
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_padding_keeps_every_score_and_the_bound_radius(seed):
     model, query, eps = certified_case(seed, 4, 2, 5)
-    padded = dataclasses.replace(model.ensemble, trees=tuple(pad_tree(t, 3).as_tree() for t in model.ensemble.trees))
+    padded = dataclasses.replace(model.ensemble, trees=tuple(
+        t.as_tree() for t in pad_trees(model.ensemble.trees, 3, model.sensitive_columns)))
     rng = random.Random(seed)
     for _ in range(200):
         x = tuple(rng.randint(-2 * ONE, 2 * ONE) for _ in range(4)) + (rng.choice((0, ONE)),)
@@ -145,9 +148,9 @@ def test_padding_keeps_every_score_and_the_bound_radius(seed):
 
 def test_a_tree_deeper_than_the_shape_is_refused():
     deep = Tree((0, 1, LEAF, LEAF, LEAF), (0, 0, 0, 0, 0), (1, 2, -1, -1, -1), (4, 3, -1, -1, -1), (0, 0, 1, 2, 3))
-    assert pad_tree(deep, 2).value == (1, 2, 3, 3)
+    assert pad_tree(deep, 2, 0).value == (1, 2, 3, 3)
     with pytest.raises(ValueError, match="deeper"):
-        pad_tree(deep, 1)
+        pad_tree(deep, 1, 0)
 
 
 # --------------------------------------------------------------------------- honest witnesses
@@ -175,7 +178,7 @@ def circuit_reach(model: TreeModel, depth: int, query, eps: int) -> list[list[li
     cs = ConstraintSystem(with_values=True, strict=False)
     x = cs.private_inputs("x", shape.n_inputs, list(query))
     out = []
-    for i, tree in enumerate(pad_tree(t, depth) for t in model.ensemble.trees):
+    for i, tree in enumerate(pad_trees(model.ensemble.trees, depth, model.sensitive_columns)):
         selectors = [cs.private_inputs(f"sel[{i}][{k}]", shape.n_inputs, [int(f == tree.feature[k]) for f in range(shape.n_inputs)])
                      for k in range(shape.n_nodes)]
         for bits in selectors:
@@ -183,7 +186,9 @@ def circuit_reach(model: TreeModel, depth: int, query, eps: int) -> list[list[li
                 cs.assert_is_bool(b)
         thresholds = cs.private_inputs(f"t[{i}]", shape.n_nodes, list(tree.threshold))
         x_at = [cs.inner_product(bits, x) for bits in selectors]
-        reach = reachable_leaves(cs, shape, selectors, thresholds, x_at, cs.constant(eps * eps << shape.eps_sq_shift))
+        right = [goes_right(cs, shape, v, t) for v, t in zip(x_at, thresholds)]
+        reach = reachable_leaves(cs, shape, selectors, thresholds, x_at, right,
+                                 cs.constant(eps * eps << shape.eps_sq_shift))
         out.append([[r if isinstance(r, int) else r.value for r in row] for row in reach])
     assert satisfied(cs)
     return out
@@ -208,7 +213,7 @@ def test_the_reachable_bits_are_the_plaintexts_leaf_for_leaf(seed):
     if seed % 2:
         model = with_thresholds_past_the_box(model, rng)
     shape = tree_shape(model, 3, eps_bits=S)
-    trees = [pad_tree(t, 3) for t in model.ensemble.trees]
+    trees = pad_trees(model.ensemble.trees, 3, model.sensitive_columns)
     for _ in range(3):
         q = tuple(rng.randint(-2 * ONE, 2 * ONE) for _ in range(3)) + (rng.choice((0, ONE)),)
         # E at random, and on both sides of some leaves' distances (where a leaf's bit changes)
@@ -221,22 +226,31 @@ def test_the_reachable_bits_are_the_plaintexts_leaf_for_leaf(seed):
 
 def assert_same_reach(model: TreeModel, depth: int, q, eps: int) -> None:
     got = circuit_reach(model, depth, q, eps)
-    for i, tree in enumerate(pad_tree(t, depth) for t in model.ensemble.trees):
+    for i, tree in enumerate(pad_trees(model.ensemble.trees, depth, model.sensitive_columns)):
         for s, slice_values in enumerate(model.slices()):
             assert got[i][s] == [int(b) for b in reach_bits(model, tree, q, slice_values, eps, S)], (i, s, eps)
 
 
-def test_two_turns_on_one_feature_count_the_larger_violation_once():
-    """x[0] = 0 and a leaf behind x[0] >= 1 and x[0] >= 2: its distance is 2 (not sqrt(1 + 4)), so it is
-    reachable at E = 2 + 2^-8 and not at E = 2."""
-    tree = Tree((0, 1, 0, LEAF, LEAF, LEAF, LEAF), (ONE, 0, 2 * ONE, 0, 0, 0, 0), (1, 3, 5, -1, -1, -1, -1),
-                (2, 4, 6, -1, -1, -1, -1), (0, 0, 0, 1, 2, 3, 4))
-    model = TreeModel(TreeEnsemble(4, 2, S, 8, (tree,), (0,)), (-2 * ONE,) * 3 + (0,), (2 * ONE,) * 3 + (ONE,),
-                      (SensitiveDomain.scalar("group", 3, (0, ONE), ("g0", "g1")),))
+def test_two_turns_the_same_way_on_one_feature_count_the_deeper_once():
+    """x[0] = 0 and a leaf behind x[0] >= 1 and then x[0] >= 2: its distance is 2 (not sqrt(1 + 4)), so it
+    is reachable at E = 2 + 2^-8 and not at E = 2. The same turns in the other order (a redundant deeper
+    split, as no trained tree has) count the deeper, x[0] >= 1: distance 1, sound and looser."""
+    def model_with(thresholds):
+        tree = Tree((0, 1, 0, LEAF, LEAF, LEAF, LEAF), thresholds + (0, 0, 0, 0), (1, 3, 5, -1, -1, -1, -1),
+                    (2, 4, 6, -1, -1, -1, -1), (0, 0, 0, 1, 2, 3, 4))
+        return TreeModel(TreeEnsemble(4, 2, S, 8, (tree,), (0,)), (-2 * ONE,) * 3 + (0,), (2 * ONE,) * 3 + (ONE,),
+                         (SensitiveDomain.scalar("group", 3, (0, ONE), ("g0", "g1")),))
+
     q = (0, 0, 0, 0)
+    tighter_below = model_with((ONE, 0, 2 * ONE))
     for eps in (2 * ONE, 2 * ONE + 1):
-        assert_same_reach(model, 2, q, eps)
-    assert circuit_reach(model, 2, q, 2 * ONE + 1)[0][0][3] == 1 and circuit_reach(model, 2, q, 2 * ONE)[0][0][3] == 0
+        assert_same_reach(tighter_below, 2, q, eps)
+    assert circuit_reach(tighter_below, 2, q, 2 * ONE + 1)[0][0][3] == 1
+    assert circuit_reach(tighter_below, 2, q, 2 * ONE)[0][0][3] == 0
+    looser_below = model_with((2 * ONE, 0, ONE))
+    for eps in (ONE, ONE + 1):
+        assert_same_reach(looser_below, 2, q, eps)
+    assert circuit_reach(looser_below, 2, q, ONE + 1)[0][0][3] == 1 and circuit_reach(looser_below, 2, q, ONE)[0][0][3] == 0
 
 
 @pytest.mark.parametrize("seed", [40, 41, 42, 43, 44])
@@ -464,8 +478,8 @@ def test_a_flip_the_model_does_not_make_is_refused(certified_small):
     public, witness = inputs(model, 2, query, eps)
     for s in range(len(model.slices())):
         counterfactual = model.with_slice(query, model.slices()[s])
-        forged = dataclasses.replace(witness, flip_paths=tuple(pad_tree(t, 2).leaf_of(counterfactual)
-                                                               for t in model.ensemble.trees))
+        padded = pad_trees(model.ensemble.trees, 2, model.sensitive_columns)
+        forged = dataclasses.replace(witness, flip_paths=tuple(t.leaf_of(counterfactual) for t in padded))
         refused_at(model, 2, dataclasses.replace(public, status=FLIP_STATUS, flip_slice=s, eps=0), forged,
                    "flip/not_strictly")
 
@@ -476,8 +490,8 @@ def test_the_flip_slice_and_status_are_checked(certified_small):
     assert satisfied(build(model, 2, public, witness))
     # status 0 names slice 0, even with the counterfactual's paths at the slice named
     counterfactual = model.with_slice(query, model.slices()[1])
-    at_slice_1 = dataclasses.replace(witness, flip_paths=tuple(pad_tree(t, 2).leaf_of(counterfactual)
-                                                                for t in model.ensemble.trees))
+    padded = pad_trees(model.ensemble.trees, 2, model.sensitive_columns)
+    at_slice_1 = dataclasses.replace(witness, flip_paths=tuple(t.leaf_of(counterfactual) for t in padded))
     assert unsatisfied_labels(build(model, 2, dataclasses.replace(public, flip_slice=1), at_slice_1)) == {"flip"}
     refused_at(model, 2, dataclasses.replace(public, status=2), witness, "domain")
     # a flip slice past the last slice names none (the one-hot over the slices sums to 0)

@@ -396,21 +396,27 @@ def test_leaf_box_respects_the_slice_and_the_box():
     assert eps_cap(model, 0) == 6  # the free box's diagonal: sqrt(3 * 4^2) = 6.9...
 
 
-def test_path_distance_is_the_largest_violation_per_column_and_asks_no_point_to_exist():
-    """The bound's reachability: per free column the largest violation of the path's turns, per sensitive
-    column the slice's value taking them; a path no point takes (contradictory turns, or past the box)
-    still gets a distance, which can only make the bound smaller (sound, looser)."""
+def test_path_distance_counts_the_deepest_turn_each_way_and_asks_no_point_to_exist():
+    """The bound's reachability: per free column and direction the deepest turn's violation, per sensitive
+    column the slice's value taking every turn. In a trained tree the deeper turn the same way is the
+    tighter one, so this is the distance to the leaf's interval; a redundant (looser) deeper turn counts
+    less, and a path no point takes still gets a distance: both can only make the bound smaller."""
     model = model_of(TreeEnsemble(4, 2, S, 0, (random_tree(random.Random(0), 1),), (0,)))
     q = (0, 0, 0, 0)
-    assert path_distance(model, {0: (ONE, None)}, (0,), q) == ONE ** 2  # x0 >= 1
-    assert path_distance(model, {0: (ONE, None), 1: (None, -ONE)}, (0,), q) == 2 * ONE ** 2  # and x1 < -1
-    assert path_distance(model, {0: (-ONE, ONE)}, (0,), q) == 0  # -1 <= x0 < 1 holds at the query
-    assert path_distance(model, {3: (None, ONE // 2)}, (ONE,), q) is None  # the slice's value fails the turn
-    assert path_distance(model, {3: (None, ONE // 2)}, (0,), q) == 0
+    right, left = True, False
+    assert path_distance(model, [(0, ONE, right)], (0,), q) == ONE ** 2  # x0 >= 1
+    assert path_distance(model, [(0, ONE, right), (1, -ONE, left)], (0,), q) == 2 * ONE ** 2  # and x1 < -1
+    assert path_distance(model, [(0, -ONE, right), (0, ONE, left)], (0,), q) == 0  # -1 <= x0 < 1 holds
+    assert path_distance(model, [(0, ONE, right), (0, 2 * ONE, right)], (0,), q) == 4 * ONE ** 2  # tighter below
+    assert path_distance(model, [(0, 2 * ONE, right), (0, ONE, right)], (0,), q) == ONE ** 2  # redundant: looser
+    assert path_distance(model, [(0, ONE, right), (0, 3 * ONE, left)], (0,), q) == ONE ** 2  # 1 <= x0 < 3
+    assert path_distance(model, [(3, ONE // 2, left)], (ONE,), q) is None  # the slice's value fails the turn
+    assert path_distance(model, [(3, ONE // 2, left)], (0,), q) == 0
+    assert path_distance(model, [(3, ONE // 2, left), (3, 0, right)], (0,), q) == 0  # both sensitive turns taken
     assert leaf_box(model, {0: (ONE, -ONE)}, (0,)) is None  # x0 >= 1 and x0 < -1: no point
-    assert path_distance(model, {0: (ONE, -ONE)}, (0,), q) == ONE ** 2
+    assert path_distance(model, [(0, ONE, right), (0, -ONE, left)], (0,), q) == 2 * ONE ** 2  # both ways count
     assert leaf_box(model, {0: (3 * ONE, None)}, (0,)) is None  # past the box
-    assert path_distance(model, {0: (3 * ONE, None)}, (0,), q) == 9 * ONE ** 2
+    assert path_distance(model, [(0, 3 * ONE, right)], (0,), q) == 9 * ONE ** 2
 
 
 def test_queries_outside_the_model_are_refused():

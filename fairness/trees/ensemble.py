@@ -39,6 +39,8 @@ from fairness.fixed_point import IntVector, SensitiveDomain, join_points
 
 Number = Union[int, Fraction]
 LEAF = -1
+# One turn of a path: (feature, threshold, right), right meaning x[feature] >= threshold, left x < threshold.
+Turn = tuple[int, int, bool]
 ENSEMBLE_FORMAT = "fairproof-trees/1"
 TREE_ARRAYS = ("feature", "threshold", "left", "right", "value")
 
@@ -101,6 +103,21 @@ class Tree:
         while self.feature[node] != LEAF:
             node = self.left[node] if x[self.feature[node]] < self.threshold[node] else self.right[node]
         return node
+
+    def leaf_turns(self) -> list[tuple[int, tuple[Turn, ...]]]:
+        """Every leaf with its path's turns, root first: (feature, threshold, True for x >= threshold)."""
+        out: list[tuple[int, tuple[Turn, ...]]] = []
+        stack: list[tuple[int, tuple[Turn, ...]]] = [(0, ())]
+        while stack:
+            node, turns = stack.pop()
+            f = self.feature[node]
+            if f == LEAF:
+                out.append((node, turns))
+                continue
+            t = self.threshold[node]
+            stack.append((self.right[node], turns + ((f, t, True),)))
+            stack.append((self.left[node], turns + ((f, t, False),)))
+        return out
 
     def leaves(self) -> list[tuple[int, dict[int, tuple[int | None, int | None]]]]:
         """Every leaf with its path as a box: feature -> (lowest allowed, first excluded) integers

@@ -6,21 +6,24 @@ the model's input units, lies inside the domain box, and has its sensitive colum
 is decided y strictly. As for networks, a slice that does not decide y strictly at x* itself is a
 flip: eps = 0 and the slice is named.
 
-Per slice and per tree, each leaf is its path's turns: x[f] >= lo_f (the right turns' largest
-threshold) and x[f] < hi_f (the left turns' smallest) on each split feature. A sensitive column must
-hold the slice's value within its turns, else the leaf is unreachable in that slice. On a free column
-the query's gap is max(0, lo_f - x*_f, x*_f - hi_f), its distance to the closure of the turns'
-interval; d2, the sum of the gaps squared (integers at 2^(2s)), decides reachability at E:
+Per slice and per tree, each leaf is its path's turns: x[f] >= t (right) or x[f] < t (left). A
+sensitive column must hold the slice's value on every turn, else the leaf is unreachable in that
+slice. On a free column f, per direction, the deepest turn that way counts with the query's violation
+of it: max(0, t - x*_f) for a right turn, max(0, x*_f - t) for a left one. d2, the sum of those
+violations squared (integers at 2^(2s)), decides reachability at E:
 
     reachable  <=>  d2 * 2^(2t)  <  E^2 * 2^(2s)
 
-A point p closer than eps that reaches the leaf satisfies every turn, so |p_f - x*_f| is at least the
-gap on each column and |p - x*| >= sqrt(d2): the leaf is reachable. The rule does not look for leaves
-that no point reaches (turns that contradict each other, or an interval outside the domain box): such
-a leaf may count as reachable, which can only lower the bound. Trained trees have none (a split's
-threshold lies inside its node's interval, which the box contains), and the statement
-(`statement.trees.reach`) computes the same bits without a comparison per pair of opposite turns or
-per box bound.
+Soundness: a point p that reaches the leaf takes every turn. A counted right turn with a positive
+violation has x*_f < t <= p_f, and a counted left one has p_f < t < x*_f, so on each column at most
+one direction counts and its violation is at most |p_f - x*_f|: d2 <= |p - x*|^2, and a point closer
+than eps reaches only reachable leaves. This holds for any tree, and needs no comparison between two
+turns' thresholds. In a trained tree each deeper turn the same way is the tighter one, so the counted
+violations are the query's distance to the closure of the leaf's interval (the largest violation on the
+column). A tree whose deeper turn is looser (a redundant split), or whose turns contradict each other,
+gets a smaller or different d2 for that leaf; it stays below the distance of every point the leaf
+holds, so the bound stays sound. The statement (`statement.trees.reach`) computes the same bits with
+one feature comparison per pair of turns on a path.
 
 Every point closer than eps reaches, in every tree, one of that tree's reachable leaves; so each
 margin score_y - score_c is at least the base margin plus, per tree, the worst reachable leaf's
@@ -42,7 +45,7 @@ from fairness.certificate_data import DEFAULT_EPS_BITS
 from fairness.errors import CertificationError
 from fairness.radius import largest_passing
 
-from .ensemble import Tree, TreeModel, strict_decision_of
+from .ensemble import Tree, TreeModel, Turn, strict_decision_of
 
 CERTIFIED, FLIP = "certified", "flip"
 
@@ -106,19 +109,23 @@ def distance_sq(query: Sequence[int], lower: Sequence[int], upper: Sequence[int]
     return total
 
 
-def path_distance(model: TreeModel, path: dict[int, tuple[int | None, int | None]], slice_values: Sequence[int],
+def path_distance(model: TreeModel, turns: Sequence[Turn], slice_values: Sequence[int],
                   query: Sequence[int]) -> int | None:
     """The squared distance (at 2^(2s)) from the query to a leaf's turns over the free columns, the
-    sensitive columns at the slice; None when the slice's values do not take the turns."""
+    sensitive columns at the slice; None when the slice's values do not take every turn. Per free column
+    and direction, the deepest turn that way counts, with the query's violation of it (see the module
+    docstring)."""
     fixed = dict(zip(model.sensitive_columns, slice_values))
-    d2 = 0
-    for f, (lo, hi) in path.items():
+    deepest: dict[tuple[int, bool], int] = {}
+    for f, t, right in turns:
         if f in fixed:
-            if not within(fixed[f], lo, hi):
+            if (fixed[f] >= t) != right:
                 return None
             continue
-        q = query[f]
-        gap = max(0, 0 if lo is None else lo - q, 0 if hi is None else q - hi)
+        deepest[f, right] = t  # a deeper turn the same way replaces the one above it
+    d2 = 0
+    for (f, right), t in deepest.items():
+        gap = max(0, t - query[f]) if right else max(0, query[f] - t)
         d2 += gap * gap
     return d2
 
@@ -126,8 +133,8 @@ def path_distance(model: TreeModel, path: dict[int, tuple[int | None, int | None
 def reach_table(model: TreeModel, tree: Tree, query: Sequence[int], slice_values: Sequence[int]) -> list[LeafReach]:
     """Every leaf of the tree the slice's values take, as (squared distance, value), nearest first."""
     out = []
-    for node, path in tree.leaves():
-        d2 = path_distance(model, path, slice_values, query)
+    for node, turns in tree.leaf_turns():
+        d2 = path_distance(model, turns, slice_values, query)
         if d2 is not None:
             out.append((d2, tree.value[node]))
     return sorted(out)

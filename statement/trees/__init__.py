@@ -9,9 +9,9 @@ public inputs and honest witness from a `fairness.trees.TreeModel`, `gadgets` th
 from __future__ import annotations
 
 from .circuit import build_tree_statement
-from .padding import CompleteTree, pad_tree
+from .padding import CompleteTree, pad_tree, pad_trees
 from .shape import TreeShape, TreeShapeError, tree_shape
 from .witness import TreePublic, TreeWitness, WorstLeaves, tree_statement_inputs
 
 __all__ = ["CompleteTree", "TreePublic", "TreeShape", "TreeShapeError", "TreeWitness", "WorstLeaves",
-           "build_tree_statement", "pad_tree", "tree_shape", "tree_statement_inputs"]
+           "build_tree_statement", "pad_tree", "pad_trees", "tree_shape", "tree_statement_inputs"]

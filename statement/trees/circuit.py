@@ -62,16 +62,17 @@ def build_tree_statement(cs, shape: TreeShape, public: TreePublic | None = None,
         query_in_domain(cs, shape, pub.query)
     ensemble = committed_ensemble(cs, shape, pub.commitment, wit)
     with cs.scope("inference"):
-        x_at = []  # per tree, per node: the query's value at the node's feature
-        for i, selectors in enumerate(ensemble.selectors):
+        x_at, right = [], []  # per tree, per node: the query's value at the node's feature, its turn there
+        for i, (selectors, thresholds) in enumerate(zip(ensemble.selectors, ensemble.thresholds)):
             with cs.scope(f"tree[{i}]"):
                 x_at.append([select_feature(cs, s, pub.query) for s in selectors])
-        reached = [leaf_reached(cs, shape, i, x_at[i], ensemble.thresholds[i], ensemble.values[i],
+                right.append([goes_right(cs, shape, x, t) for x, t in zip(x_at[i], thresholds)])
+        reached = [leaf_reached(cs, shape, i, turn_of(right[i]), ensemble.values[i],
                                 None if wit is None else wit.paths[i]) for i in range(shape.n_trees)]
         is_the_decision(cs, shape, pub.decision, score_sums(cs, shape, ensemble.base, reached))
     with cs.scope("flip"):
         flip_claim(cs, shape, pub, ensemble, x_at, wit)
-    radius_claim(cs, shape, pub, ensemble, x_at, wit)
+    radius_claim(cs, shape, pub, ensemble, x_at, right, wit)
 
 
 def declare_public_inputs(cs, shape: TreeShape, pub: TreePublic | None) -> TreeSignals:
@@ -118,21 +119,21 @@ def flip_claim(cs, shape: TreeShape, pub: TreeSignals, ensemble: CommittedEnsemb
         with cs.scope(f"tree[{i}]"):
             point_at = [cs.sum([x, *(cs.mul(selector[c], d) for c, d in shift.items())])
                         for x, selector in zip(x_at[i], ensemble.selectors[i])]
-        reached.append(leaf_reached(cs, shape, i, point_at, ensemble.thresholds[i], ensemble.values[i],
-                                    None if wit is None else wit.flip_paths[i], "flip_path"))
+        reached.append(leaf_reached(cs, shape, i, turn_compared(shape, point_at, ensemble.thresholds[i]),
+                                    ensemble.values[i], None if wit is None else wit.flip_paths[i], "flip_path"))
     not_strictly(cs, shape, pub.decision, score_sums(cs, shape, ensemble.base, reached), pub.status,
                  None if wit is None else wit.rival)
 
 
 def radius_claim(cs, shape: TreeShape, pub: TreeSignals, ensemble: CommittedEnsemble, x_at: Sequence,
-                 wit: TreeWitness | None) -> None:
+                 right: Sequence, wit: TreeWitness | None) -> None:
     """Status 0: in every slice, the worst reachable leaves at E keep y strictly (step 4)."""
     certified = 1 - pub.status
     eps_sq_scaled = cs.square(pub.eps) * (1 << shape.eps_sq_shift)
     reach = []  # per tree, per slice, per leaf
     for i in range(shape.n_trees):
         with cs.scope(f"tree[{i}]/reach"):
-            reach.append(reachable_leaves(cs, shape, ensemble.selectors[i], ensemble.thresholds[i], x_at[i],
+            reach.append(reachable_leaves(cs, shape, ensemble.selectors[i], ensemble.thresholds[i], x_at[i], right[i],
                                           eps_sq_scaled))
     for s in range(len(shape.slices)):
         with cs.scope(f"slice[{s}]"):
@@ -212,11 +213,17 @@ def private_bits(cs, name: str, value: int | None, n: int) -> list:
     return bits
 
 
-def leaf_reached(cs, shape: TreeShape, i: int, x_at, thresholds, values, path: int | None, name: str = "path"):
-    """The value of the leaf a point reaches in tree i, x_at[k] the point's value at node k's feature. The
-    prover names the leaf (its index's bits, the turns from the root; the private input tree[i]/<name>);
-    at level k the circuit takes the node those turns reach (a mux over the level's nodes) and requires
-    the turn to be right exactly when x[f] >= threshold there."""
+def goes_right(cs, shape: TreeShape, x_f, threshold):
+    """[x[f] >= threshold] at one node, x_f the point's value at the node's feature."""
+    with cs.scope("goes_right"):
+        return 1 - cs.is_less(x_f, threshold, shape.coordinate_bits)
+
+
+def leaf_reached(cs, shape: TreeShape, i: int, turn_at, values, path: int | None, name: str = "path"):
+    """The value of the leaf a point reaches in tree i. The prover names the leaf (its index's bits, the
+    turns from the root; the private input tree[i]/<name>); at level k, turn_at(cs, level, turns) is the
+    point's turn ([x[f] >= threshold]) at the node of `level` those earlier turns reach, and the named
+    turn must be it."""
     D = shape.depth
     bits = private_bits(cs, f"tree[{i}]/{name}", path, D)  # bit D-1-k: the turn at level k (1 = right)
     with cs.scope(f"tree[{i}]"):
@@ -224,11 +231,21 @@ def leaf_reached(cs, shape: TreeShape, i: int, x_at, thresholds, values, path: i
             with cs.scope(f"level[{k}]"):
                 turns = bits[D - k:]  # the turns above level k, little-endian: the node's index in its level
                 level = range((1 << k) - 1, (1 << (k + 1)) - 1)
-                xf = cs.mux(turns, [x_at[n] for n in level])
-                t = cs.mux(turns, [thresholds[n] for n in level])
-                cs.assert_equal(bits[D - 1 - k], 1 - cs.is_less(xf, t, shape.coordinate_bits))
+                cs.assert_equal(bits[D - 1 - k], turn_at(cs, level, turns))
         with cs.scope("leaf"):
             return cs.mux(bits, values)
+
+
+def turn_of(right: Sequence):
+    """turn_at for a point whose turn at every node is known (the query's, from inference): a mux."""
+    return lambda cs, level, turns: cs.mux(turns, [right[n] for n in level])
+
+
+def turn_compared(shape: TreeShape, x_at: Sequence, thresholds: Sequence):
+    """turn_at for a point compared only on its path (the counterfactual): the value and threshold at the
+    reached node (muxes over the level), compared."""
+    return lambda cs, level, turns: goes_right(cs, shape, cs.mux(turns, [x_at[n] for n in level]),
+                                               cs.mux(turns, [thresholds[n] for n in level]))
 
 
 def worst_choice(cs, shape: TreeShape, name: str, claim: tuple[int, int] | None) -> WorstChoice:

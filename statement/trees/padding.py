@@ -3,17 +3,21 @@
 Heap order: internal node i (0 the root) has children 2i + 1 (x[f] < threshold) and 2i + 2; the 2^D
 leaves follow, leaf j (left to right) being heap node 2^D - 1 + j, so j's bits from the most significant
 are the turns from the root (1 = right). A leaf of the original tree above depth D becomes an internal
-node splitting on feature 0 at threshold 0 whose two children both carry the leaf's value, recursively
-down to depth D: every point reaches a leaf of the same value as before, and the union of the two halves'
-boxes is the original leaf's box, so the reachable values (hence the bound radius) are unchanged.
+node splitting on a sensitive column at threshold 0 whose two children both carry the leaf's value,
+recursively down to depth D: every point reaches a leaf of the same value as before. The split is on a
+sensitive column so that it changes no distance (a sensitive turn has no violation): in each slice one
+child takes the turn with the original leaf's distance and value, the other is unreachable. The
+reachable values (hence the bound radius) are unchanged. A split on a free column would add a deeper
+turn that the distance rule counts (`fairness.trees.radius.path_distance`), loosening the bound.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
-from fairness.trees.ensemble import LEAF, Tree
+from fairness.trees.ensemble import LEAF, Tree, Turn
 
-PAD_FEATURE, PAD_THRESHOLD = 0, 0
+PAD_THRESHOLD = 0
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,18 @@ class CompleteTree:
         for _ in range(self.depth):
             node = 2 * node + (1 if x[self.feature[node]] < self.threshold[node] else 2)
         return node - len(self.feature)
+
+    def turns(self) -> list[tuple[Turn, ...]]:
+        """Per leaf (in order), its path's turns from the root, as `fairness.trees.ensemble.Tree.leaf_turns`."""
+        out = []
+        for j in range(len(self.value)):
+            turns, node = [], 0
+            for k in range(self.depth - 1, -1, -1):
+                right = bool((j >> k) & 1)
+                turns.append((self.feature[node], self.threshold[node], right))
+                node = 2 * node + (2 if right else 1)
+            out.append(tuple(turns))
+        return out
 
     def paths(self) -> list[dict[int, tuple[int | None, int | None]]]:
         """Per leaf (in order), its path as a box: feature -> (lowest allowed, first excluded) or None
@@ -71,8 +87,9 @@ class CompleteTree:
         )
 
 
-def pad_tree(tree: Tree, depth: int) -> CompleteTree:
-    """The tree as a complete tree of the given depth (ValueError if it is deeper)."""
+def pad_tree(tree: Tree, depth: int, pad_feature: int) -> CompleteTree:
+    """The tree as a complete tree of the given depth (ValueError if it is deeper); short leaves split on
+    `pad_feature`, a sensitive column (see the module docstring)."""
     if depth < 1:
         raise ValueError("a padded tree has depth >= 1")
     feature: list[int] = [0] * ((1 << depth) - 1)
@@ -86,7 +103,7 @@ def pad_tree(tree: Tree, depth: int) -> CompleteTree:
             value[heap - len(feature)] = tree.value[node]
             return
         if tree.feature[node] == LEAF:
-            feature[heap], threshold[heap] = PAD_FEATURE, PAD_THRESHOLD
+            feature[heap], threshold[heap] = pad_feature, PAD_THRESHOLD
             fill(2 * heap + 1, node, level + 1)
             fill(2 * heap + 2, node, level + 1)
             return
@@ -96,3 +113,8 @@ def pad_tree(tree: Tree, depth: int) -> CompleteTree:
 
     fill(0, 0, 0)
     return CompleteTree(tuple(feature), tuple(threshold), tuple(value))
+
+
+def pad_trees(trees: Sequence[Tree], depth: int, sensitive_columns: Sequence[int]) -> tuple[CompleteTree, ...]:
+    """Every tree padded to `depth`, short leaves splitting on the first sensitive column."""
+    return tuple(pad_tree(t, depth, sensitive_columns[0]) for t in trees)

@@ -113,9 +113,11 @@ class TreeShape:
 
     @property
     def reach_bits(self) -> int:
-        """Width of the reachability comparison: a gap is < 2^(W+1), and a leaf's squared distance counts
-        each free feature once, so d2 < n_free 2^(2W+2)."""
-        distance = 2 * (self.coordinate_bits + 1) + self.d2_shift + max(len(self.free_columns), 1).bit_length()
+        """Width of the reachability comparison: a violation is < 2^(W+1), and a leaf's squared distance
+        counts at most one turn per level of its path (and per free feature and direction), so
+        d2 < k 2^(2W+2) with k = min(depth, 2 n_free)."""
+        terms = max(min(self.depth, 2 * len(self.free_columns)), 1)
+        distance = 2 * (self.coordinate_bits + 1) + self.d2_shift + terms.bit_length()
         radius = 2 * self.eps_value_bits + self.eps_sq_shift
         return max(distance, radius) + 1
 

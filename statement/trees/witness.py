@@ -14,7 +14,7 @@ from fairness.trees.ensemble import TreeModel
 from fairness.trees.radius import flip_check, path_distance, reachable
 
 from .commitment import commit
-from .padding import CompleteTree, pad_tree
+from .padding import CompleteTree, pad_trees
 from .shape import TreeShape, TreeShapeError
 
 
@@ -67,8 +67,8 @@ def reach_bits(model: TreeModel, tree: CompleteTree, query: Sequence[int], slice
                eps: int, eps_bits: int) -> list[bool]:
     """Per leaf of the padded tree: reachable in the slice at E (the plaintext certificate's test)."""
     out = []
-    for path in tree.paths():
-        d2 = path_distance(model, path, slice_values, query)
+    for turns in tree.turns():
+        d2 = path_distance(model, turns, slice_values, query)
         out.append(d2 is not None and reachable(d2, eps, eps_bits, model.scale_bits))
     return out
 
@@ -102,7 +102,7 @@ def tree_statement_inputs(model: TreeModel, shape: TreeShape, query: Sequence[in
     y, flip, _ = flip_check(model, q)
     status, flip_slice = (CERTIFIED_STATUS, 0) if flip is None else (FLIP_STATUS, flip)
     counterfactual = model.with_slice(q, shape.slices[flip_slice])
-    trees = tuple(pad_tree(t, shape.depth) for t in ens.trees)
+    trees = pad_trees(ens.trees, shape.depth, shape.sensitive_columns)
     worst = tuple(tuple(worst_leaves(t, reach_bits(model, t, q, s, eps, shape.eps_bits)) for t in trees)
                   for s in shape.slices)
     public = TreePublic(commit(salt, trees, ens.base, shape), y, eps, status, flip_slice, q)
