@@ -30,7 +30,7 @@ from statement.trees import (TreeShapeError, build_tree_statement, pad_tree, pad
                              tree_statement_inputs)
 from statement.trees.circuit import goes_right
 from statement.trees.reach import reachable_leaves
-from statement.trees.witness import CERTIFIED_STATUS, FLIP_STATUS, TreePublic, TreeWitness, reach_bits
+from statement.trees.witness import CERTIFIED_STATUS, FLIP_STATUS, TreePublic, TreeWitness, reach_bits, tree_signs
 from statement_cases import unsatisfied_labels
 
 S = 8  # inputs at 2^8, eps at 2^8
@@ -344,8 +344,10 @@ def test_a_worst_value_that_is_not_the_worst_is_refused(small):
     s, i, reach = _spread_tree(model, public, witness)
     tree = witness.trees[i]
     honest = witness.worst[s][i]
-    second = max((j for j, r in enumerate(reach) if r and tree.value[j] < honest.highest_value),
-                 key=lambda j: tree.value[j])
+    sign = tree_signs(len(witness.trees), model.ensemble.n_scores, public.decision)[i]
+    assert honest.value == sign * tree.value[honest.index]
+    second = max((j for j, r in enumerate(reach) if r and sign * tree.value[j] < honest.value),
+                 key=lambda j: sign * tree.value[j])
     unreachable = [j for j, r in enumerate(reach) if not r]
 
     def claim(**changes):
@@ -353,13 +355,13 @@ def test_a_worst_value_that_is_not_the_worst_is_refused(small):
         worst[s][i] = dataclasses.replace(honest, **changes)
         return dataclasses.replace(witness, worst=tuple(tuple(row) for row in worst))
 
-    where = f"slice[{s}]/tree[{i}]"
-    refused(model, public, claim(highest_index=second, highest_value=tree.value[second]),
-            f"{where}/max_over_reachable/dominates")
-    refused(model, public, claim(lowest_value=honest.lowest_value - 1), f"{where}/min_over_reachable/chosen")
-    if unreachable:  # an unreachable leaf is no worst case, even with its true value
+    where = f"slice[{s}]/tree[{i}]/max_over_reachable"
+    refused(model, public, claim(index=second, value=sign * tree.value[second]), f"{where}/dominates")
+    refused(model, public, claim(value=honest.value + 1), f"{where}/chosen")
+    refused(model, public, claim(value=-honest.value if honest.value else 1), f"{where}/chosen")  # the other sign
+    if unreachable:  # an unreachable leaf is no worst case, even with its true signed value
         j = unreachable[0]
-        refused(model, public, claim(highest_index=j, highest_value=tree.value[j]), f"{where}/max_over_reachable/chosen")
+        refused(model, public, claim(index=j, value=sign * tree.value[j]), f"{where}/chosen")
 
 
 def tampered(cs: ConstraintSystem, wire_name: str, delta: int) -> set[str]:

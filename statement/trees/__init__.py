@@ -11,7 +11,7 @@ from __future__ import annotations
 from .circuit import build_tree_statement
 from .padding import CompleteTree, pad_tree, pad_trees
 from .shape import TreeShape, TreeShapeError, tree_shape
-from .witness import TreePublic, TreeWitness, WorstLeaves, tree_statement_inputs
+from .witness import TreePublic, TreeWitness, WorstLeaf, tree_statement_inputs
 
-__all__ = ["CompleteTree", "TreePublic", "TreeShape", "TreeShapeError", "TreeWitness", "WorstLeaves",
+__all__ = ["CompleteTree", "TreePublic", "TreeShape", "TreeShapeError", "TreeWitness", "WorstLeaf",
            "build_tree_statement", "pad_tree", "pad_trees", "tree_shape", "tree_statement_inputs"]

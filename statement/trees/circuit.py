@@ -127,7 +127,9 @@ def flip_claim(cs, shape: TreeShape, pub: TreeSignals, ensemble: CommittedEnsemb
 
 def radius_claim(cs, shape: TreeShape, pub: TreeSignals, ensemble: CommittedEnsemble, x_at: Sequence,
                  right: Sequence, wit: TreeWitness | None) -> None:
-    """Status 0: in every slice, the worst reachable leaves at E keep y strictly (step 4)."""
+    """Status 0: in every slice, the worst reachable leaves at E keep y strictly (step 4). A tree's worst
+    leaf is its smallest reachable value when it adds to y's score, its largest otherwise: with the sign
+    s_i = -1 (y's) or +1 (another class's), the largest reachable s_i v, one choice per slice and tree."""
     certified = 1 - pub.status
     eps_sq_scaled = cs.square(pub.eps) * (1 << shape.eps_sq_shift)
     reach = []  # per tree, per slice, per leaf
@@ -135,23 +137,23 @@ def radius_claim(cs, shape: TreeShape, pub: TreeSignals, ensemble: CommittedEnse
         with cs.scope(f"tree[{i}]/reach"):
             reach.append(reachable_leaves(cs, shape, ensemble.selectors[i], ensemble.thresholds[i], x_at[i], right[i],
                                           eps_sq_scaled))
+    y_scores = decision_one_hot(cs, shape, pub.decision) if shape.n_scores > 1 else [pub.decision]
+    signs = [1 - 2 * y_scores[k] for k in range(shape.n_scores)]  # -1 on y's score (binary: y = 1), else +1
+    with cs.scope("signed"):
+        signed = [[cs.mul(signs[i % shape.n_scores], v) for v in ensemble.values[i]] for i in range(shape.n_trees)]
     for s in range(len(shape.slices)):
         with cs.scope(f"slice[{s}]"):
-            lowest, highest = [], []
+            worst = []
             for i in range(shape.n_trees):
                 with cs.scope(f"tree[{i}]"):
-                    worst = None if wit is None else wit.worst[s][i]
-                    low = worst_choice(cs, shape, f"slice[{s}]/tree[{i}]/lowest",
-                                       None if worst is None else (worst.lowest_value, worst.lowest_index))
-                    high = worst_choice(cs, shape, f"slice[{s}]/tree[{i}]/highest",
-                                        None if worst is None else (worst.highest_value, worst.highest_index))
-                    lowest.append(max_over_reachable(cs, ensemble.values[i], reach[i][s], low, shape.value_range_bits,
-                                                     certified, lowest=True))
-                    highest.append(max_over_reachable(cs, ensemble.values[i], reach[i][s], high,
-                                                      shape.value_range_bits, certified))
+                    claim = None if wit is None else wit.worst[s][i]
+                    choice = worst_choice(cs, shape, f"slice[{s}]/tree[{i}]/worst",
+                                          None if claim is None else (claim.value, claim.index))
+                    worst.append(max_over_reachable(cs, signed[i], reach[i][s], choice, shape.value_range_bits,
+                                                    certified))
             with cs.scope("margin"):
-                keeps_decision(cs, shape, pub.decision, score_sums(cs, shape, ensemble.base, lowest),
-                               score_sums(cs, shape, ensemble.base, highest), certified)
+                keeps_decision(cs, shape, pub.decision, y_scores, signs, ensemble.base,
+                               score_sums(cs, shape, 0, worst), certified)
 
 
 def query_in_domain(cs, shape: TreeShape, x: Sequence) -> None:
@@ -254,10 +256,12 @@ def worst_choice(cs, shape: TreeShape, name: str, claim: tuple[int, int] | None)
     return WorstChoice(value, bits)
 
 
-def score_sums(cs, shape: TreeShape, base: Sequence, per_tree: Sequence) -> list:
-    """Per score k: base_k + the sum of tree i's term over the trees of score k (i % n_scores == k)."""
+def score_sums(cs, shape: TreeShape, base, per_tree: Sequence) -> list:
+    """Per score k: base_k (a list, or 0 for none) + the sum of tree i's term over the trees of score k
+    (i % n_scores == k)."""
     n = shape.n_scores
-    return [cs.sum([base[k], *(per_tree[i] for i in range(k, shape.n_trees, n))]) for k in range(n)]
+    return [cs.sum([0 if base == 0 else base[k], *(per_tree[i] for i in range(k, shape.n_trees, n))])
+            for k in range(n)]
 
 
 def decision_one_hot(cs, shape: TreeShape, decision) -> list:
@@ -283,19 +287,21 @@ def is_the_decision(cs, shape: TreeShape, decision, scores: Sequence) -> None:
             cs.assert_range(cs.mul(1 - one_hot[c], score_y - scores[c] - above), width)
 
 
-def keeps_decision(cs, shape: TreeShape, decision, low: Sequence, high: Sequence, gate) -> None:
-    """Where gate is 1: scores bounded below by `low` and above by `high` decide `decision` strictly:
-    binary, the score signed towards y is >= 1 (y = 1: low > 0; y = 0: high < 0); multiclass, low_y > high_c
-    for every c != y. Where gate is 0, nothing."""
-    width = shape.score_bits + 2  # |low_y - high_c - 1| < 2^(score_bits + 2)
+def keeps_decision(cs, shape: TreeShape, decision, y_scores: Sequence, signs: Sequence, base: Sequence,
+                   worst: Sequence, gate) -> None:
+    """Where gate is 1: every point whose trees each add at worst the signed worst values `worst` (summed
+    per score) is decided `decision` strictly. Binary (s = 1 - 2y): s base + worst <= -1, i.e. the score
+    signed towards y is >= 1. Multiclass, for every c != y: base_y - base_c - worst_y - worst_c >= 1 (y's
+    trees add at least -worst_y, c's at most worst_c). Where gate is 0, nothing."""
+    width = shape.score_bits + 2  # |any of these margins - 1| < 2^(score_bits + 2)
     with cs.scope("decides"):
         if shape.n_scores == 1:
-            cs.assert_range(cs.mul(gate, cs.select(decision, low[0], -high[0]) - 1), width)
+            cs.assert_range(cs.mul(gate, -cs.mul(signs[0], base[0]) - worst[0] - 1), width)
             return
-        one_hot = decision_one_hot(cs, shape, decision)
-        low_y = cs.inner_product(one_hot, list(low))
+        base_y = cs.inner_product(list(y_scores), list(base))
+        worst_y = cs.inner_product(list(y_scores), list(worst))
         for c in range(shape.n_scores):
-            cs.assert_range(cs.mul(cs.mul(gate, 1 - one_hot[c]), low_y - high[c] - 1), width)
+            cs.assert_range(cs.mul(cs.mul(gate, 1 - y_scores[c]), base_y - base[c] - worst_y - worst[c] - 1), width)
 
 
 def not_strictly(cs, shape: TreeShape, decision, scores: Sequence, gate, rival: int | None) -> None:

@@ -40,19 +40,17 @@ class WorstChoice:
     index_bits: list
 
 
-def max_over_reachable(cs, values: Sequence, reach: Sequence, choice: WorstChoice, width: int, gate,
-                       lowest: bool = False):
-    """Where gate is 1, prove that choice.value is the largest (lowest=True: the smallest) value over the
-    reachable leaves: the chosen leaf is reachable and holds that value, and every reachable leaf's value
-    is <= it (>= it). values are in [-2^width, 2^width), so each difference fits width + 1 bits and a
-    negative one (a residue near R) fails the range check. Where gate is 0 (a flip: no leaf is reachable),
-    only the chosen value is checked to be a leaf's. Returns choice.value."""
-    sign = -1 if lowest else 1
-    with cs.scope("min_over_reachable" if lowest else "max_over_reachable"):
+def max_over_reachable(cs, values: Sequence, reach: Sequence, choice: WorstChoice, width: int, gate):
+    """Where gate is 1, prove that choice.value is the largest value over the reachable leaves: the chosen
+    leaf is reachable and holds that value, and every reachable leaf's value is <= it. values are in
+    [-2^width, 2^width), so each difference fits width + 1 bits and a negative one (a residue near R) fails
+    the range check. Where gate is 0 (a flip: no leaf is reachable), only the chosen value is checked to be
+    a leaf's. Returns choice.value."""
+    with cs.scope("max_over_reachable"):
         with cs.scope("chosen"):
             cs.assert_equal(cs.mux(choice.index_bits, values), choice.value)
             cs.assert_equal(cs.mul(gate, cs.mux(choice.index_bits, reach)), gate)
         with cs.scope("dominates"):
             for v, r in zip(values, reach):
-                cs.assert_range(cs.mul(r, (choice.value - v) * sign), width + 1)
+                cs.assert_range(cs.mul(r, choice.value - v), width + 1)
     return choice.value

@@ -41,13 +41,12 @@ class TreePublic:
 
 
 @dataclass(frozen=True)
-class WorstLeaves:
-    """The prover's choice for one tree in one slice: a reachable leaf of smallest and one of largest value."""
+class WorstLeaf:
+    """The prover's choice for one tree in one slice: a reachable leaf whose signed value s v is the largest
+    (s = -1 on a tree adding to y's score, so its smallest value; +1 otherwise, its largest), and s v."""
 
-    lowest_index: int
-    lowest_value: int
-    highest_index: int
-    highest_value: int
+    index: int
+    value: int
 
 
 @dataclass(frozen=True)
@@ -56,7 +55,7 @@ class TreeWitness:
     trees: tuple[CompleteTree, ...]
     base: tuple[int, ...]
     paths: tuple[int, ...]  # per tree, the leaf the query reaches
-    worst: tuple[tuple[WorstLeaves, ...], ...]  # per slice, per tree
+    worst: tuple[tuple[WorstLeaf, ...], ...]  # per slice, per tree
     # The query with the flip slice's sensitive values: per tree the leaf it reaches, and (multiclass) a
     # class other than y scoring at least y's there (checked only under a flip).
     flip_paths: tuple[int, ...]
@@ -73,13 +72,19 @@ def reach_bits(model: TreeModel, tree: CompleteTree, query: Sequence[int], slice
     return out
 
 
-def worst_leaves(tree: CompleteTree, reach: Sequence[bool]) -> WorstLeaves:
-    """The first reachable leaf of smallest and of largest value (leaf 0 if none is reachable: the
-    circuit then refuses, as it must)."""
+def worst_leaf(tree: CompleteTree, reach: Sequence[bool], sign: int) -> WorstLeaf:
+    """The first reachable leaf of largest signed value (leaf 0 if none is reachable: the circuit then
+    refuses, as it must)."""
     indices = [j for j, r in enumerate(reach) if r] or [0]
-    low = min(indices, key=lambda j: tree.value[j])
-    high = max(indices, key=lambda j: tree.value[j])
-    return WorstLeaves(low, tree.value[low], high, tree.value[high])
+    j = max(indices, key=lambda j: sign * tree.value[j])
+    return WorstLeaf(j, sign * tree.value[j])
+
+
+def tree_signs(n_trees: int, n_scores: int, decision: int) -> list[int]:
+    """Per tree, -1 when it adds to the decision's score (binary: the one score, when y = 1), else +1."""
+    if n_scores == 1:
+        return [-1 if decision == 1 else 1] * n_trees
+    return [-1 if i % n_scores == decision else 1 for i in range(n_trees)]
 
 
 def rival_class(scores: Sequence[int], decision: int) -> int:
@@ -103,8 +108,9 @@ def tree_statement_inputs(model: TreeModel, shape: TreeShape, query: Sequence[in
     status, flip_slice = (CERTIFIED_STATUS, 0) if flip is None else (FLIP_STATUS, flip)
     counterfactual = model.with_slice(q, shape.slices[flip_slice])
     trees = pad_trees(ens.trees, shape.depth, shape.sensitive_columns)
-    worst = tuple(tuple(worst_leaves(t, reach_bits(model, t, q, s, eps, shape.eps_bits)) for t in trees)
-                  for s in shape.slices)
+    signs = tree_signs(len(trees), shape.n_scores, y)
+    worst = tuple(tuple(worst_leaf(t, reach_bits(model, t, q, s, eps, shape.eps_bits), sign)
+                        for t, sign in zip(trees, signs)) for s in shape.slices)
     public = TreePublic(commit(salt, trees, ens.base, shape), y, eps, status, flip_slice, q)
     return public, TreeWitness(salt, trees, tuple(ens.base), tuple(t.leaf_of(q) for t in trees), worst,
                                tuple(t.leaf_of(counterfactual) for t in trees),
