@@ -428,3 +428,28 @@ def test_queries_outside_the_model_are_refused():
     with pytest.raises(CertificationError, match="eps_bits"):
         certify_trees(model, (0, 0, 0, 0), eps_bits=-1)
     assert certify_trees(model, (0, 0, 0, 0)).status in (CERTIFIED, FLIP)
+
+
+@pytest.mark.parametrize("rule", ["<", "<="])
+def test_a_split_on_float32_inputs_is_read_at_the_float32_boundary(rule):
+    """XGBoost and scikit-learn's trees compare float32(x): the split sends x right exactly when x passes the
+    boundary `float32_boundary` gives, for doubles just either side of every float32 near the threshold.
+    The rejection twin: read at t itself, a double just below a float32 threshold goes the wrong way."""
+    from fractions import Fraction
+
+    from fairness.trees.loaders import float32_boundary
+
+    rng = np.random.default_rng(7)
+    wrong_at_t = 0
+    for i, t in enumerate(rng.normal(0, 3, 400)):
+        t = float(np.float32(t)) if i % 2 else float(t)  # a float32 threshold (XGBoost's) and a double
+        m = float32_boundary(Fraction(t), rule)
+        for x32 in (np.nextafter(np.float32(t), np.float32(-np.inf)), np.float32(t), np.nextafter(np.float32(t), np.float32(np.inf))):
+            for x in (np.nextafter(float(x32), -np.inf), float(x32), np.nextafter(float(x32), np.inf)):
+                if Fraction(float(x)) == m:
+                    continue  # the midpoint itself rounds to the even neighbour
+                x32_as_double = float(np.float32(x))  # the library's float32 input, compared exactly with t
+                library_right = x32_as_double >= t if rule == "<" else x32_as_double > t
+                assert (Fraction(float(x)) >= m) == library_right, (t, x)
+                wrong_at_t += (Fraction(float(x)) >= Fraction(t) if rule == "<" else Fraction(float(x)) > Fraction(t)) != library_right
+    assert wrong_at_t > 0

@@ -4,9 +4,11 @@ Every loader reads the library's own fitted numbers (never re-trains or re-deriv
 them exactly: a threshold t (a double, or XGBoost's float32) is rounded to the 2^-s grid as inputs are
 and keeps the library's comparison (`threshold_below` for XGBoost's x < t, `threshold_at_most` for
 LightGBM's and scikit-learn's x <= t; see `fairness.trees.ensemble`); a leaf value is rounded once at 2^v.
-The libraries compare in float32 (XGBoost, scikit-learn's trees) or float64 after their own
-preprocessing, so agreement with the library on real rows is an empirical fact the checked import
-establishes row by row, never assumed.
+XGBoost and scikit-learn's decision trees (GradientBoosting, RandomForest, ExtraTrees) round their input
+to float32 before comparing, so their splits are read at the float32 rounding boundary
+(`float32_boundary`): a value whose float32 equals a threshold taken from the data goes where the library
+sends it. LightGBM and HistGradientBoosting compare doubles. Agreement with the library on real rows is
+still an empirical fact the checked import establishes row by row, never assumed.
 
 `scalings` (model input column -> (mean, std), std > 0) says the library was fitted on (x - mean) / std
 of the model's input x: a split (x - m) / s < t is x < m + s t, composed exactly in rationals.
@@ -42,23 +44,40 @@ Scalings = Mapping[int, tuple[float, float]]
 RawNode = Union[tuple[str, Fraction], tuple[str, int, Fraction, Any, Any], tuple[str, int, Fraction, Any, Any, str]]
 
 
+def float32_boundary(t: Fraction, rule: str) -> Fraction:
+    """The real boundary m of a split `x < t` (rule "<") or `x <= t` ("<=") evaluated on float32(x), as
+    XGBoost and scikit-learn's decision trees evaluate it: the split sends x right exactly when x >= m
+    (x = m itself rounds to the even neighbour). b is the least float32 on the right side, a the float32
+    below it, and float32(x) >= b exactly when x is past their midpoint."""
+    b = np.float32(float(t))
+    if Fraction(float(b)) < t or (rule == "<=" and Fraction(float(b)) == t):
+        b = np.nextafter(b, np.float32(np.inf))
+    a = np.nextafter(b, np.float32(-np.inf))
+    return (Fraction(float(a)) + Fraction(float(b))) / 2
+
+
 class Converter:
     """Raw trees -> integer trees under one split rule, one input scale and one value scale."""
 
-    def __init__(self, rule: str, scale_bits: int, value_bits: int, scalings: Scalings | None):
+    def __init__(self, rule: str, scale_bits: int, value_bits: int, scalings: Scalings | None, *,
+                 float32_inputs: bool = False):
         if not isinstance(scale_bits, int) or not isinstance(value_bits, int) or scale_bits < 0 or value_bits < 0:
             raise ModelError("scale_bits and value_bits must be non-negative integers")
         self.rule, self.scale_bits, self.value_bits = rule, scale_bits, value_bits
+        self.float32_inputs = float32_inputs
         self.scalings = dict(scalings or {})
         for c, (m, s) in self.scalings.items():
             if not (math.isfinite(m) and math.isfinite(s) and s > 0):
                 raise ModelError(f"input {c}: scaling (x - {m}) / {s} cannot be folded into thresholds")
 
     def threshold(self, feature: int, t: Fraction, rule: str | None = None) -> int:
+        rule = rule or self.rule
+        if self.float32_inputs:  # the library rounds its input to float32 before comparing
+            t, rule = float32_boundary(t, rule), "<"
         if feature in self.scalings:
             m, s = self.scalings[feature]
             t = Fraction(m) + Fraction(s) * t
-        convert = threshold_below if (rule or self.rule) == "<" else threshold_at_most
+        convert = threshold_below if rule == "<" else threshold_at_most
         return convert(t, self.scale_bits)
 
     def tree(self, root: RawNode) -> Tree:
@@ -142,7 +161,7 @@ def from_xgboost(model: Mapping[str, Any] | str | bytes | bytearray | Path, *, n
                          "FairProof reads (binary:logistic, binary:logitraw, multi:softprob, multi:softmax)")
     if tree_info != [i % n_scores for i in range(len(trees_json))]:
         raise ModelError("XGBoost model: trees are not laid out one per class in turn")
-    conv = Converter("<", scale_bits, value_bits, scalings)
+    conv = Converter("<", scale_bits, value_bits, scalings, float32_inputs=True)
     trees = tuple(conv.tree(_xgb_tree(t, i)) for i, t in enumerate(trees_json))
     n = _inputs(n_inputs, n_features, "XGBoost model")
     return TreeEnsemble(n, n_classes, scale_bits, value_bits, trees,
@@ -186,7 +205,7 @@ def from_xgboost_dump(dump: Sequence[str | Mapping[str, Any]], *, n_classes: int
     if len(base_margin) != n_scores:
         raise ModelError(f"XGBoost dump: {len(base_margin)} base margin(s) for {n_scores} score(s)")
     names = {n: i for i, n in enumerate(feature_names or ())}
-    conv = Converter("<", scale_bits, value_bits, scalings)
+    conv = Converter("<", scale_bits, value_bits, scalings, float32_inputs=True)
     trees = []
     for i, text in enumerate(dump):
         where = f"XGBoost dump tree {i}"
@@ -273,8 +292,8 @@ def from_sklearn(estimator: Any, *, scale_bits: int = DEFAULT_SCALE_BITS, value_
     if n_classes < 2:
         raise ModelError(f"{name}: not a fitted classifier of at least two classes")
     n = int(estimator.n_features_in_)
-    if isinstance(estimator, GradientBoostingClassifier):
-        conv = Converter("<=", scale_bits, value_bits, scalings)
+    if isinstance(estimator, GradientBoostingClassifier):  # its trees read float32(X)
+        conv = Converter("<=", scale_bits, value_bits, scalings, float32_inputs=True)
         stages = estimator.estimators_
         lr = float(estimator.learning_rate)
         trees = [conv.tree(_sk_tree(stages[i, k].tree_, lambda v, lr=lr: Fraction(lr * float(v[0])), f"{name} tree"))
@@ -284,8 +303,8 @@ def from_sklearn(estimator: Any, *, scale_bits: int = DEFAULT_SCALE_BITS, value_
         conv = Converter("<=", scale_bits, value_bits, scalings)
         trees = [conv.tree(_hgb_tree(p.nodes, f"{name} tree")) for stage in estimator._predictors for p in stage]
         base = np.asarray(estimator._baseline_prediction, dtype=np.float64).ravel()
-    elif isinstance(estimator, (RandomForestClassifier, ExtraTreesClassifier)):
-        conv = Converter("<=", scale_bits, value_bits, scalings)
+    elif isinstance(estimator, (RandomForestClassifier, ExtraTreesClassifier)):  # float32(X) too
+        conv = Converter("<=", scale_bits, value_bits, scalings, float32_inputs=True)
         trees = []
         for t in estimator.estimators_:
             for c in range(1 if n_classes == 2 else n_classes):

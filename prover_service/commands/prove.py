@@ -82,8 +82,13 @@ def run(args: argparse.Namespace) -> int:
         db.dispose()
     bundle = result.bundle
     write_atomically(Path(args.out), bundle.model_dump_json(indent=1) + "\n")
-    t = result.timings
-    radius = prover.card.bucket(bundle.bucket).shape.radius
+    return report(args, result, prover.card.bucket(bundle.bucket).shape.radius)
+
+
+def report(args: argparse.Namespace, result, radius: str) -> int:
+    """What `prove` prints of a proved certificate (its bundle already written to --out): a line each, or
+    the JSON document with --json. `radius`: what the bucket's statement proves."""
+    bundle, t = result.bundle, result.timings
     if args.json:
         from prover_service.outputs import ProveOutput, Radius, emit
 
@@ -101,4 +106,3 @@ def run(args: argparse.Namespace) -> int:
           f"(certify {t.certify:.2f}, witness {t.witness:.2f}, prove {t.prove:.2f}); proof 128 bytes")
     print(f"bundle written to {args.out}")
     return 0
-

@@ -88,7 +88,7 @@ def certify_tree_command(args: argparse.Namespace) -> int:
         _, labels = card.slice_labels(cert.flip_slice or 0)
         print(f"counterfactual flip: with {', '.join(labels)} and nothing else changed, the decision changes")
     else:
-        print(f"eps: {cert.eps_value.numerator / cert.eps_value.denominator:.6g} (value {cert.eps}/2^{cert.eps_bits}; "
+        print(f"eps: {float(cert.eps_value):.6g} (value {cert.eps}/2^{cert.eps_bits}; "
               "bound radius: the worst leaf each tree can reach within eps, summed"
               + (", the whole domain" if cert.capped else "") + ")")
     return 0
@@ -99,29 +99,12 @@ def prove_tree_command(args: argparse.Namespace) -> int:
     from prover_service.tree_proving import TreeProver, TreeWorkspace
     from prover_service.workspace import write_atomically
 
+    from .prove import report
+
     refuse_network_options(args)
     prover = TreeProver(TreeWorkspace.open(args.model), get_backend(args.backend))
     print(f"proving with bucket {prover.bucket.bucket} ({prover.bucket.n_constraints:,} constraints) ...",
           file=sys.stderr, flush=True)
     result = prover.prove(tree_query(prover.card, args))
-    bundle = result.bundle
-    write_atomically(Path(args.out), bundle.model_dump_json(indent=1) + "\n")
-    t = result.timings
-    if args.json:
-        from prover_service.outputs import ProveOutput, Radius, emit
-
-        emit(ProveOutput(
-            bundle_file=str(args.out), bucket=bundle.bucket, decision=bundle.decision,
-            decision_label=bundle.decision_label, status=bundle.status, constraints=result.n_constraints,
-            radius=Radius(numerator=bundle.eps.numerator, scale_bits=bundle.eps.scale_bits, decimal=bundle.eps.decimal,
-                          kind="flip" if bundle.status != "certified" else "cap" if bundle.eps.capped
-                          else prover.bucket.shape.radius),
-            online_seconds=t.online, certify_seconds=t.certify, witness_seconds=t.witness, prove_seconds=t.prove))
-        return 0
-    kind = "cap" if bundle.eps.capped else "bound: a lower bound"
-    print(f"decision: {bundle.decision_label}   status: {bundle.status}   eps: {bundle.eps.decimal}"
-          + ("" if bundle.status != "certified" else f" ({kind})"))
-    print(f"bucket {bundle.bucket}: {result.n_constraints} constraints; online {t.online:.2f} s (certify "
-          f"{t.certify:.2f}, witness {t.witness:.2f}, prove {t.prove:.2f}); proof 128 bytes")
-    print(f"bundle written to {args.out}")
-    return 0
+    write_atomically(Path(args.out), result.bundle.model_dump_json(indent=1) + "\n")
+    return report(args, result, prover.bucket.shape.radius)
