@@ -260,10 +260,12 @@ def _certify_in_child(store_url: str, model: FixedPointModel, query, eps_bits: i
         db.dispose()
 
 
-def _answer_parent(conn, fn: Callable[..., Any], args: tuple) -> None:
-    """In the child: fn(*args), or the error it raised, sent to the parent."""
+def _answer_parent(conn, fn: Callable[..., Any], args: tuple, delay: float = 0.0) -> None:
+    """In the child: after `delay` seconds, fn(*args), or the error it raised, sent to the parent."""
     _own_signals()
     try:
+        if delay > 0:
+            time.sleep(delay)
         conn.send(fn(*args))
     except Exception as exc:  # the parent raises it: a bad store or record is an error, not an overrun budget
         conn.send(_sendable(exc))
@@ -283,16 +285,17 @@ def _sendable(exc: Exception) -> Exception:
 
 
 class ForkedCall:
-    """fn(*args) in a forked child process, started at once; its answer read through a pipe until a deadline,
-    and the child stopped (SIGTERM) when the call is closed, whether it answered or not. The child takes its
-    own signals (`_own_signals`), so a stop never reaches the parent's event loop."""
+    """fn(*args) in a forked child process, started at once (after `delay` seconds of sleep in the child:
+    a call closed before then costs no CPU); its answer read through a pipe until a deadline, and the child
+    stopped (SIGTERM) when the call is closed, whether it answered or not. The child takes its own signals
+    (`_own_signals`), so a stop never reaches the parent's event loop."""
 
-    def __init__(self, fn: Callable[..., Any], *args: Any):
+    def __init__(self, fn: Callable[..., Any], *args: Any, delay: float = 0.0):
         import multiprocessing
 
         ctx = multiprocessing.get_context("fork")
         self._receiver, sender = ctx.Pipe(duplex=False)
-        self._child = ctx.Process(target=_answer_parent, args=(sender, fn, args), daemon=True)
+        self._child = ctx.Process(target=_answer_parent, args=(sender, fn, args, delay), daemon=True)
         # Blocked in this thread across the fork, so that the child holds any such signal until it owns them.
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, CHILD_SIGNALS)
         try:

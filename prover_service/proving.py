@@ -50,6 +50,9 @@ __all__ = ["BucketKeys", "DEFAULT_MAX_HOT_KEYS", "ExactRadiusUnavailable", "Prov
 # How long a hybrid prover waits for its bound-search child (seconds on two cores: 0.2 to 5 on the paper
 # models) before it searches itself: only a child that died or hung waits that long.
 BOUND_SEARCH_SECONDS = 120.0
+# How long the bound-search child sleeps before it searches: a customer whose exact radius enumeration gives
+# sooner costs no search at all; one who gets the bound waits at most this much longer.
+BOUND_SEARCH_GRACE = 1.0
 
 Progress = Callable[[str], None]
 StageCallback = Callable[[str, float], None]
@@ -201,11 +204,14 @@ class Prover:
     def _certify_hybrid(self, query: Sequence[int]) -> Certificate:
         """The exact certificate when enumeration gives one within the budget and its statement is within the
         size, else the bound radius. The bound radius is searched for in a child process of its own while the
-        enumeration runs in another, and stopped as soon as the exact certificate is kept: a customer who gets
-        the bound waits for the longer of the two, not for both, and one who gets the exact radius not at all."""
+        enumeration runs in another (after a grace of BOUND_SEARCH_GRACE), and stopped as soon as the exact
+        certificate is kept: a customer who gets the bound waits for the longer of the two (the search's
+        share delayed by the grace), not for both; one whose exact radius comes within the grace costs no
+        search at all."""
         alpha_bits = self.buckets.bound_shape().alpha_bits
         eps_bits = self.card.eps_scale_bits
-        with ForkedCall(searched_radius, self.model, tuple(query), eps_bits, alpha_bits) as search:
+        with ForkedCall(searched_radius, self.model, tuple(query), eps_bits, alpha_bits,
+                        delay=BOUND_SEARCH_GRACE) as search:
             exact = exact_within(self.db.url, self.model, query, self.exact_budget, eps_bits=eps_bits)
             if exact is not None and exact.certificate.status == CERTIFIED:
                 check_certificate(self.model, exact.certificate)
@@ -217,7 +223,7 @@ class Prover:
                 self.progress(f"region enumeration did not give the exact radius within {self.exact_budget:g} s: "
                               "the bound radius instead")
             # a flip (eps 0) is proved by the bound statement, which needs no regions
-            arrived, found = search.answer(search.started + BOUND_SEARCH_SECONDS)
+            arrived, found = search.answer(search.started + BOUND_SEARCH_GRACE + BOUND_SEARCH_SECONDS)
         if arrived:  # else (the child died or hung) the search runs here
             remember_search(self.model, query, eps_bits, alpha_bits, found)
         return self._bound_certificate(query)

@@ -26,6 +26,7 @@ from circuits.relation_arrays import ArrayR1CS
 from commitments.bundle import CertificateBundle, FlipSlice, Radius
 from commitments.card import TREE_ENSEMBLE, ArchitectureCard, CircuitBucket, ModelCard
 from commitments.publish import sensitive_card
+from fairness.certificate_data import DEFAULT_EPS_BITS
 from fairness.errors import CertificationError, ModelError
 from fairness.schema import FeatureSchema
 from fairness.trees.ensemble import LEAF, Tree, TreeEnsemble, TreeModel
@@ -107,7 +108,8 @@ def import_note(record: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------------------------- commit
 
 
-def commit_trees(workspace: TreeWorkspace, backend: Any, *, model_id: str | None = None, eps_bits: int = 16,
+def commit_trees(workspace: TreeWorkspace, backend: Any, *, model_id: str | None = None,
+                 eps_bits: int = DEFAULT_EPS_BITS,
                  depth: int | None = None, description: str = "", force: bool = False,
                  progress: Progress = lambda _: None) -> ModelCard:
     """Salt, commitment, the statement's key (set up by the bank alone) and the card."""

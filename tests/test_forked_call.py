@@ -50,3 +50,23 @@ def test_past_the_deadline_nothing_arrives_and_closing_stops_the_child():
 def test_a_child_that_dies_without_an_answer_gives_none():
     with ForkedCall(os._exit, 3) as call:
         assert call.answer(time.monotonic() + 30) == (False, None)
+
+
+def _touch(path: str) -> str:
+    with open(path, "w") as fh:
+        fh.write("ran")
+    return path
+
+
+def test_a_call_closed_within_its_delay_never_runs(tmp_path):
+    """The hybrid prover's bound search sleeps a grace first: closed before it ends, the function never runs
+    (no CPU spent); the twin, waited for, runs after the delay and answers."""
+    marker = tmp_path / "ran"
+    start = time.monotonic()
+    with ForkedCall(_touch, str(marker), delay=5.0) as call:
+        assert call.answer(start + 0.2) == (False, None)
+    time.sleep(0.2)
+    assert not marker.exists() and time.monotonic() - start < 3
+    with ForkedCall(_touch, str(marker), delay=0.3) as call:
+        assert call.answer(time.monotonic() + 30) == (True, str(marker))
+    assert marker.read_text() == "ran" and time.monotonic() - start >= 0.5

@@ -48,12 +48,14 @@ def tree_query(card, args: argparse.Namespace) -> tuple[int, ...]:
 
 def commit_trees_command(args: argparse.Namespace) -> int:
     from circuits.backends import get_backend
+    from fairness.certificate_data import DEFAULT_EPS_BITS
     from prover_service.tree_proving import TreeWorkspace, commit_trees
 
     refuse_network_options(args)
     workspace = TreeWorkspace.open(args.model)
     card = commit_trees(workspace, get_backend(), model_id=args.model_id,
-                        eps_bits=16 if args.eps_bits is None else args.eps_bits, description=args.description,
+                        eps_bits=DEFAULT_EPS_BITS if args.eps_bits is None else args.eps_bits,
+                        description=args.description,
                         force=args.force, progress=lambda m: print(m, file=sys.stderr, flush=True))
     bucket = card.circuits[0]
     print(f"committed tree ensemble {card.model_id}: commitment {card.commitment}")
