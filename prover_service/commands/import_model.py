@@ -134,7 +134,7 @@ def _import_bank_model(args: argparse.Namespace) -> int:
     from prover_service.model_import import DEFAULT_TIE_TOLERANCE, check_import, recorded_decisions
 
     fmt = args.format or detect_format(args.file)
-    if fmt == "sklearn" and not args.schema:
+    if fmt == "sklearn" and not args.schema and not args.preprocessor:  # a Pipeline holds its own preprocessing
         from prover_service.importers.sklearn_pipeline import load_pickled
         from prover_service.importers.trees import is_tree_pipeline
 
