@@ -159,6 +159,9 @@ def test_the_commands_import_commit_certify_prove_and_verify(tmp_path, capsys):
     assert verify([str(bundle), "--card", str(model / "card.json"), "--record", str(tmp_path / "customer.json")]) == 0
     out = capsys.readouterr().out
     assert "VALID" in out and "the worst leaf each tree can reach within eps" in out and "the trees the bank" in out
+    assert fairproof(["export-snarkjs", str(bundle), str(tmp_path / "snarkjs"), "--card", str(model / "card.json")]) == 0
+    assert "proves the bound radius (the worst reachable leaf of each tree" in capsys.readouterr().out
+    assert json.loads((tmp_path / "snarkjs" / "public.json").read_text()) == list(proved.public_signals)
 
     # the rejection twins: another customer's record; options a tree ensemble has no use for
     age = int(raw["age"])

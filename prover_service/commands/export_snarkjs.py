@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from commitments.bundle import CertificateBundle
     from commitments.canonical import NonCanonical
     from commitments.card import ModelCard
-    from commitments.claims import ClaimError, bundle_claims
+    from commitments.claims import BOUND_METHOD, ClaimError, bundle_claims
     from verifier_client.verify import bucket_verifying_key
 
     if args.dataset is not None:
@@ -60,8 +60,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {out}/verification_key.json, proof.json, public.json")
         commands.append(f"snarkjs groth16 verify {out}/verification_key.json {out}/public.json {out}/proof.json")
     # snarkjs checks the proof against this key only; what eps is comes from the bucket the key is for.
-    what = ("the exact radius (the true radius rounded down to 2^-t)" if claims.eps_exact
-            else "the fast radius (a lower bound on the true radius)")
+    what = {"exact": "the exact radius (the true radius rounded down to 2^-t)",
+            "bound": f"the bound radius ({BOUND_METHOD[claims.model_kind]}: a lower bound on the true radius)",
+            "fast": "the fast radius (a lower bound on the true radius)"}[claims.radius]
     if bundle.parts:
         print(f"the keys are buckets {', '.join(dict.fromkeys((claims.bucket, *claims.part_buckets)))} on the card, "
               f"one proof per slice: together their statements prove {what}; every one must verify")
