@@ -24,7 +24,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the command line loads its libraries lazily
     from fairness.model import FloatMLP, ModelArtifact
@@ -134,6 +134,7 @@ def _import_bank_model(args: argparse.Namespace) -> int:
     from prover_service.model_import import DEFAULT_TIE_TOLERANCE, check_import, recorded_decisions
 
     fmt = args.format or detect_format(args.file)
+    pipeline = None  # the file unpickled once, when it may be a tree ensemble's Pipeline
     if fmt == "sklearn" and not args.schema and not args.preprocessor:  # a Pipeline holds its own preprocessing
         from prover_service.importers.sklearn_pipeline import load_pickled
         from prover_service.importers.trees import is_tree_pipeline
@@ -144,7 +145,7 @@ def _import_bank_model(args: argparse.Namespace) -> int:
 
             return import_tree_pipeline(args, pipeline)
     started = time.perf_counter()
-    bank, loaded = _read_bank_model(args, fmt)
+    bank, loaded = _read_bank_model(args, fmt, pipeline)
     seconds = time.perf_counter() - started
     schema = bank.schema
     training = _training_record(args, fmt, bank, loaded)
@@ -197,7 +198,7 @@ def _import_bank_model(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_bank_model(args: argparse.Namespace, fmt: str) -> tuple[BankModel, LoadedFacts | None]:
+def _read_bank_model(args: argparse.Namespace, fmt: str, pipeline: Any = None) -> tuple[BankModel, LoadedFacts | None]:
     """The BankModel of the file, by format; with the facts it was read under (None on the schema route)."""
     from fairness.errors import ModelError
     from fairness.schema import FeatureSchema
@@ -221,7 +222,7 @@ def _read_bank_model(args: argparse.Namespace, fmt: str) -> tuple[BankModel, Loa
     if fmt == "sklearn":
         if preprocessor is not None:
             raise ModelError("--preprocessor is for a torch or ONNX network: a scikit-learn Pipeline holds its own")
-        bank = read_sklearn(args.file, loaded.facts, columns=loaded.columns)
+        bank = read_sklearn(args.file, loaded.facts, columns=loaded.columns, obj=pipeline)
     elif fmt == "onnx":
         from prover_service.importers.onnx_pipeline import read_onnx
 

@@ -104,10 +104,11 @@ def load_pickled(path: str | Path) -> Any:
 
 
 def read_sklearn(path: str | Path, facts: BankFacts | None, *, columns: Sequence[str] | None = None,
-                 schema: FeatureSchema | None = None) -> BankModel:
+                 schema: FeatureSchema | None = None, obj: Any = None) -> BankModel:
     """A fitted Pipeline ending in MLPClassifier (or a list [transformer, ..., MLPClassifier]) under the bank's
-    facts; or a bare MLPClassifier under the bank's hand-written `schema`."""
-    obj = load_pickled(path)
+    facts; or a bare MLPClassifier under the bank's hand-written `schema`. `obj`: the file's objects, when the
+    caller has already unpickled them."""
+    obj = load_pickled(path) if obj is None else obj
     if schema is not None:
         return _bare_classifier(obj, schema, str(path))
     if facts is None:
